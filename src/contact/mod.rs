@@ -1,0 +1,188 @@
+//! Contact backends: the pluggable part of a time step.
+//!
+//! A backend receives a [`StepProblem`] — the model, its geometry, the state
+//! `(q, v)`, the applied generalized forces `u`, gravity and the time step —
+//! and returns the next velocity and configuration with the contact impulses
+//! ([`StepSolution`]). It builds its residual from the shared pieces:
+//!
+//! * `dynamics::free::momentum_residual` / `rotational_jacobian`: the
+//!   discrete (variational) dynamics `r_dyn(v⁺)`, to which the backend adds
+//!   `−Jᵀ(q⁺) λ`;
+//! * `dynamics::free::integrate_model`: `q⁺ = q ⊕ h v⁺`;
+//! * `collision::`: contact candidates, gaps and Jacobians.
+//!
+//! Backends are generic over the scalar (running one in a dual scalar is the
+//! `unrolled` derivative method) and are chosen by name ([`SolverKind`]).
+//! Each one documents the formulation it solves.
+
+pub mod free_flight;
+
+use crate::dynamics::free::DynamicsError;
+use crate::dynamics::Model;
+use crate::geometry::{Combine, Material, Shape, StaticGeometry};
+use crate::math::{DVec, Vec3};
+use crate::Scalar;
+
+/// The contact formulations dualsim knows by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SolverKind {
+    /// Primal-dual interior point on the nonlinear complementarity problem
+    /// (Dojo / Silico).
+    #[default]
+    Ipm,
+}
+
+impl SolverKind {
+    /// Every name a scene file may use, with whether this build has it.
+    pub const NAMES: &'static [(&'static str, Option<SolverKind>)] = &[
+        ("ipm", Some(SolverKind::Ipm)),
+        ("single_level", None),
+        ("bilevel", None),
+        ("lcp", None),
+        ("implicit_ncp", None),
+        ("convex", None),
+        ("soft", None),
+    ];
+
+    /// The backend's name as used in scene files and on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SolverKind::Ipm => "ipm",
+        }
+    }
+}
+
+/// Friction cone model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FrictionCone {
+    /// Exact Coulomb cone ‖λ_t‖ ≤ μ λ_n (second-order cone).
+    #[default]
+    Exact,
+    /// Four-sided pyramid |λ_tx| + … linearization.
+    Pyramid,
+}
+
+/// Solver tuning shared by the interior-point family (defaults from
+/// Dojo / Silico).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolverParams {
+    /// Complementarity relaxation ρ (`λ ∘ s = ρ` at the solution). Default 1e-6.
+    pub rho: f64,
+    /// Residual tolerance. Default 1e-8.
+    pub tolerance: f64,
+    /// Iteration cap. Default 50.
+    pub max_iterations: usize,
+}
+
+impl Default for SolverParams {
+    fn default() -> Self {
+        SolverParams { rho: 1e-6, tolerance: 1e-8, max_iterations: 50 }
+    }
+}
+
+/// Everything a backend needs for one step.
+#[derive(Clone, Copy, Debug)]
+pub struct StepProblem<'a, T: Scalar> {
+    /// The multibody model.
+    pub model: &'a Model<T>,
+    /// Collision shape of each body (`None`: no collision).
+    pub shapes: &'a [Option<Shape<T>>],
+    /// Material of each body.
+    pub materials: &'a [Material<T>],
+    /// Fixed geometry.
+    pub statics: &'a [StaticGeometry<T>],
+    /// How contact friction is combined from two materials.
+    pub friction_combine: Combine,
+    /// How restitution is combined from two materials.
+    pub restitution_combine: Combine,
+    /// Configuration at the start of the step.
+    pub q: &'a DVec<T>,
+    /// Velocity of the previous step.
+    pub v: &'a DVec<T>,
+    /// Applied generalized forces (world-frame force and torque per body).
+    pub u: &'a DVec<T>,
+    /// Gravity.
+    pub gravity: Vec3<T>,
+    /// Time step h.
+    pub h: T,
+    /// Friction cone model.
+    pub friction_cone: FrictionCone,
+    /// Solver tuning.
+    pub params: &'a SolverParams,
+}
+
+/// One contact's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactImpulse<T: Scalar> {
+    /// Index of the first body.
+    pub body_a: usize,
+    /// Index of the second body, `None` for static geometry.
+    pub body_b: Option<usize>,
+    /// Contact point (world frame, at q⁺).
+    pub point: Vec3<T>,
+    /// Contact normal pointing from b to a (world frame).
+    pub normal: Vec3<T>,
+    /// Normal impulse.
+    pub normal_impulse: T,
+    /// Tangential impulse (world frame).
+    pub tangent_impulse: Vec3<T>,
+    /// Signed gap at q⁺ (negative: penetration).
+    pub gap: T,
+}
+
+/// Solver statistics of one step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SolveStats {
+    /// Iterations taken.
+    pub iterations: usize,
+    /// Final residual norm (∞).
+    pub residual: f64,
+    /// Final complementarity (max λᵢ sᵢ).
+    pub complementarity: f64,
+    /// Largest penetration depth at q⁺ (≥ 0).
+    pub max_penetration: f64,
+    /// Number of active contact candidates.
+    pub contacts: usize,
+}
+
+/// A backend's answer.
+#[derive(Clone, Debug)]
+pub struct StepSolution<T: Scalar> {
+    /// Next configuration q⁺.
+    pub q_next: DVec<T>,
+    /// Next velocity v⁺.
+    pub v_next: DVec<T>,
+    /// Contact impulses.
+    pub contacts: Vec<ContactImpulse<T>>,
+    /// Statistics.
+    pub stats: SolveStats,
+}
+
+/// A backend's failure.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SolveError {
+    /// The iteration cap was reached before convergence.
+    #[error("no convergence after {iters} iterations (residual {residual:e}, complementarity {complementarity:e})")]
+    MaxIterations {
+        /// Iterations taken.
+        iters: usize,
+        /// Final residual norm.
+        residual: f64,
+        /// Final complementarity.
+        complementarity: f64,
+    },
+    /// The dynamics could not be evaluated (e.g. rotation too large).
+    #[error(transparent)]
+    Dynamics(#[from] DynamicsError),
+    /// A singular linear system.
+    #[error("singular linear system in {0}")]
+    Singular(&'static str),
+}
+
+/// A contact formulation.
+pub trait ContactBackend {
+    /// The backend's name.
+    fn name(&self) -> &'static str;
+    /// Solves one step.
+    fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError>;
+}

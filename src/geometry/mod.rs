@@ -1,0 +1,243 @@
+//! Shapes and materials.
+//!
+//! Every size is a `T`, so derivatives with respect to shape parameters come
+//! from the same code. Shapes are expressed in their body's frame; a plane
+//! `{normal, offset}` is the half-space `normal · x ≤ offset` (its surface
+//! is `normal · x = offset`, the outward normal is `normal`).
+
+use crate::math::{Pose, Vec3};
+use crate::Scalar;
+
+/// How a bundle combines its parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BundleOp {
+    /// Each part is its own convex shape (each gets its own contacts).
+    Union,
+    /// The Minkowski sum of the parts.
+    Minkowski,
+}
+
+/// A convex primitive or a bundle of them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape<T: Scalar> {
+    /// Ball of the given radius.
+    Sphere {
+        /// Radius.
+        radius: T,
+    },
+    /// Axis-aligned box.
+    Box {
+        /// Half extents along x, y, z.
+        half_extents: Vec3<T>,
+    },
+    /// Segment along the body z axis, inflated by `radius`.
+    Capsule {
+        /// Radius.
+        radius: T,
+        /// Half length of the segment.
+        half_length: T,
+    },
+    /// Cylinder along the body z axis.
+    Cylinder {
+        /// Radius.
+        radius: T,
+        /// Half length.
+        half_length: T,
+    },
+    /// Cone along the body z axis, apex up.
+    Cone {
+        /// Height.
+        height: T,
+        /// Half opening angle (rad).
+        half_angle: T,
+    },
+    /// Ellipsoid with the given semi-axes.
+    Ellipsoid {
+        /// Semi-axes.
+        radii: Vec3<T>,
+    },
+    /// Polytope `A x ≤ b` (rows of `A` are `normals`).
+    Polytope {
+        /// Face normals.
+        normals: Vec<Vec3<T>>,
+        /// Offsets `b`.
+        offsets: Vec<T>,
+    },
+    /// A polygon in the body xy plane inflated by `radius`.
+    PaddedPolygon {
+        /// In-plane normals (z = 0).
+        normals: Vec<Vec3<T>>,
+        /// Offsets.
+        offsets: Vec<T>,
+        /// Padding radius.
+        radius: T,
+    },
+    /// Half-space `normal · x ≤ offset` (static geometry only).
+    Plane {
+        /// Unit outward normal.
+        normal: Vec3<T>,
+        /// Offset along the normal.
+        offset: T,
+    },
+    /// Several shapes at fixed poses.
+    Bundle {
+        /// The parts and their poses in the body frame.
+        parts: Vec<(Shape<T>, Pose<T>)>,
+        /// How the parts combine.
+        op: BundleOp,
+    },
+    /// Oriented point cloud (for the `soft` backend).
+    Points {
+        /// Points in the body frame.
+        points: Vec<Vec3<T>>,
+        /// Outward unit normals.
+        normals: Vec<Vec3<T>>,
+    },
+}
+
+impl<T: Scalar> Shape<T> {
+    /// The shape's type name as written in scene files.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Shape::Sphere { .. } => "sphere",
+            Shape::Box { .. } => "box",
+            Shape::Capsule { .. } => "capsule",
+            Shape::Cylinder { .. } => "cylinder",
+            Shape::Cone { .. } => "cone",
+            Shape::Ellipsoid { .. } => "ellipsoid",
+            Shape::Polytope { .. } => "polytope",
+            Shape::PaddedPolygon { .. } => "padded_polygon",
+            Shape::Plane { .. } => "plane",
+            Shape::Bundle { .. } => "bundle",
+            Shape::Points { .. } => "points",
+        }
+    }
+
+    /// Converts to another scalar through primal values.
+    pub fn cast<U: Scalar>(&self) -> Shape<U> {
+        let c = |x: T| U::from_re(x.re());
+        let cv = |v: &Vec3<T>| v.map(c);
+        match self {
+            Shape::Sphere { radius } => Shape::Sphere { radius: c(*radius) },
+            Shape::Box { half_extents } => Shape::Box { half_extents: cv(half_extents) },
+            Shape::Capsule { radius, half_length } => {
+                Shape::Capsule { radius: c(*radius), half_length: c(*half_length) }
+            }
+            Shape::Cylinder { radius, half_length } => {
+                Shape::Cylinder { radius: c(*radius), half_length: c(*half_length) }
+            }
+            Shape::Cone { height, half_angle } => {
+                Shape::Cone { height: c(*height), half_angle: c(*half_angle) }
+            }
+            Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: cv(radii) },
+            Shape::Polytope { normals, offsets } => Shape::Polytope {
+                normals: normals.iter().map(cv).collect(),
+                offsets: offsets.iter().map(|x| c(*x)).collect(),
+            },
+            Shape::PaddedPolygon { normals, offsets, radius } => Shape::PaddedPolygon {
+                normals: normals.iter().map(cv).collect(),
+                offsets: offsets.iter().map(|x| c(*x)).collect(),
+                radius: c(*radius),
+            },
+            Shape::Plane { normal, offset } => {
+                Shape::Plane { normal: cv(normal), offset: c(*offset) }
+            }
+            Shape::Bundle { parts, op } => Shape::Bundle {
+                parts: parts.iter().map(|(s, p)| (s.cast(), p.cast())).collect(),
+                op: *op,
+            },
+            Shape::Points { points, normals } => Shape::Points {
+                points: points.iter().map(cv).collect(),
+                normals: normals.iter().map(cv).collect(),
+            },
+        }
+    }
+}
+
+/// Surface properties of a body or static geometry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Material<T: Scalar> {
+    /// Coulomb friction coefficient μ ≥ 0.
+    pub friction: T,
+    /// Coefficient of restitution in [0, 1].
+    pub restitution: T,
+}
+
+impl<T: Scalar> Default for Material<T> {
+    fn default() -> Self {
+        Material { friction: T::from_re(0.5), restitution: T::zero() }
+    }
+}
+
+impl<T: Scalar> Material<T> {
+    /// Converts to another scalar through primal values.
+    pub fn cast<U: Scalar>(&self) -> Material<U> {
+        Material {
+            friction: U::from_re(self.friction.re()),
+            restitution: U::from_re(self.restitution.re()),
+        }
+    }
+}
+
+/// How a contact's coefficient is made from its two shapes' coefficients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Combine {
+    /// (a + b) / 2.
+    #[default]
+    Average,
+    /// min(a, b).
+    Min,
+    /// max(a, b).
+    Max,
+    /// a · b.
+    Multiply,
+}
+
+impl Combine {
+    /// Combines two coefficients (branches on primal values).
+    pub fn apply<T: Scalar>(&self, a: T, b: T) -> T {
+        match self {
+            Combine::Average => (a + b) * T::from_re(0.5),
+            Combine::Min => {
+                if a.re() <= b.re() {
+                    a
+                } else {
+                    b
+                }
+            }
+            Combine::Max => {
+                if a.re() >= b.re() {
+                    a
+                } else {
+                    b
+                }
+            }
+            Combine::Multiply => a * b,
+        }
+    }
+}
+
+/// Fixed geometry of the world.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StaticGeometry<T: Scalar> {
+    /// Name.
+    pub name: String,
+    /// Shape, in the frame given by `pose`.
+    pub shape: Shape<T>,
+    /// Pose of the shape in the world.
+    pub pose: Pose<T>,
+    /// Surface properties.
+    pub material: Material<T>,
+}
+
+impl<T: Scalar> StaticGeometry<T> {
+    /// Converts to another scalar through primal values.
+    pub fn cast<U: Scalar>(&self) -> StaticGeometry<U> {
+        StaticGeometry {
+            name: self.name.clone(),
+            shape: self.shape.cast(),
+            pose: self.pose.cast(),
+            material: self.material.cast(),
+        }
+    }
+}

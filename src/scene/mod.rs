@@ -1,0 +1,1 @@
+//! Scene files (TOML) → World. The contract is SCENE.md.

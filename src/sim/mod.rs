@@ -1,0 +1,305 @@
+//! Worlds, states and the time step.
+//!
+//! ```text
+//! M(q) (v⁺ − v) = h (B u − c(q, v)) + J(q⁺)ᵀ λ      (variational form, see dynamics::free)
+//! q⁺ = q ⊕ h v⁺
+//! λ, v⁺ satisfy the backend's contact law
+//! ```
+//!
+//! [`step`] checks its inputs (finite state and controls), builds a
+//! [`StepProblem`](crate::contact::StepProblem) and hands it to the world's
+//! contact backend. [`rollout`] chains steps.
+//!
+//! ```
+//! use dualsim::prelude::*;
+//! let mut world = World::<f64>::new(0.01);
+//! world.add_body("ball", 1.0, Mat3::identity() * 0.1, None, Material::default()).unwrap();
+//! let state = State::at_rest(&world.model, &[[0.0, 0.0, 1.0]]);
+//! let out = step(&world, &state, &world.zero_control()).unwrap();
+//! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
+//! ```
+
+use crate::contact::free_flight::FreeFlight;
+use crate::contact::{
+    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
+    SolverParams, StepProblem,
+};
+use crate::dynamics::free::DynamicsError;
+use crate::dynamics::{Model, ModelError};
+use crate::geometry::{Combine, Material, Shape, StaticGeometry};
+use crate::math::{DVec, Mat3, Vec3};
+use crate::Scalar;
+
+/// A simulated world: bodies, their geometry, static geometry, gravity,
+/// time step and contact backend.
+#[derive(Clone, Debug)]
+pub struct World<T: Scalar> {
+    /// The multibody model.
+    pub model: Model<T>,
+    /// Collision shape of each body of the model.
+    pub shapes: Vec<Option<Shape<T>>>,
+    /// Material of each body.
+    pub materials: Vec<Material<T>>,
+    /// Fixed geometry.
+    pub statics: Vec<StaticGeometry<T>>,
+    /// Gravity (default (0, 0, −9.81)).
+    pub gravity: Vec3<T>,
+    /// Time step h > 0.
+    pub dt: T,
+    /// Contact backend.
+    pub solver: SolverKind,
+    /// Friction cone model.
+    pub friction_cone: FrictionCone,
+    /// Backend tuning.
+    pub params: SolverParams,
+    /// Friction combination rule.
+    pub friction_combine: Combine,
+    /// Restitution combination rule.
+    pub restitution_combine: Combine,
+}
+
+impl<T: Scalar> World<T> {
+    /// An empty world with time step `dt` and standard gravity.
+    pub fn new(dt: f64) -> Self {
+        World {
+            model: Model::new(),
+            shapes: Vec::new(),
+            materials: Vec::new(),
+            statics: Vec::new(),
+            gravity: crate::math::vec3([0.0, 0.0, -9.81]),
+            dt: T::from_re(dt),
+            solver: SolverKind::default(),
+            friction_cone: FrictionCone::default(),
+            params: SolverParams::default(),
+            friction_combine: Combine::Average,
+            restitution_combine: Combine::Average,
+        }
+    }
+
+    /// Adds a free rigid body (centre of mass at its origin); returns its index.
+    pub fn add_body(
+        &mut self,
+        name: &str,
+        mass: T,
+        inertia: Mat3<T>,
+        shape: Option<Shape<T>>,
+        material: Material<T>,
+    ) -> Result<usize, ModelError> {
+        let i = self.model.add_free_body(name, mass, inertia)?;
+        self.shapes.push(shape);
+        self.materials.push(material);
+        Ok(i)
+    }
+
+    /// A control vector of zeros (no applied force).
+    pub fn zero_control(&self) -> DVec<T> {
+        DVec::zeros(self.model.nv)
+    }
+
+    /// The same world in another scalar type (derivative parts start at zero).
+    pub fn cast<U: Scalar>(&self) -> World<U> {
+        let c = |x: T| U::from_re(x.re());
+        World {
+            model: self.model.cast(),
+            shapes: self.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect(),
+            materials: self.materials.iter().map(|m| m.cast()).collect(),
+            statics: self.statics.iter().map(|s| s.cast()).collect(),
+            gravity: self.gravity.map(c),
+            dt: c(self.dt),
+            solver: self.solver,
+            friction_cone: self.friction_cone,
+            params: self.params,
+            friction_combine: self.friction_combine,
+            restitution_combine: self.restitution_combine,
+        }
+    }
+}
+
+/// The state `(q, v)`: configuration and the velocity of the last step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State<T: Scalar> {
+    /// Generalized configuration (nq).
+    pub q: DVec<T>,
+    /// Generalized velocity (nv).
+    pub v: DVec<T>,
+}
+
+impl<T: Scalar> State<T> {
+    /// Bodies at the given positions, identity orientation, at rest.
+    #[track_caller]
+    pub fn at_rest(model: &Model<T>, positions: &[[f64; 3]]) -> Self {
+        assert_eq!(positions.len(), model.bodies.len(), "one position per body");
+        let mut q = DVec::zeros(model.nq);
+        for (b, p) in model.bodies.iter().zip(positions) {
+            for d in 0..3 {
+                q[b.idx_q + d] = T::from_re(p[d]);
+            }
+            q[b.idx_q + 3] = T::one();
+        }
+        State { q, v: DVec::zeros(model.nv) }
+    }
+
+    /// Converts to another scalar through primal values.
+    pub fn cast<U: Scalar>(&self) -> State<U> {
+        State { q: self.q.map(|x| U::from_re(x.re())), v: self.v.map(|x| U::from_re(x.re())) }
+    }
+
+    /// True when every entry (all derivative parts included) is finite.
+    pub fn is_finite(&self) -> bool {
+        self.q.iter().chain(self.v.iter()).all(|x| x.is_all_finite())
+    }
+}
+
+/// Applied generalized forces over a rollout: one vector for all steps, or
+/// one per step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Controls<T: Scalar> {
+    /// The same control at every step.
+    Constant(DVec<T>),
+    /// One control per step (the last one repeats past the end).
+    PerStep(Vec<DVec<T>>),
+}
+
+impl<T: Scalar> Controls<T> {
+    /// The control of step `k`.
+    pub fn at(&self, k: usize) -> &DVec<T> {
+        match self {
+            Controls::Constant(u) => u,
+            Controls::PerStep(us) => &us[k.min(us.len().saturating_sub(1))],
+        }
+    }
+}
+
+/// Statistics of one step.
+pub type StepStats = SolveStats;
+
+/// The result of one step.
+#[derive(Clone, Debug)]
+pub struct StepOutput<T: Scalar> {
+    /// The next state.
+    pub state: State<T>,
+    /// Contact impulses.
+    pub contacts: Vec<ContactImpulse<T>>,
+    /// Solver statistics.
+    pub stats: StepStats,
+}
+
+/// A failed step.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The contact solver failed.
+    #[error("contact solver: {0}")]
+    Solve(#[from] SolveError),
+    /// The dynamics failed.
+    #[error(transparent)]
+    Dynamics(#[from] DynamicsError),
+    /// A non-finite number in the input state or controls, or produced by the step.
+    #[error("non-finite value in {what}")]
+    NonFinite {
+        /// Which quantity.
+        what: &'static str,
+    },
+    /// Sizes do not match the model.
+    #[error("{what} has length {got}, expected {expected}")]
+    Size {
+        /// Which quantity.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The model's size.
+        expected: usize,
+    },
+}
+
+/// Advances `state` by one step of `world.dt` under the control `u`.
+pub fn step<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    u: &DVec<T>,
+) -> Result<StepOutput<T>, SimError> {
+    let m = &world.model;
+    for (what, got, expected) in
+        [("q", state.q.len(), m.nq), ("v", state.v.len(), m.nv), ("control", u.len(), m.nv)]
+    {
+        if got != expected {
+            return Err(SimError::Size { what, got, expected });
+        }
+    }
+    if !state.is_finite() {
+        return Err(SimError::NonFinite { what: "state" });
+    }
+    if !u.iter().all(|x| x.is_all_finite()) {
+        return Err(SimError::NonFinite { what: "control" });
+    }
+    let problem = StepProblem {
+        model: m,
+        shapes: &world.shapes,
+        materials: &world.materials,
+        statics: &world.statics,
+        friction_combine: world.friction_combine,
+        restitution_combine: world.restitution_combine,
+        q: &state.q,
+        v: &state.v,
+        u,
+        gravity: world.gravity,
+        h: world.dt,
+        friction_cone: world.friction_cone,
+        params: &world.params,
+    };
+    let sol = match world.solver {
+        // The interior-point contact backend plugs in here; until a scene
+        // has contact geometry the step is the free-flight dynamics.
+        SolverKind::Ipm => FreeFlight::default().solve(&problem)?,
+    };
+    let next = State { q: sol.q_next, v: sol.v_next };
+    if !next.is_finite() {
+        return Err(SimError::NonFinite { what: "next state" });
+    }
+    Ok(StepOutput { state: next, contacts: sol.contacts, stats: sol.stats })
+}
+
+/// A simulated trajectory.
+#[derive(Clone, Debug)]
+pub struct Trajectory<T: Scalar> {
+    /// States `x₀, …, x_N` (N + 1 entries).
+    pub states: Vec<State<T>>,
+    /// Statistics of each step (N entries).
+    pub stats: Vec<StepStats>,
+}
+
+impl<T: Scalar> Trajectory<T> {
+    /// The last state.
+    pub fn last(&self) -> &State<T> {
+        self.states.last().expect("a trajectory holds at least the initial state")
+    }
+}
+
+/// Runs `steps` steps from `state`, calling `progress(k)` after step k.
+pub fn rollout_with<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    controls: &Controls<T>,
+    steps: usize,
+    mut progress: impl FnMut(usize),
+) -> Result<Trajectory<T>, SimError> {
+    let mut states = Vec::with_capacity(steps + 1);
+    let mut stats = Vec::with_capacity(steps);
+    states.push(state.clone());
+    for k in 0..steps {
+        let out = step(world, states.last().unwrap(), controls.at(k))?;
+        states.push(out.state);
+        stats.push(out.stats);
+        progress(k);
+    }
+    Ok(Trajectory { states, stats })
+}
+
+/// Runs `steps` steps from `state`.
+pub fn rollout<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    controls: &Controls<T>,
+    steps: usize,
+) -> Result<Trajectory<T>, SimError> {
+    rollout_with(world, state, controls, steps, |_| {})
+}
