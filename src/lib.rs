@@ -29,12 +29,15 @@
 extern crate self as dualsim;
 
 pub mod contact;
+pub mod demo;
+pub mod diff;
 pub mod dynamics;
 pub mod geometry;
 pub mod math;
 pub mod scalar;
 pub mod scene;
 pub mod sim;
+pub mod viz;
 
 pub use dualsim_macros::kernel;
 pub use scalar::Scalar;
