@@ -212,7 +212,8 @@ pub fn rotational_jacobian<T: Scalar>(
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NewtonParams {
     /// Stop when the primal Newton step's ∞-norm falls below
-    /// `tolerance · (1 + ‖ω‖∞)`. Default 1e-14.
+    /// `tolerance · (1 + ‖ω‖∞)`. Default 1e-14 (raised to 8 ε of the
+    /// scalar type when that is larger, e.g. for `f32`).
     pub tolerance: f64,
     /// Iteration cap. Default 50.
     pub max_iterations: usize,
@@ -242,6 +243,8 @@ pub fn free_flight_velocity<T: Scalar>(
 ) -> Result<(DVec<T>, usize), DynamicsError> {
     let mut v_next = DVec::zeros(model.nv);
     let mut max_iters = 0;
+    // A tolerance below the scalar's resolution (f32) cannot be met.
+    let tolerance = params.tolerance.max(8.0 * T::default_epsilon().re());
     for (i, b) in model.bodies.iter().enumerate() {
         let k = b.idx_v;
         let m = b.inertia.mass;
@@ -270,7 +273,7 @@ pub fn free_flight_velocity<T: Scalar>(
                 break;
             }
             let scale = 1.0 + w.map(|x| x.re()).amax();
-            if dw.map(|x| x.re()).amax() <= params.tolerance * scale {
+            if dw.map(|x| x.re()).amax() <= tolerance * scale {
                 converged_at = Some(it);
             }
         }
