@@ -43,7 +43,7 @@ pub struct Scene {
 
 /// An error in a scene file, located in the source.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {path}: {message}")]
+#[error("{file}:{line}:{column}: {}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
 pub struct SceneError {
     /// File name as given.
     pub file: String,
