@@ -1,114 +1,92 @@
-//! Derivatives of rollouts.
+//! Derivatives of steps and rollouts, several ways.
 //!
-//! A rollout maps inputs θ (entries of the initial state) to the final state
-//! `x_N = (q_N, v_N)`. Outputs are expressed in the tangent space of the
-//! nominal final state: `(q_N(θ) ⊖ q_N(θ₀), v_N(θ))`, so rows are `2 nv`
-//! (tangent of q first, then v). Initial-configuration inputs perturb on the
-//! manifold too: `q₀ ⊕ δ`.
+//! A step maps the state `x = (q, v)`, the control `u` and the model
+//! parameters to the next state `x⁺`. Every backend whose step is the root
+//! of a residual `r(y; θ) = 0` (`y` holds `v⁺` first, then the backend's
+//! other unknowns) implements [`ImplicitStep`], and then four methods give
+//! the same Jacobian:
 //!
-//! * [`unrolled`]: the whole rollout in `DualSVec64<N>` (every solver
-//!   iteration carries the derivative);
-//! * [`fd`]: central differences `(x(θ + ε) ⊖ x(θ − ε)) / 2ε`.
+//! | method | how |
+//! |---|---|
+//! | [`Method::Ift`] | solve in f64; `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ` with one LU of `∂r/∂y`; the partials are evaluated exactly (dual-number evaluation of the generic residual, column blocks of 8) |
+//! | [`Method::Lift`] | solve in f64, then `k` Newton steps of the residual *in the scalar `T`* with the f64 factorization (`k` = derivative order): the dual parts are exact because they are nilpotent; works for any num-dual type (gradients, Hessians) |
+//! | [`Method::Unrolled`] | the whole solver in a dual scalar |
+//! | [`Method::Fd`] | central differences, perturbing on the manifold (`q ⊕ δ`) |
+//!
+//! Inputs are named by [`Param`]; outputs are the next state in the tangent
+//! space of the nominal next state: rows `0..nv` are `q⁺(θ) ⊖ q⁺(θ₀)` and
+//! rows `nv..2nv` are `v⁺`.
+//!
+//! # Relaxation as smoothing
+//!
+//! The interior-point backends return the point of the central path with
+//! complementarity `ρ`. [`DiffOptions::rho`] sets the ρ at which the
+//! derivative is taken, independently of the ρ used to simulate (Silico
+//! V-D): small ρ gives the exact, possibly discontinuous, derivative of the
+//! hard contact model; larger ρ a smoothed one.
 
-use nalgebra::{Const, U1};
-use num_dual::DualSVec64;
+mod implicit;
+pub mod rollout;
+mod seed;
+mod step;
 
-use crate::dynamics::free::{difference_model, integrate_model};
-use crate::math::{DMat, DVec};
-use crate::sim::{rollout, Controls, SimError, State, World};
-use crate::Scalar;
+pub use implicit::ImplicitStep;
+pub use rollout::{fd, unrolled, Input};
+pub use seed::{seeded, Param};
+pub use step::{lift_step, step_jacobian, DiffOptions, StepJacobian};
 
-/// An input of a rollout derivative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// Entry `i` of the initial velocity.
-    Velocity(usize),
-    /// Tangent direction `i` of the initial configuration (`q₀ ⊕ δ eᵢ`).
-    Config(usize),
+use crate::contact::SolveError;
+use crate::sim::SimError;
+
+/// A derivative method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Implicit function theorem at the f64 solution.
+    Ift,
+    /// f64 solve + Newton refinement in the dual scalar.
+    Lift,
+    /// The whole solver in dual numbers.
+    Unrolled,
+    /// Central finite differences on the manifold.
+    Fd,
 }
 
-fn perturbed<T: Scalar>(
-    world: &World<T>,
-    x0: &State<T>,
-    inputs: &[Input],
-    delta: &[T],
-) -> Result<State<T>, SimError> {
-    let nv = world.model.nv;
-    let mut v = x0.v.clone();
-    let mut dq = DVec::zeros(nv);
-    for (inp, d) in inputs.iter().zip(delta) {
-        match *inp {
-            Input::Velocity(i) => v[i] += *d,
-            Input::Config(i) => dq[i] += *d,
+impl Method {
+    /// All methods, in report order.
+    pub const ALL: [Method; 4] = [Method::Ift, Method::Lift, Method::Unrolled, Method::Fd];
+
+    /// The method's name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Method::Ift => "ift",
+            Method::Lift => "lift",
+            Method::Unrolled => "unrolled",
+            Method::Fd => "fd",
         }
     }
-    let q = integrate_model(&world.model, &x0.q, &dq, T::one())?;
-    Ok(State { q, v })
-}
 
-fn tangent<T: Scalar>(world: &World<T>, nominal: &State<T>, x: &State<T>) -> DVec<T> {
-    let nv = world.model.nv;
-    let dq = difference_model(&world.model, &nominal.q, &x.q);
-    let mut out = DVec::zeros(2 * nv);
-    out.rows_mut(0, nv).copy_from(&dq);
-    out.rows_mut(nv, nv).copy_from(&x.v);
-    out
-}
-
-/// Jacobian of the final state (tangent, `2 nv` rows) with respect to
-/// `inputs` by running the rollout in `DualSVec64<N>`, `N = inputs.len()`.
-#[track_caller]
-pub fn unrolled<const N: usize>(
-    world: &World<f64>,
-    x0: &State<f64>,
-    controls: &Controls<f64>,
-    steps: usize,
-    inputs: &[Input],
-) -> Result<DMat<f64>, SimError> {
-    assert_eq!(inputs.len(), N, "one dual direction per input");
-    type D<const N: usize> = DualSVec64<N>;
-    let w = world.cast::<D<N>>();
-    let x0d = x0.cast::<D<N>>();
-    let delta: Vec<D<N>> = (0..N).map(|i| D::<N>::from_re(0.0).derivative(i)).collect();
-    let start = perturbed(&w, &x0d, inputs, &delta)?;
-    let cd = match controls {
-        Controls::Constant(u) => Controls::Constant(u.map(D::<N>::from_re)),
-        Controls::PerStep(us) => Controls::PerStep(us.iter().map(|u| u.map(D::<N>::from_re)).collect()),
-    };
-    let traj = rollout(&w, &start, &cd, steps)?;
-    let last = traj.last();
-    let nominal = last.cast::<D<N>>();
-    let t = tangent(&w, &nominal, last);
-    let mut jac = DMat::zeros(t.len(), N);
-    for (r, e) in t.iter().enumerate() {
-        let g = e.eps.unwrap_generic(Const::<N>, U1);
-        for c in 0..N {
-            jac[(r, c)] = g[c];
-        }
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == s)
     }
-    Ok(jac)
 }
 
-/// Jacobian of the final state (tangent, `2 nv` rows) with respect to
-/// `inputs` by central differences with step `eps`.
-pub fn fd(
-    world: &World<f64>,
-    x0: &State<f64>,
-    controls: &Controls<f64>,
-    steps: usize,
-    inputs: &[Input],
-    eps: f64,
-) -> Result<DMat<f64>, SimError> {
-    let nominal = rollout(world, x0, controls, steps)?.last().clone();
-    let mut jac = DMat::zeros(2 * world.model.nv, inputs.len());
-    for (c, inp) in inputs.iter().enumerate() {
-        let run = |s: f64| -> Result<DVec<f64>, SimError> {
-            let start = perturbed(world, x0, &[*inp], &[s])?;
-            let last = rollout(world, &start, controls, steps)?.last().clone();
-            Ok(tangent(world, &nominal, &last))
-        };
-        let col = (run(eps)? - run(-eps)?) / (2.0 * eps);
-        jac.set_column(c, &col);
+/// A failed derivative computation.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DiffError {
+    /// The simulation itself failed.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// The residual Jacobian ∂r/∂y is singular at the solution.
+    #[error("the residual Jacobian is singular at the solution (the implicit function theorem does not apply)")]
+    Singular,
+    /// A parameter does not exist in this world.
+    #[error("{0}")]
+    BadParam(String),
+}
+
+impl From<SolveError> for DiffError {
+    fn from(e: SolveError) -> Self {
+        DiffError::Sim(SimError::Solve(e))
     }
-    Ok(jac)
 }

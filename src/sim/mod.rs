@@ -91,6 +91,25 @@ impl<T: Scalar> World<T> {
         Ok(i)
     }
 
+    /// The step problem of this world at `state` under the control `u`.
+    pub fn problem<'a>(&'a self, state: &'a State<T>, u: &'a DVec<T>) -> StepProblem<'a, T> {
+        StepProblem {
+            model: &self.model,
+            shapes: &self.shapes,
+            materials: &self.materials,
+            statics: &self.statics,
+            friction_combine: self.friction_combine,
+            restitution_combine: self.restitution_combine,
+            q: &state.q,
+            v: &state.v,
+            u,
+            gravity: self.gravity,
+            h: self.dt,
+            friction_cone: self.friction_cone,
+            params: &self.params,
+        }
+    }
+
     /// A control vector of zeros (no applied force).
     pub fn zero_control(&self) -> DVec<T> {
         DVec::zeros(self.model.nv)
@@ -231,21 +250,7 @@ pub fn step<T: Scalar>(
     if !u.iter().all(|x| x.is_all_finite()) {
         return Err(SimError::NonFinite { what: "control" });
     }
-    let problem = StepProblem {
-        model: m,
-        shapes: &world.shapes,
-        materials: &world.materials,
-        statics: &world.statics,
-        friction_combine: world.friction_combine,
-        restitution_combine: world.restitution_combine,
-        q: &state.q,
-        v: &state.v,
-        u,
-        gravity: world.gravity,
-        h: world.dt,
-        friction_cone: world.friction_cone,
-        params: &world.params,
-    };
+    let problem = world.problem(state, u);
     let sol = match world.solver {
         // The interior-point contact backend plugs in here; until a scene
         // has contact geometry the step is the free-flight dynamics.

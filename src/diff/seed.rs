@@ -1,0 +1,103 @@
+//! Naming the inputs of a derivative and seeding them into a world.
+
+use crate::geometry::Shape;
+use crate::math::DVec;
+use crate::sim::{SimError, State, World};
+use crate::Scalar;
+
+use super::DiffError;
+
+/// An input of a step or rollout derivative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Param {
+    /// Tangent direction `i` of the configuration (`q ⊕ δ eᵢ`; per free
+    /// body: 3 world-frame translations, 3 world-frame rotations).
+    Q(usize),
+    /// Entry `i` of the velocity.
+    V(usize),
+    /// Entry `i` of the control (generalized force).
+    U(usize),
+    /// Mass of body `b`.
+    Mass(usize),
+    /// Principal moment `k` (body frame diagonal entry) of body `b`.
+    Inertia(usize, usize),
+    /// Friction coefficient of body `b`.
+    Friction(usize),
+    /// Restitution of body `b`.
+    Restitution(usize),
+    /// Size parameter `k` of body `b`'s shape (sphere: radius; box: half
+    /// extents; capsule and cylinder: radius, half length; ellipsoid: radii).
+    Shape(usize, usize),
+    /// Component `k` of gravity.
+    Gravity(usize),
+    /// The time step.
+    Dt,
+}
+
+fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
+    match shape {
+        Shape::Sphere { radius } if k == 0 => Some(radius),
+        Shape::Box { half_extents } if k < 3 => Some(&mut half_extents[k]),
+        Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
+            match k {
+                0 => Some(radius),
+                1 => Some(half_length),
+                _ => None,
+            }
+        }
+        Shape::Ellipsoid { radii } if k < 3 => Some(&mut radii[k]),
+        Shape::PaddedPolygon { radius, .. } if k == 0 => Some(radius),
+        _ => None,
+    }
+}
+
+/// The world, state and control cast to `T` with `deltas[j]` added to
+/// parameter `params[j]` (configuration directions on the manifold).
+///
+/// With dual `deltas` (zero primal, unit derivative parts) this seeds the
+/// derivative directions; with real `deltas` it perturbs (finite
+/// differences).
+pub fn seeded<T: Scalar>(
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    params: &[Param],
+    deltas: &[T],
+) -> Result<(World<T>, State<T>, DVec<T>), DiffError> {
+    assert_eq!(params.len(), deltas.len(), "one delta per parameter");
+    let mut w = world.cast::<T>();
+    let mut x = state.cast::<T>();
+    let mut ut = u.map(T::from_re);
+    let nv = world.model.nv;
+    let nb = world.model.bodies.len();
+    let mut dq = DVec::<T>::zeros(nv);
+    let mut any_q = false;
+    let bad = |p: &Param| DiffError::BadParam(format!("{p:?} does not exist in this world"));
+    for (p, d) in params.iter().zip(deltas) {
+        let d = *d;
+        match *p {
+            Param::Q(i) if i < nv => {
+                dq[i] += d;
+                any_q = true;
+            }
+            Param::V(i) if i < nv => x.v[i] += d,
+            Param::U(i) if i < nv => ut[i] += d,
+            Param::Mass(b) if b < nb => w.model.bodies[b].inertia.mass += d,
+            Param::Inertia(b, k) if b < nb && k < 3 => w.model.bodies[b].inertia.inertia[(k, k)] += d,
+            Param::Friction(b) if b < nb => w.materials[b].friction += d,
+            Param::Restitution(b) if b < nb => w.materials[b].restitution += d,
+            Param::Shape(b, k) if b < nb => {
+                let s = w.shapes[b].as_mut().and_then(|s| shape_param(s, k)).ok_or_else(|| bad(p))?;
+                *s += d;
+            }
+            Param::Gravity(k) if k < 3 => w.gravity[k] += d,
+            Param::Dt => w.dt += d,
+            _ => return Err(bad(p)),
+        }
+    }
+    if any_q {
+        x.q = crate::dynamics::free::integrate_model(&w.model, &x.q, &dq, T::one())
+            .map_err(SimError::from)?;
+    }
+    Ok((w, x, ut))
+}
