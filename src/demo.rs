@@ -2,9 +2,8 @@
 
 use serde_json::json;
 
-use crate::diff::{fd, unrolled, Input};
+use crate::diff::{fd, unrolled, DiffError, Input};
 use crate::scene::Scene;
-use crate::sim::SimError;
 
 /// What the demonstration shows.
 pub const DESCRIPTION: &str = "a T-handle spun about its intermediate axis (Dzhanibekov flip) \
@@ -78,7 +77,7 @@ impl DerivativeCheck {
 
 /// Compares dual-number and finite-difference derivatives of the final
 /// state with respect to the first body's initial velocity.
-pub fn derivative_check(scene: &Scene) -> Result<DerivativeCheck, SimError> {
+pub fn derivative_check(scene: &Scene) -> Result<DerivativeCheck, DiffError> {
     let k = scene.world.model.bodies[0].idx_v;
     let inputs: Vec<Input> = (0..6).map(|i| Input::Velocity(k + i)).collect();
     let steps = scene.steps.min(300);

@@ -31,7 +31,7 @@ mod seed;
 mod step;
 
 pub use implicit::ImplicitStep;
-pub use rollout::{fd, unrolled, Input};
+pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
 pub use step::{lift_step, step_jacobian, DiffOptions, StepJacobian};
 

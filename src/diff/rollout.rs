@@ -1,53 +1,237 @@
 //! Derivatives of whole rollouts.
 //!
-//! A rollout maps inputs θ (entries of the initial state) to the final state
-//! `x_N = (q_N, v_N)`. Outputs are expressed in the tangent space of the
-//! nominal final state: `(q_N(θ) ⊖ q_N(θ₀), v_N(θ))`, so rows are `2 nv`
-//! (tangent of q first, then v). Initial-configuration inputs perturb on the
-//! manifold too: `q₀ ⊕ δ`.
+//! A rollout maps inputs θ — entries of the initial state, model
+//! parameters, and the control of each step — to the final state `x_N`.
+//! Outputs are in the tangent space of the nominal final state (`2 nv`
+//! rows, see the module docs of [`crate::diff`]).
 //!
-//! * [`unrolled`]: the whole rollout in `DualSVec64<N>` (every solver
-//!   iteration carries the derivative);
-//! * [`fd`]: central differences `(x(θ + ε) ⊖ x(θ − ε)) / 2ε`.
+//! * `Ift` chains the step Jacobians: `S₀ = ∂x₀/∂θ`,
+//!   `S_{k+1} = A_k S_k + B_k` with `A_k = ∂x_{k+1}/∂x_k` and `B_k` the
+//!   direct dependence of step `k` on θ (model parameters, step `k`'s
+//!   control);
+//! * `Lift` runs [`lift_step`](super::lift_step) in `DualSVec64<8>` column
+//!   blocks, `Unrolled` the plain rollout in the same scalar;
+//! * `Fd` perturbs each input and reruns the rollout.
 
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
-use crate::dynamics::free::integrate_model;
+use super::step::tangent;
+use super::{lift_step, seeded, step_jacobian, DiffError, DiffOptions, Method, Param};
 use crate::math::{DMat, DVec};
-use crate::sim::{rollout, Controls, SimError, State, World};
+use crate::sim::{rollout as run, step, Controls, State, World};
 use crate::Scalar;
 
 /// An input of a rollout derivative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Input {
     /// Entry `i` of the initial velocity.
     Velocity(usize),
     /// Tangent direction `i` of the initial configuration (`q₀ ⊕ δ eᵢ`).
     Config(usize),
+    /// A model parameter (mass, inertia, friction, shape size, gravity, dt);
+    /// `Param::Q`/`V`/`U` are not allowed here.
+    Model(Param),
+    /// Entry `i` of the control of step `k`.
+    Control {
+        /// Step.
+        step: usize,
+        /// Generalized-force entry.
+        index: usize,
+    },
 }
 
-fn perturbed<T: Scalar>(
-    world: &World<T>,
-    x0: &State<T>,
+/// The final state of a rollout and its Jacobian (`2 nv` rows).
+#[derive(Clone, Debug)]
+pub struct RolloutJacobian {
+    /// The final state (f64).
+    pub last: State<f64>,
+    /// `∂x_N/∂θ`.
+    pub jacobian: DMat<f64>,
+}
+
+const BLOCK: usize = 8;
+type D = DualSVec64<BLOCK>;
+
+/// World and initial state in `T` with `deltas` added to the non-control
+/// inputs, and the controls of every step with `deltas` added to the
+/// control inputs.
+fn seeded_rollout<T: Scalar>(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
     inputs: &[Input],
-    delta: &[T],
-) -> Result<State<T>, SimError> {
-    let nv = world.model.nv;
-    let mut v = x0.v.clone();
-    let mut dq = DVec::zeros(nv);
-    for (inp, d) in inputs.iter().zip(delta) {
+    deltas: &[T],
+) -> Result<(World<T>, State<T>, Controls<T>), DiffError> {
+    let mut params = Vec::new();
+    let mut pd = Vec::new();
+    for (inp, d) in inputs.iter().zip(deltas) {
         match *inp {
-            Input::Velocity(i) => v[i] += *d,
-            Input::Config(i) => dq[i] += *d,
+            Input::Velocity(i) => params.push(Param::V(i)),
+            Input::Config(i) => params.push(Param::Q(i)),
+            Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
+                return Err(DiffError::BadParam(format!("{p:?} is not a model parameter")))
+            }
+            Input::Model(p) => params.push(p),
+            Input::Control { .. } => continue,
+        }
+        pd.push(*d);
+    }
+    let (w, x, _) = seeded(world, x0, &world.zero_control(), &params, &pd)?;
+    let mut us: Vec<DVec<T>> = (0..steps).map(|k| controls.at(k).map(T::from_re)).collect();
+    for (inp, d) in inputs.iter().zip(deltas) {
+        if let Input::Control { step: k, index } = *inp {
+            if k >= steps || index >= world.model.nv {
+                return Err(DiffError::BadParam(format!("{inp:?} is outside the rollout")));
+            }
+            us[k][index] += *d;
         }
     }
-    let q = integrate_model(&world.model, &x0.q, &dq, T::one())?;
-    Ok(State { q, v })
+    Ok((w, x, Controls::PerStep(us)))
 }
 
-/// Jacobian of the final state (tangent, `2 nv` rows) with respect to
-/// `inputs` by running the rollout in `DualSVec64<N>`, `N = inputs.len()`.
+fn dual_rollout(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    inputs: &[Input],
+    lift: bool,
+) -> Result<RolloutJacobian, DiffError> {
+    let last = run(world, x0, controls, steps)?.last().clone();
+    let nv = world.model.nv;
+    let mut jac = DMat::zeros(2 * nv, inputs.len());
+    for start in (0..inputs.len()).step_by(BLOCK) {
+        let chunk = &inputs[start..inputs.len().min(start + BLOCK)];
+        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let (w, mut x, us) = seeded_rollout(world, x0, controls, steps, chunk, &seeds)?;
+        for k in 0..steps {
+            x = if lift {
+                lift_step(&w, &x, us.at(k), 1)?
+            } else {
+                step(&w, &x, us.at(k))?.state
+            };
+        }
+        let t = tangent(&w.model, &last.q.map(D::from_re), &x);
+        for (i, ti) in t.iter().enumerate() {
+            let g = ti.eps.unwrap_generic(Const::<BLOCK>, U1);
+            for j in 0..chunk.len() {
+                jac[(i, start + j)] = g[j];
+            }
+        }
+    }
+    Ok(RolloutJacobian { last, jacobian: jac })
+}
+
+fn fd_rollout(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    inputs: &[Input],
+    eps: f64,
+) -> Result<RolloutJacobian, DiffError> {
+    let last = run(world, x0, controls, steps)?.last().clone();
+    let mut jac = DMat::zeros(2 * world.model.nv, inputs.len());
+    for (c, inp) in inputs.iter().enumerate() {
+        let go = |d: f64| -> Result<DVec<f64>, DiffError> {
+            let (w, x, us) = seeded_rollout(world, x0, controls, steps, &[*inp], &[d])?;
+            let end = run(&w, &x, &us, steps)?.last().clone();
+            Ok(tangent(&w.model, &last.q, &end))
+        };
+        let col = (go(eps)? - go(-eps)?) / (2.0 * eps);
+        jac.set_column(c, &col);
+    }
+    Ok(RolloutJacobian { last, jacobian: jac })
+}
+
+fn ift_rollout(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    inputs: &[Input],
+    opts: &DiffOptions,
+) -> Result<RolloutJacobian, DiffError> {
+    let nv = world.model.nv;
+    let m = inputs.len();
+    // S₀: the initial state's dependence on θ.
+    let mut s = DMat::zeros(2 * nv, m);
+    let mut model_params = Vec::new();
+    for (c, inp) in inputs.iter().enumerate() {
+        match *inp {
+            Input::Config(i) => s[(i, c)] = 1.0,
+            Input::Velocity(i) => s[(nv + i, c)] = 1.0,
+            Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
+                return Err(DiffError::BadParam(format!("{p:?} is not a model parameter")))
+            }
+            Input::Model(p) => model_params.push((c, p)),
+            Input::Control { step: k, index } => {
+                if k >= steps || index >= nv {
+                    return Err(DiffError::BadParam(format!("{inp:?} is outside the rollout")));
+                }
+            }
+        }
+    }
+    let mut params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
+    params.extend(model_params.iter().map(|(_, p)| *p));
+    params.extend((0..nv).map(Param::U));
+    let mut x = x0.clone();
+    for k in 0..steps {
+        let u = controls.at(k);
+        let sj = step_jacobian(world, &x, u, &params, Method::Ift, opts)?;
+        let j = &sj.jacobian;
+        let a = j.columns(0, 2 * nv);
+        let mut next = a * &s;
+        for (idx, (c, _)) in model_params.iter().enumerate() {
+            let col = j.column(2 * nv + idx).into_owned();
+            let mut target = next.column_mut(*c);
+            target += col;
+        }
+        let ucol0 = 2 * nv + model_params.len();
+        for (c, inp) in inputs.iter().enumerate() {
+            if let Input::Control { step: ks, index } = *inp {
+                if ks == k {
+                    let col = j.column(ucol0 + index).into_owned();
+                    let mut target = next.column_mut(c);
+                    target += col;
+                }
+            }
+        }
+        s = next;
+        x = sj.next;
+    }
+    Ok(RolloutJacobian { last: x, jacobian: s })
+}
+
+/// The Jacobian of the final state of a `steps`-step rollout with respect
+/// to `inputs`, by `method`. With `opts.rho` set, the rollout is the one
+/// simulated at that relaxation (for every method alike).
+pub fn rollout_jacobian(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    inputs: &[Input],
+    method: Method,
+    opts: &DiffOptions,
+) -> Result<RolloutJacobian, DiffError> {
+    let mut w = world.clone();
+    if let Some(rho) = opts.rho {
+        w.params.rho = rho;
+    }
+    match method {
+        Method::Ift => ift_rollout(&w, x0, controls, steps, inputs, opts),
+        Method::Lift => dual_rollout(&w, x0, controls, steps, inputs, true),
+        Method::Unrolled => dual_rollout(&w, x0, controls, steps, inputs, false),
+        Method::Fd => fd_rollout(&w, x0, controls, steps, inputs, opts.fd_eps),
+    }
+}
+
+/// Jacobian of the final state with respect to `inputs` by running the
+/// rollout in `DualSVec64<N>`, `N = inputs.len()` (the `unrolled` method
+/// with a compile-time width).
 #[track_caller]
 pub fn unrolled<const N: usize>(
     world: &World<f64>,
@@ -55,21 +239,14 @@ pub fn unrolled<const N: usize>(
     controls: &Controls<f64>,
     steps: usize,
     inputs: &[Input],
-) -> Result<DMat<f64>, SimError> {
+) -> Result<DMat<f64>, DiffError> {
     assert_eq!(inputs.len(), N, "one dual direction per input");
-    type D<const N: usize> = DualSVec64<N>;
-    let w = world.cast::<D<N>>();
-    let x0d = x0.cast::<D<N>>();
-    let delta: Vec<D<N>> = (0..N).map(|i| D::<N>::from_re(0.0).derivative(i)).collect();
-    let start = perturbed(&w, &x0d, inputs, &delta)?;
-    let cd = match controls {
-        Controls::Constant(u) => Controls::Constant(u.map(D::<N>::from_re)),
-        Controls::PerStep(us) => Controls::PerStep(us.iter().map(|u| u.map(D::<N>::from_re)).collect()),
-    };
-    let traj = rollout(&w, &start, &cd, steps)?;
-    let last = traj.last();
-    let nominal = last.cast::<D<N>>();
-    let t = super::step::tangent(&w.model, &nominal.q, last);
+    let last = run(world, x0, controls, steps)?.last().clone();
+    let seeds: Vec<DualSVec64<N>> =
+        (0..N).map(|j| DualSVec64::<N>::from_re(0.0).derivative(j)).collect();
+    let (w, x, us) = seeded_rollout(world, x0, controls, steps, inputs, &seeds)?;
+    let traj = run(&w, &x, &us, steps)?;
+    let t = tangent(&w.model, &last.q.map(DualSVec64::<N>::from_re), traj.last());
     let mut jac = DMat::zeros(t.len(), N);
     for (r, e) in t.iter().enumerate() {
         let g = e.eps.unwrap_generic(Const::<N>, U1);
@@ -80,8 +257,8 @@ pub fn unrolled<const N: usize>(
     Ok(jac)
 }
 
-/// Jacobian of the final state (tangent, `2 nv` rows) with respect to
-/// `inputs` by central differences with step `eps`.
+/// Jacobian of the final state with respect to `inputs` by central
+/// differences with step `eps`.
 pub fn fd(
     world: &World<f64>,
     x0: &State<f64>,
@@ -89,17 +266,6 @@ pub fn fd(
     steps: usize,
     inputs: &[Input],
     eps: f64,
-) -> Result<DMat<f64>, SimError> {
-    let nominal = rollout(world, x0, controls, steps)?.last().clone();
-    let mut jac = DMat::zeros(2 * world.model.nv, inputs.len());
-    for (c, inp) in inputs.iter().enumerate() {
-        let run = |s: f64| -> Result<DVec<f64>, SimError> {
-            let start = perturbed(world, x0, &[*inp], &[s])?;
-            let last = rollout(world, &start, controls, steps)?.last().clone();
-            Ok(super::step::tangent(&world.model, &nominal.q, &last))
-        };
-        let col = (run(eps)? - run(-eps)?) / (2.0 * eps);
-        jac.set_column(c, &col);
-    }
-    Ok(jac)
+) -> Result<DMat<f64>, DiffError> {
+    Ok(fd_rollout(world, x0, controls, steps, inputs, eps)?.jacobian)
 }
