@@ -135,3 +135,47 @@ fn unknown_solver_flag_is_an_input_error() {
     let out = bin().args(["run", "--solver", "magic"]).arg(example("free_flight.toml")).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn grad_json_matches_the_contract_and_the_closed_form() {
+    let out = bin()
+        .args(["grad", "--of", "ball.position", "--wrt", "ball.velocity,ball.mass", "--json"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["method"], "ift");
+    assert_eq!(doc["of"][0], "ball.position");
+    assert_eq!(doc["wrt"][1], "ball.mass");
+    let jac = doc["jacobian"].as_array().unwrap();
+    assert_eq!(jac.len(), 3);
+    assert_eq!(jac[0].as_array().unwrap().len(), 4);
+    // ∂x_N/∂vₓ₀ = N h = 10; ∂x_N/∂m = −(F/m²) h² N(N+1)/2 with F = 0.1, m = 0.5
+    assert!((jac[0][0].as_f64().unwrap() - 10.0).abs() < 1e-9);
+    let expect = -(0.1 / 0.25) * 1e-4 * 1000.0 * 1001.0 / 2.0;
+    assert!((jac[0][3].as_f64().unwrap() - expect).abs() < 1e-9 * expect.abs());
+}
+
+#[test]
+fn grad_rejects_unknown_names() {
+    let out = bin()
+        .args(["grad", "--of", "ghost.position", "--wrt", "ball.velocity"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no body named `ghost`"));
+}
+
+#[test]
+fn check_passes_on_the_free_flight_scene() {
+    let out = bin().args(["check", "--json"]).arg(example("free_flight.toml")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["passed"], true);
+    assert_eq!(doc["methods"].as_array().unwrap().len(), 4);
+    let blocks = doc["blocks"].as_array().unwrap();
+    assert!(blocks.iter().any(|b| b["of"] == "position" && b["wrt"] == "velocity"));
+    assert!(blocks.iter().all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number()));
+}

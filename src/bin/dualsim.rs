@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
+use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param};
 use dualsim::viz::{atomic_write, run_report, trajectory_json, RunReport};
 use dualsim::scene::{self, Scene};
 use dualsim::sim::{rollout_with, SimError};
@@ -36,6 +37,50 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare the derivative methods (ift, lift, unrolled, fd) on a scene.
+    Check {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Relaxation ρ at which derivatives are taken (default: the scene's).
+        #[arg(long)]
+        rho: Option<f64>,
+        /// Number of states along the trajectory to compare at.
+        #[arg(long, default_value_t = 3)]
+        samples: usize,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The Jacobian of final-state quantities with respect to inputs.
+    Grad {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Outputs, comma-separated `NAME.FIELD` (position, orientation, velocity, angular_velocity).
+        #[arg(long)]
+        of: String,
+        /// Inputs, comma-separated `NAME.FIELD` (position, orientation, velocity,
+        /// angular_velocity, mass, friction, restitution, inertia, shape.radius, …,
+        /// control) or sim.gravity, sim.dt.
+        #[arg(long)]
+        wrt: String,
+        /// Derivative method.
+        #[arg(long, default_value = "ift")]
+        method: String,
+        /// Relaxation ρ at which derivatives are taken (default: the scene's).
+        #[arg(long)]
+        rho: Option<f64>,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Time the f64 step and each derivative method of one step.
+    Bench {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Exit status for bad input (scene errors, bad arguments).
@@ -50,6 +95,11 @@ fn main() -> ExitCode {
         Some(Command::Run { scene, solver, steps, out, json }) => {
             run(&scene, solver.as_deref(), steps, out.as_deref(), json)
         }
+        Some(Command::Check { scene, rho, samples, json }) => check(&scene, rho, samples, json),
+        Some(Command::Grad { scene, of, wrt, method, rho, json }) => {
+            grad(&scene, &of, &wrt, &method, rho, json)
+        }
+        Some(Command::Bench { scene, json }) => bench(&scene, json),
     }
 }
 
@@ -218,4 +268,166 @@ fn demo() -> ExitCode {
         eprintln!("error: derivative methods disagree beyond tolerance");
         ExitCode::from(EXIT_SIM)
     }
+}
+
+fn check(path: &Path, rho: Option<f64>, samples: usize, json: bool) -> ExitCode {
+    let scene = match load_scene(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    if let Some(r) = rho {
+        if !(r > 0.0 && r.is_finite()) {
+            eprintln!("error: --rho must be a positive number");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    }
+    let opts = CheckOptions {
+        samples,
+        diff: DiffOptions { rho, ..Default::default() },
+        ..Default::default()
+    };
+    let report = match dualsim::diff::check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+    } else {
+        println!("derivative check at steps {:?}, rho = {:e}", report.sample_steps, report.rho);
+        println!("{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}", "of", "wrt", "|J|", "lift", "unrolled", "fd");
+        for b in &report.blocks {
+            println!(
+                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {}",
+                b.of,
+                b.wrt,
+                b.norm,
+                b.max_rel_diff["ift_vs_lift"],
+                b.max_rel_diff["ift_vs_unrolled"],
+                b.max_rel_diff["ift_vs_fd"],
+                if b.passed { "" } else { "FAIL" }
+            );
+        }
+        println!("{}", if report.passed { "passed" } else { "FAILED" });
+    }
+    if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_SIM)
+    }
+}
+
+fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, json: bool) -> ExitCode {
+    let scene = match load_scene(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let Some(method) = Method::from_name(method) else {
+        eprintln!("error: --method {method}: expected one of ift, lift, unrolled, fd");
+        return ExitCode::from(EXIT_INPUT);
+    };
+    let outputs = match names::parse_outputs(&scene.world, of) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: --of: {e}");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let groups = match names::parse_inputs(&scene.world, wrt, scene.steps) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("error: --wrt: {e}");
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let inputs: Vec<_> = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
+    let opts = DiffOptions { rho, ..Default::default() };
+    let t0 = Instant::now();
+    let rj = match dualsim::diff::rollout_jacobian(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        &inputs,
+        method,
+        &opts,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let (value, jac) = names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs);
+    let rows: Vec<Vec<f64>> = jac.row_iter().map(|r| r.iter().copied().collect()).collect();
+    if json {
+        let doc = serde_json::json!({
+            "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
+            "wrt": groups.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+            "method": method.name(),
+            "value": value,
+            "jacobian": rows,
+            "wall_seconds": wall,
+        });
+        println!("{doc}");
+    } else {
+        println!("value: {value:?}");
+        for r in &rows {
+            println!("{}", r.iter().map(|x| format!("{x:>12.6}")).collect::<Vec<_>>().join(" "));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn bench(path: &Path, json: bool) -> ExitCode {
+    let scene = match load_scene(path) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let w = &scene.world;
+    let x = &scene.initial;
+    let u = scene.controls.at(0);
+    let nv = w.model.nv;
+    let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).chain((0..nv).map(Param::U)).collect();
+    fn median(mut f: impl FnMut() -> bool) -> Option<f64> {
+        let mut times = Vec::new();
+        let start = Instant::now();
+        while times.len() < 5 || (start.elapsed().as_secs_f64() < 0.5 && times.len() < 1000) {
+            let t = Instant::now();
+            if !f() {
+                return None;
+            }
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        Some(times[times.len() / 2])
+    }
+    let Some(step_s) = median(|| dualsim::sim::step(w, x, u).is_ok()) else {
+        eprintln!("error: the step fails on this scene");
+        return ExitCode::from(EXIT_SIM);
+    };
+    let mut jac = serde_json::Map::new();
+    for m in Method::ALL {
+        let o = DiffOptions::default();
+        match median(|| dualsim::diff::step_jacobian(w, x, u, &params, m, &o).is_ok()) {
+            Some(t) => jac.insert(m.name().to_string(), serde_json::json!(t)),
+            None => {
+                eprintln!("error: {} fails on this scene", m.name());
+                return ExitCode::from(EXIT_SIM);
+            }
+        };
+    }
+    if json {
+        println!("{}", serde_json::json!({"step_f64_seconds": step_s, "jacobian_seconds": jac}));
+    } else {
+        println!("f64 step: {:.3e} s", step_s);
+        for (k, v) in &jac {
+            let t = v.as_f64().unwrap_or(f64::NAN);
+            println!("{k:>9} jacobian (state + control): {t:.3e} s ({:.1}x the step)", t / step_s);
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -25,11 +25,14 @@
 //! V-D): small ρ gives the exact, possibly discontinuous, derivative of the
 //! hard contact model; larger ρ a smoothed one.
 
+pub mod check;
 mod implicit;
+pub mod names;
 pub mod rollout;
 mod seed;
 mod step;
 
+pub use check::{check, CheckOptions, CheckReport};
 pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
