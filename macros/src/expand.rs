@@ -39,7 +39,29 @@ fn shape_type(t: &Ident, s: Shape) -> TokenStream {
     }
 }
 
-/// The original function's body, from the AST.
+/// Binding strength of an expression as emitted: sums 1, products 2,
+/// negation 3, postfix forms and atoms 4.
+fn prec(e: &Expr) -> u8 {
+    match e {
+        Expr::Binary { op: BinOp::Add | BinOp::Sub, .. } => 1,
+        Expr::Binary { .. } => 2,
+        Expr::Neg { .. } => 3,
+        _ => 4,
+    }
+}
+
+/// `e`, parenthesized if it binds less tightly than `min`.
+fn primal_at(t: &Ident, e: &Expr, min: u8) -> TokenStream {
+    let tokens = primal_expr(t, e);
+    if prec(e) < min {
+        quote!((#tokens))
+    } else {
+        tokens
+    }
+}
+
+/// The original function's body, from the AST (parenthesized only where
+/// precedence requires it).
 fn primal_expr(t: &Ident, e: &Expr) -> TokenStream {
     match e {
         Expr::Lit { value, span } => {
@@ -48,29 +70,30 @@ fn primal_expr(t: &Ident, e: &Expr) -> TokenStream {
         }
         Expr::Var(id) => quote!(#id),
         Expr::Neg { expr, span } => {
-            let a = primal_expr(t, expr);
-            quote_spanned!(*span=> (-#a))
+            let a = primal_at(t, expr, 3);
+            quote_spanned!(*span=> -#a)
         }
         Expr::Binary { op, lhs, rhs, span } => {
-            let (a, b) = (primal_expr(t, lhs), primal_expr(t, rhs));
+            let p = prec(e);
+            let (a, b) = (primal_at(t, lhs, p), primal_at(t, rhs, p + 1));
             match op {
-                BinOp::Add => quote_spanned!(*span=> (#a + #b)),
-                BinOp::Sub => quote_spanned!(*span=> (#a - #b)),
-                BinOp::Mul => quote_spanned!(*span=> (#a * #b)),
-                BinOp::Div => quote_spanned!(*span=> (#a / #b)),
+                BinOp::Add => quote_spanned!(*span=> #a + #b),
+                BinOp::Sub => quote_spanned!(*span=> #a - #b),
+                BinOp::Mul => quote_spanned!(*span=> #a * #b),
+                BinOp::Div => quote_spanned!(*span=> #a / #b),
             }
         }
         Expr::Func { func, arg, span } => {
-            let a = primal_expr(t, arg);
+            let a = primal_at(t, arg, 4);
             let m = Ident::new(func.name(), *span);
             quote_spanned!(*span=> #a.#m())
         }
         Expr::Powi { base, exp, span } => {
-            let a = primal_expr(t, base);
+            let a = primal_at(t, base, 4);
             quote_spanned!(*span=> #a.powi(#exp))
         }
         Expr::Index { base, index, span } => {
-            let a = primal_expr(t, base);
+            let a = primal_at(t, base, 4);
             let i = Literal::usize_unsuffixed(*index);
             quote_spanned!(*span=> #a[#i])
         }
