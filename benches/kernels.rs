@@ -130,15 +130,49 @@ fn out<T, const M: usize, O: Out<T, M>>(o: O) -> [T; M] {
 }
 
 fn kernels(c: &mut Criterion) {
-    bench_kernel!(c, "sphere_plane_gap", 8, 1, sphere_plane_gap, sphere_plane_gap_jacobian,
-        sphere_plane_gap_hessian, |x| ([x[0], x[1], x[2]], x[3], [x[4], x[5], x[6]], x[7]));
-    bench_kernel!(c, "quat_rotate", 7, 3, quat_rotate, quat_rotate_jacobian, quat_rotate_hessian,
-        |x| ([x[0], x[1], x[2], x[3]], [x[4], x[5], x[6]]));
-    bench_kernel!(c, "rotated_gap", 8, 1, rotated_gap, rotated_gap_jacobian, rotated_gap_hessian,
-        |x| ([x[0], x[1], x[2], x[3]], [x[4], x[5], x[6]], x[7]));
-    bench_kernel!(c, "spring", 8, 1, spring, spring_jacobian, spring_hessian,
-        |x| ([x[0], x[1], x[2]], [x[3], x[4], x[5]], x[6], x[7]));
-    bench_kernel!(c, "trig", 2, 1, trig, trig_jacobian, trig_hessian, |x| (x[0], x[1]));
+    bench_kernel!(
+        c,
+        "sphere_plane_gap",
+        8,
+        1,
+        sphere_plane_gap,
+        sphere_plane_gap_jacobian,
+        sphere_plane_gap_hessian,
+        |x| ([x[0], x[1], x[2]], x[3], [x[4], x[5], x[6]], x[7])
+    );
+    bench_kernel!(
+        c,
+        "quat_rotate",
+        7,
+        3,
+        quat_rotate,
+        quat_rotate_jacobian,
+        quat_rotate_hessian,
+        |x| ([x[0], x[1], x[2], x[3]], [x[4], x[5], x[6]])
+    );
+    bench_kernel!(
+        c,
+        "rotated_gap",
+        8,
+        1,
+        rotated_gap,
+        rotated_gap_jacobian,
+        rotated_gap_hessian,
+        |x| ([x[0], x[1], x[2], x[3]], [x[4], x[5], x[6]], x[7])
+    );
+    bench_kernel!(
+        c,
+        "spring",
+        8,
+        1,
+        spring,
+        spring_jacobian,
+        spring_hessian,
+        |x| ([x[0], x[1], x[2]], [x[3], x[4], x[5]], x[6], x[7])
+    );
+    bench_kernel!(c, "trig", 2, 1, trig, trig_jacobian, trig_hessian, |x| (
+        x[0], x[1]
+    ));
 }
 
 criterion_group!(benches, kernels);

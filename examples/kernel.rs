@@ -39,12 +39,18 @@ fn main() {
     let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1.0);
     let names = ["p.x", "p.y", "p.z", "r", "k"];
     println!("energy: generated {e:.15e}, num-dual {:.15e}", ed.re());
-    println!("{:>4} {:>24} {:>24} {:>10}", "d/d", "generated", "num-dual", "rel. err");
+    println!(
+        "{:>4} {:>24} {:>24} {:>10}",
+        "d/d", "generated", "num-dual", "rel. err"
+    );
     let mut worst: f64 = rel(e, ed.re());
     for i in 0..5 {
         let err = rel(jac[0][i], grad[i]);
         worst = worst.max(err);
-        println!("{:>4} {:>24.15e} {:>24.15e} {:>10.1e}", names[i], jac[0][i], grad[i], err);
+        println!(
+            "{:>4} {:>24.15e} {:>24.15e} {:>10.1e}",
+            names[i], jac[0][i], grad[i], err
+        );
     }
     for i in 0..5 {
         for j in 0..5 {

@@ -42,7 +42,10 @@ impl Rng {
 /// Relative error as specified: `|a − b| / max(1, |b|)`; panics above `RTOL`.
 fn check(what: &str, a: f64, b: f64) -> f64 {
     let e = (a - b).abs() / b.abs().max(1.0);
-    assert!(e <= RTOL, "{what}: generated {a:e} vs num-dual {b:e} (rel. error {e:e})");
+    assert!(
+        e <= RTOL,
+        "{what}: generated {a:e} vs num-dual {b:e} (rel. error {e:e})"
+    );
     e
 }
 
@@ -165,7 +168,7 @@ fn generated_functions_accept_dual_scalars() {
     let d = |i| DualSVec64::<2>::from_re(x[i]).derivative(i);
     let (_, j) = trig_jacobian(d(0), d(1));
     for i in 0..2 {
-        let row = j[0][i].eps.clone().unwrap_generic(Const::<2>, U1);
+        let row = j[0][i].eps.unwrap_generic(Const::<2>, U1);
         for l in 0..2 {
             check("H via dual Jacobian", h[0][i][l], row[l]);
         }

@@ -143,7 +143,10 @@ impl Diff {
 
 /// The Jacobian `J[o][k]` of `outputs` with respect to `nin` inputs.
 pub fn jacobian(g: &mut Graph, diff: &mut Diff, outputs: &[Id], nin: usize) -> Vec<Vec<Id>> {
-    outputs.iter().map(|&o| (0..nin).map(|k| diff.d(g, o, k)).collect()).collect()
+    outputs
+        .iter()
+        .map(|&o| (0..nin).map(|k| diff.d(g, o, k)).collect())
+        .collect()
 }
 
 /// The Hessians `H[o][i][j]` from the Jacobian rows (symmetric; the upper
@@ -153,6 +156,7 @@ pub fn hessian(g: &mut Graph, diff: &mut Diff, jac: &[Vec<Id>]) -> Vec<Vec<Vec<I
         .map(|row| {
             let n = row.len();
             let mut h = vec![vec![0; n]; n];
+            #[allow(clippy::needless_range_loop)] // h is filled symmetrically
             for i in 0..n {
                 for j in i..n {
                     let v = diff.d(g, row[i], j);

@@ -43,7 +43,10 @@ fn shape_type(t: &Ident, s: Shape) -> TokenStream {
 /// negation 3, postfix forms and atoms 4.
 fn prec(e: &Expr) -> u8 {
     match e {
-        Expr::Binary { op: BinOp::Add | BinOp::Sub, .. } => 1,
+        Expr::Binary {
+            op: BinOp::Add | BinOp::Sub,
+            ..
+        } => 1,
         Expr::Binary { .. } => 2,
         Expr::Neg { .. } => 3,
         _ => 4,
@@ -164,7 +167,7 @@ impl Emitter<'_> {
             Node::Input(k) => self.inputs[k].clone(),
             Node::CallOut { call, out } => {
                 let v = format_ident!("__c{}_v", call);
-                if self.g.call_info(call).scalar_out {
+                if self.g.call_info(call).scalar_out() {
                     quote!(#v)
                 } else {
                     quote!(#v[#out])
@@ -276,7 +279,22 @@ impl Emitter<'_> {
                     if let Some(suffix) = suffix {
                         last.ident = format_ident!("{}_{}", name, suffix, span = name.span());
                     }
-                    out.push(quote!(let #pat = #path(#(#args),*);));
+                    // With the result type stated (when known), a callee of
+                    // another shape is a type error at the call.
+                    let ty = info.out.map(|s| {
+                        let nin = info.args.iter().map(|a| a.flat().len()).sum::<usize>();
+                        let (vt, nout) = match s {
+                            Shape::Scalar => (quote!(#t), 1usize),
+                            Shape::Array(n) => (quote!([#t; #n]), n),
+                        };
+                        match level[id] {
+                            0 => quote!(: #vt),
+                            1 => quote!(: (#vt, [[#t; #nin]; #nout])),
+                            _ => quote!(: (#vt, [[#t; #nin]; #nout], [[[#t; #nin]; #nin]; #nout])),
+                        }
+                    });
+                    let span = info.span;
+                    out.push(quote_spanned!(span=> let #pat #ty = #path(#(#args),*);));
                     continue;
                 }
             };
@@ -290,7 +308,11 @@ impl Emitter<'_> {
 /// Expands a parsed kernel into the original function and its derivative
 /// siblings.
 pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
-    let Lowered { mut graph, inputs, outputs } = graph::lower(k)?;
+    let Lowered {
+        mut graph,
+        inputs,
+        outputs,
+    } = graph::lower(k)?;
     let t = &k.scalar;
     let nin = inputs.len();
     let nout = outputs.len();
@@ -384,4 +406,29 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
             (#value, #jac_tokens, #hess_tokens)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(src: &str) -> String {
+        let item: syn::ItemFn = syn::parse_str(src).expect("valid Rust");
+        let k = crate::parse::kernel(item).expect("valid kernel");
+        expand(&k).expect("expands").to_string()
+    }
+
+    #[test]
+    fn structural_zeros_and_cse() {
+        let out =
+            expand_str("fn f<T: Scalar>(x: [T; 2], y: T) -> T { let s = x[0] * x[1]; s * s + y }");
+        if std::env::var_os("DUALSIM_KERNEL_DUMP").is_some() {
+            eprintln!("{out}");
+        }
+        // `x[0] * x[1]` is computed once in each generated function.
+        assert_eq!(out.matches("x [0usize] * x [1usize]").count(), 2, "{out}");
+        // ∂f/∂y = 1 is a constant, and ∂²f/∂y² = 0 is emitted as zero.
+        assert!(out.contains("T :: one ()"), "{out}");
+        assert!(out.contains("T :: zero ()"), "{out}");
+    }
 }

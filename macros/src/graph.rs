@@ -6,7 +6,7 @@
 //! emitted as one `let` temporary. This *is* common-subexpression elimination.
 //!
 //! The constructors ([`Graph::add`], [`Graph::mul`], ...) simplify as they
-//! build: constants are folded, `0·x = 0`, `1·x = x`, `x + 0 = x`,
+//! build: constants are folded, `0·x = 0`, `1·x = x`, `x + 0 = x`, `x + x = 2x`,
 //! `x − x = 0`, `−(−x) = x`, `c·(d·x) = (cd)·x`. They are what makes the
 //! derivatives of [`crate::diff`] sparse: a derivative that is structurally
 //! zero is the constant-0 node and is never computed (`0·x` is folded even
@@ -15,6 +15,9 @@
 //!
 //! Ids are allocated in creation order and children are always created
 //! before their parents, so increasing id order is a topological order.
+
+// Guards like `Some(x) if x == 0.0` read as arithmetic (and match `-0.0`).
+#![allow(clippy::redundant_guards)]
 
 use crate::ast::{BinOp, Expr, Func, Kernel, Shape};
 use std::collections::HashMap;
@@ -109,8 +112,18 @@ pub struct Call {
     pub path: Path,
     /// The arguments, with their shapes.
     pub args: Vec<Val>,
-    /// Whether the callee returns a scalar (else an array).
-    pub scalar_out: bool,
+    /// What the callee returns: a scalar, an array of known length, or
+    /// (`None`) an array indexed directly whose length is unknown.
+    pub out: Option<Shape>,
+    /// Where the call was written.
+    pub span: proc_macro2::Span,
+}
+
+impl Call {
+    /// Whether the callee returns a scalar.
+    pub fn scalar_out(&self) -> bool {
+        self.out == Some(Shape::Scalar)
+    }
 }
 
 /// The hash-consed expression DAG.
@@ -167,6 +180,10 @@ impl Graph {
             (Some(x), _) if x == 0.0 => return b,
             (_, Some(y)) if y == 0.0 => return a,
             _ => {}
+        }
+        if a == b {
+            let two = self.konst(2.0);
+            return self.mul(two, a);
         }
         if let Node::Neg(nb) = self.nodes[b] {
             return self.sub(a, nb);
@@ -310,12 +327,29 @@ impl Graph {
     }
 
     /// A call node (deduplicated like every other node).
-    pub fn call(&mut self, path: &Path, args: Vec<Val>, scalar_out: bool) -> Id {
+    pub fn call(
+        &mut self,
+        path: &Path,
+        args: Vec<Val>,
+        out: Option<Shape>,
+        span: proc_macro2::Span,
+    ) -> Id {
+        let scalar_out = out == Some(Shape::Scalar);
         let key = (quote::quote!(#path).to_string(), args.clone(), scalar_out);
         if let Some(&id) = self.call_index.get(&key) {
+            if let Node::Call(c) = self.nodes[id] {
+                if self.calls[c].out.is_none() {
+                    self.calls[c].out = out;
+                }
+            }
             return id;
         }
-        self.calls.push(Call { path: path.clone(), args, scalar_out });
+        self.calls.push(Call {
+            path: path.clone(),
+            args,
+            out,
+            span,
+        });
         let id = self.intern(Node::Call(self.calls.len() - 1));
         self.call_index.insert(key, id);
         id
@@ -336,7 +370,9 @@ impl Graph {
             Node::Add(a, b) | Node::Sub(a, b) | Node::Mul(a, b) | Node::Div(a, b) => vec![a, b],
             Node::Neg(a) | Node::Func(_, a) | Node::Sign(a) | Node::Powi(a, _) => vec![a],
             Node::Call(c) => self.calls[c].args.iter().flat_map(Val::flat).collect(),
-            Node::CallOut { call, .. } | Node::CallJac { call, .. } | Node::CallHess { call, .. } => {
+            Node::CallOut { call, .. }
+            | Node::CallJac { call, .. }
+            | Node::CallHess { call, .. } => {
                 vec![call]
             }
         }
@@ -365,7 +401,10 @@ struct Lowerer {
 
 /// Lowers a parsed kernel, checking shapes.
 pub fn lower(k: &Kernel) -> syn::Result<Lowered> {
-    let mut l = Lowerer { g: Graph::default(), env: HashMap::new() };
+    let mut l = Lowerer {
+        g: Graph::default(),
+        env: HashMap::new(),
+    };
     let mut inputs = Vec::new();
     for arg in &k.args {
         let val = match arg.shape {
@@ -391,7 +430,11 @@ pub fn lower(k: &Kernel) -> syn::Result<Lowered> {
         l.env.insert(b.name.to_string(), v);
     }
     let out = l.expr(&k.tail, Some(k.ret))?;
-    Ok(Lowered { graph: l.g, inputs, outputs: out.flat() })
+    Ok(Lowered {
+        graph: l.g,
+        inputs,
+        outputs: out.flat(),
+    })
 }
 
 impl Lowerer {
@@ -434,10 +477,10 @@ impl Lowerer {
                 Val::Scalar(self.g.powi(a, *exp))
             }
             Expr::Index { base, index, span } => {
-                if let Expr::Call { path, args, .. } = &**base {
+                if let Expr::Call { path, args, span } = &**base {
                     // `kernel(args)[i]`: an array-valued call whose length
                     // need not be known.
-                    let call = self.call(path, args, false)?;
+                    let call = self.call(path, args, None, *span)?;
                     Val::Scalar(self.g.intern(Node::CallOut { call, out: *index }))
                 } else {
                     match self.expr(base, None)? {
@@ -446,24 +489,38 @@ impl Lowerer {
                             None => {
                                 return err(
                                     *span,
-                                    format!("index {index} is out of bounds for `[T; {}]`", v.len()),
+                                    format!(
+                                        "index {index} is out of bounds for `[T; {}]`",
+                                        v.len()
+                                    ),
                                 )
                             }
                         },
-                        Val::Scalar(_) => return err(base.span(), "a scalar cannot be indexed"),
+                        Val::Scalar(_) => {
+                            return err(
+                                base.span(),
+                                "a scalar cannot be indexed (a call of another kernel is a \
+                                 scalar unless bound by `let r: [T; N] = f(..);`)",
+                            )
+                        }
                     }
                 }
             }
-            Expr::Array { elems, .. } => {
-                Val::Array(elems.iter().map(|x| self.scalar(x)).collect::<syn::Result<_>>()?)
-            }
-            Expr::Call { path, args, .. } => {
+            Expr::Array { elems, .. } => Val::Array(
+                elems
+                    .iter()
+                    .map(|x| self.scalar(x))
+                    .collect::<syn::Result<_>>()?,
+            ),
+            Expr::Call { path, args, span } => {
                 let shape = expect.unwrap_or(Shape::Scalar);
-                let call = self.call(path, args, shape == Shape::Scalar)?;
+                let call = self.call(path, args, Some(shape), *span)?;
                 match shape {
                     Shape::Scalar => Val::Scalar(self.g.intern(Node::CallOut { call, out: 0 })),
                     Shape::Array(n) => Val::Array(
-                        (0..n).map(|out| self.g.intern(Node::CallOut { call, out })).collect(),
+                        (0..n)
+                            .map(|out| self.g.intern(Node::CallOut { call, out }))
+                            .collect(),
                     ),
                 }
             }
@@ -479,8 +536,17 @@ impl Lowerer {
         Ok(v)
     }
 
-    fn call(&mut self, path: &Path, args: &[Expr], scalar_out: bool) -> syn::Result<Id> {
-        let vals = args.iter().map(|a| self.expr(a, None)).collect::<syn::Result<Vec<_>>>()?;
-        Ok(self.g.call(path, vals, scalar_out))
+    fn call(
+        &mut self,
+        path: &Path,
+        args: &[Expr],
+        out: Option<Shape>,
+        span: proc_macro2::Span,
+    ) -> syn::Result<Id> {
+        let vals = args
+            .iter()
+            .map(|a| self.expr(a, None))
+            .collect::<syn::Result<Vec<_>>>()?;
+        Ok(self.g.call(path, vals, out, span))
     }
 }

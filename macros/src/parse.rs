@@ -61,7 +61,9 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
     let mut args = Vec::new();
     for input in &sig.inputs {
         match input {
-            FnArg::Receiver(r) => return err(r.span(), "a kernel is a free function, not a method"),
+            FnArg::Receiver(r) => {
+                return err(r.span(), "a kernel is a free function, not a method")
+            }
             FnArg::Typed(pt) => {
                 let name = binding_name(&pt.pat)?;
                 let shape = shape_of(&pt.ty, &scalar)?;
@@ -72,7 +74,10 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
 
     let ret = match &sig.output {
         ReturnType::Default => {
-            return err(sig.paren_token.span.join(), "a kernel returns `T` or `[T; M]`")
+            return err(
+                sig.paren_token.span.join(),
+                "a kernel returns `T` or `[T; M]`",
+            )
         }
         ReturnType::Type(_, ty) => shape_of(ty, &scalar)?,
     };
@@ -85,7 +90,10 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
             Stmt::Local(local) => {
                 if let Some(init) = &local.init {
                     if let Some((else_token, _)) = &init.diverge {
-                        return err(else_token.span(), "`let ... else` is not in the kernel language");
+                        return err(
+                            else_token.span(),
+                            "`let ... else` is not in the kernel language",
+                        );
                     }
                 }
                 let (pat, ty) = match &local.pat {
@@ -94,9 +102,16 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
                 };
                 let name = binding_name(pat)?;
                 let Some(init) = &local.init else {
-                    return err(local.span(), "a kernel binding needs an initializer: `let x = ...;`");
+                    return err(
+                        local.span(),
+                        "a kernel binding needs an initializer: `let x = ...;`",
+                    );
                 };
-                lets.push(Let { name, ty, init: expr(&init.expr)? });
+                lets.push(Let {
+                    name,
+                    ty,
+                    init: expr(&init.expr)?,
+                });
             }
             Stmt::Expr(e, None) if i + 1 == stmts.len() => tail = Some(expr(e)?),
             Stmt::Expr(e, _) => {
@@ -121,7 +136,14 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
             "a kernel body ends with its result expression (without `;`)",
         );
     };
-    Ok(Kernel { scalar, args, ret, lets, tail, item })
+    Ok(Kernel {
+        scalar,
+        args,
+        ret,
+        lets,
+        tail,
+        item,
+    })
 }
 
 /// The name bound by an argument or `let` pattern: a plain identifier.
@@ -163,9 +185,9 @@ fn shape_of(ty: &Type, scalar: &syn::Ident) -> syn::Result<Shape> {
                 return bad(a.elem.span());
             }
             match &a.len {
-                syn::Expr::Lit(syn::ExprLit { lit: Lit::Int(n), .. }) => {
-                    Ok(Shape::Array(n.base10_parse::<usize>()?))
-                }
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(n), ..
+                }) => Ok(Shape::Array(n.base10_parse::<usize>()?)),
                 other => err(other.span(), "the array length must be an integer literal"),
             }
         }
@@ -175,10 +197,14 @@ fn shape_of(ty: &Type, scalar: &syn::Ident) -> syn::Result<Shape> {
 
 fn int_literal(e: &syn::Expr) -> Option<syn::Result<i64>> {
     match e {
-        syn::Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) => Some(i.base10_parse::<i64>()),
-        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => {
-            int_literal(expr).map(|r| r.map(|v| -v))
-        }
+        syn::Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(i), ..
+        }) => Some(i.base10_parse::<i64>()),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => int_literal(expr).map(|r| r.map(|v| -v)),
         syn::Expr::Paren(p) => int_literal(&p.expr),
         syn::Expr::Group(g) => int_literal(&g.expr),
         _ => None,
@@ -191,7 +217,10 @@ fn powi_exponent(e: &syn::Expr) -> syn::Result<i32> {
             let v = v?;
             i32::try_from(v).map_err(|_| Error::new(e.span(), "the exponent does not fit in i32"))
         }
-        None => err(e.span(), "the exponent of `powi` must be an integer literal"),
+        None => err(
+            e.span(),
+            "the exponent of `powi` must be an integer literal",
+        ),
     }
 }
 
@@ -204,7 +233,10 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                 if !matches!(f.suffix(), "" | "f64" | "f32") {
                     return err(f.span(), "unsupported literal suffix");
                 }
-                Ok(Expr::Lit { value: f.base10_parse::<f64>()?, span: f.span() })
+                Ok(Expr::Lit {
+                    value: f.base10_parse::<f64>()?,
+                    span: f.span(),
+                })
             }
             Lit::Int(i) => {
                 if !matches!(i.suffix(), "" | "f64" | "f32") {
@@ -213,7 +245,13 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                         "integer-typed literals are not kernel values; write `2` or `2.0`",
                     );
                 }
-                Ok(Expr::Lit { value: i.base10_digits().parse::<f64>().map_err(|e| Error::new(i.span(), e))?, span: i.span() })
+                Ok(Expr::Lit {
+                    value: i
+                        .base10_digits()
+                        .parse::<f64>()
+                        .map_err(|e| Error::new(i.span(), e))?,
+                    span: i.span(),
+                })
             }
             other => err(other.span(), "only numeric literals are kernel values"),
         },
@@ -227,10 +265,14 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
         E::Paren(p) => expr(&p.expr),
         E::Group(g) => expr(&g.expr),
         E::Unary(u) => match u.op {
-            syn::UnOp::Neg(minus) => {
-                Ok(Expr::Neg { expr: Box::new(expr(&u.expr)?), span: minus.span })
-            }
-            op => err(op.span(), format!("operator is not in the kernel language; {LANGUAGE}")),
+            syn::UnOp::Neg(minus) => Ok(Expr::Neg {
+                expr: Box::new(expr(&u.expr)?),
+                span: minus.span,
+            }),
+            op => err(
+                op.span(),
+                format!("operator is not in the kernel language; {LANGUAGE}"),
+            ),
         },
         E::Binary(b) => {
             let op = match b.op {
@@ -242,7 +284,10 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                 | syn::BinOp::SubAssign(_)
                 | syn::BinOp::MulAssign(_)
                 | syn::BinOp::DivAssign(_) => {
-                    return err(b.op.span(), "kernel bindings are immutable: use a new `let`")
+                    return err(
+                        b.op.span(),
+                        "kernel bindings are immutable: use a new `let`",
+                    )
                 }
                 op => {
                     return err(
@@ -268,7 +313,11 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                 if !m.args.is_empty() {
                     return err(m.args.span(), format!("`{name}` takes no arguments"));
                 }
-                return Ok(Expr::Func { func, arg: Box::new(expr(&m.receiver)?), span });
+                return Ok(Expr::Func {
+                    func,
+                    arg: Box::new(expr(&m.receiver)?),
+                    span,
+                });
             }
             if name == "powi" {
                 if m.args.len() != 1 {
@@ -285,7 +334,12 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
         E::Call(c) => {
             let path = match &*c.func {
                 E::Path(p) if p.qself.is_none() => &p.path,
-                other => return err(other.span(), "only kernels and elementary functions can be called"),
+                other => {
+                    return err(
+                        other.span(),
+                        "only kernels and elementary functions can be called",
+                    )
+                }
             };
             let span = path.span();
             if let Some(id) = path.get_ident() {
@@ -294,7 +348,11 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                     if c.args.len() != 1 {
                         return err(span, format!("`{name}` takes one argument"));
                     }
-                    return Ok(Expr::Func { func, arg: Box::new(expr(&c.args[0])?), span });
+                    return Ok(Expr::Func {
+                        func,
+                        arg: Box::new(expr(&c.args[0])?),
+                        span,
+                    });
                 }
                 if name == "powi" {
                     if c.args.len() != 2 {
@@ -311,15 +369,17 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                 }
             }
             let args = c.args.iter().map(expr).collect::<syn::Result<_>>()?;
-            Ok(Expr::Call { path: path.clone(), args, span })
+            Ok(Expr::Call {
+                path: path.clone(),
+                args,
+                span,
+            })
         }
         E::Index(ix) => {
             let index = match &*ix.index {
-                E::Lit(syn::ExprLit { lit: Lit::Int(i), .. })
-                    if matches!(i.suffix(), "" | "usize") =>
-                {
-                    i.base10_parse::<usize>()?
-                }
+                E::Lit(syn::ExprLit {
+                    lit: Lit::Int(i), ..
+                }) if matches!(i.suffix(), "" | "usize") => i.base10_parse::<usize>()?,
                 other => {
                     return err(
                         other.span(),
@@ -327,31 +387,74 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                     )
                 }
             };
-            Ok(Expr::Index { base: Box::new(expr(&ix.expr)?), index, span: ix.index.span() })
+            Ok(Expr::Index {
+                base: Box::new(expr(&ix.expr)?),
+                index,
+                span: ix.index.span(),
+            })
         }
         E::Array(a) => Ok(Expr::Array {
             elems: a.elems.iter().map(expr).collect::<syn::Result<_>>()?,
             span: a.bracket_token.span.join(),
         }),
-        E::Assign(a) => err(a.eq_token.span(), "kernel bindings are immutable: use a new `let`"),
-        E::ForLoop(f) => err(f.for_token.span(), "loops are not in the kernel language; unroll by hand"),
-        E::While(w) => err(w.while_token.span(), "loops are not in the kernel language; unroll by hand"),
-        E::Loop(l) => err(l.loop_token.span(), "loops are not in the kernel language; unroll by hand"),
+        E::Assign(a) => err(
+            a.eq_token.span(),
+            "kernel bindings are immutable: use a new `let`",
+        ),
+        E::ForLoop(f) => err(
+            f.for_token.span(),
+            "loops are not in the kernel language; unroll by hand",
+        ),
+        E::While(w) => err(
+            w.while_token.span(),
+            "loops are not in the kernel language; unroll by hand",
+        ),
+        E::Loop(l) => err(
+            l.loop_token.span(),
+            "loops are not in the kernel language; unroll by hand",
+        ),
         E::If(i) => err(
             i.if_token.span(),
             "branches are not in the kernel language (derivatives would depend on them); \
              compute in straight-line code or use `abs`",
         ),
-        E::Match(m) => err(m.match_token.span(), "branches are not in the kernel language"),
-        E::Closure(c) => err(c.or1_token.span(), "closures are not in the kernel language"),
-        E::Block(b) => err(b.block.brace_token.span.open(), "blocks are not in the kernel language"),
+        E::Match(m) => err(
+            m.match_token.span(),
+            "branches are not in the kernel language",
+        ),
+        E::Closure(c) => err(
+            c.or1_token.span(),
+            "closures are not in the kernel language",
+        ),
+        E::Block(b) => err(
+            b.block.brace_token.span.open(),
+            "blocks are not in the kernel language",
+        ),
         E::Macro(m) => err(m.mac.path.span(), "macros are not in the kernel language"),
-        E::Field(f) => err(f.dot_token.span(), "field access is not in the kernel language"),
+        E::Field(f) => err(
+            f.dot_token.span(),
+            "field access is not in the kernel language",
+        ),
         E::Cast(c) => err(c.as_token.span(), "casts are not in the kernel language"),
-        E::Reference(r) => err(r.and_token.span(), "references are not in the kernel language"),
-        E::Return(r) => err(r.return_token.span(), "`return` is not in the kernel language"),
-        E::Tuple(t) => err(t.paren_token.span.join(), "tuples are not in the kernel language"),
-        E::Repeat(r) => err(r.bracket_token.span.join(), "write array literals element by element: `[a, b, c]`"),
-        other => err(other.span(), format!("expression is not in the kernel language; {LANGUAGE}")),
+        E::Reference(r) => err(
+            r.and_token.span(),
+            "references are not in the kernel language",
+        ),
+        E::Return(r) => err(
+            r.return_token.span(),
+            "`return` is not in the kernel language",
+        ),
+        E::Tuple(t) => err(
+            t.paren_token.span.join(),
+            "tuples are not in the kernel language",
+        ),
+        E::Repeat(r) => err(
+            r.bracket_token.span.join(),
+            "write array literals element by element: `[a, b, c]`",
+        ),
+        other => err(
+            other.span(),
+            format!("expression is not in the kernel language; {LANGUAGE}"),
+        ),
     }
 }

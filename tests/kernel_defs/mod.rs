@@ -9,7 +9,6 @@
 
 use dualsim::{kernel, Scalar};
 
-
 /// `a · b` (called by other kernels).
 #[kernel]
 pub fn dot3<T: Scalar>(a: [T; 3], b: [T; 3]) -> T {
