@@ -1,6 +1,7 @@
 //! Generated Jacobians (`#[kernel]`) vs num-dual vs central differences.
 //!
-//! For each kernel: `generated` = `<name>_jacobian` on `f64`; `dual` = the
+//! For each kernel: `value_only` = the original function on `f64` (for
+//! scale); `generated` = `<name>_jacobian` on `f64`; `dual` = the
 //! original generic function on `DualSVec64<N>` (seeding and reading the
 //! gradient included); `fd` = central differences of the `f64` function
 //! (2·N evaluations, h = 1e-6). Hessians: `<name>_hessian` vs
@@ -45,6 +46,13 @@ macro_rules! bench_kernel {
      $f:ident, $fj:ident, $fh:ident, |$x:ident| ($($arg:expr),*)) => {{
         let xs = inputs::<$n>(0xC0FFEE ^ $n);
         let mut g = $c.benchmark_group(concat!("jacobian/", $name));
+        g.bench_function("value_only", |b| {
+            b.iter(|| {
+                for $x in black_box(&xs) {
+                    black_box($f($($arg),*));
+                }
+            })
+        });
         g.bench_function("generated", |b| {
             b.iter(|| {
                 for $x in black_box(&xs) {

@@ -146,6 +146,8 @@ check_kernel!(abs_mix_matches_num_dual: abs_mix, abs_mix_jacobian, abs_mix_hessi
     (s, s) -> a 2);
 check_kernel!(sparse_matches_num_dual: sparse, sparse_jacobian, sparse_hessian, 3,
     (a 2, s) -> a 3);
+check_kernel!(paths_and_generics_matches_num_dual: paths_and_generics,
+    paths_and_generics_jacobian, paths_and_generics_hessian, 4, (a 3, s) -> a 2);
 
 #[test]
 fn structural_zeros_are_exact() {

@@ -224,37 +224,46 @@ fn powi_exponent(e: &syn::Expr) -> syn::Result<i32> {
     }
 }
 
+fn literal(l: &syn::ExprLit) -> syn::Result<Expr> {
+    match &l.lit {
+        Lit::Float(f) => {
+            if !matches!(f.suffix(), "" | "f64" | "f32") {
+                return err(f.span(), "unsupported literal suffix");
+            }
+            Ok(Expr::Lit {
+                value: f.base10_parse::<f64>()?,
+                span: f.span(),
+            })
+        }
+        Lit::Int(i) => {
+            if !matches!(i.suffix(), "" | "f64" | "f32") {
+                return err(
+                    i.span(),
+                    "integer-typed literals are not kernel values; write `2` or `2.0`",
+                );
+            }
+            Ok(Expr::Lit {
+                value: i
+                    .base10_digits()
+                    .parse::<f64>()
+                    .map_err(|e| Error::new(i.span(), e))?,
+                span: i.span(),
+            })
+        }
+        other => err(other.span(), "only numeric literals are kernel values"),
+    }
+}
+
 /// Parses one expression.
 fn expr(e: &syn::Expr) -> syn::Result<Expr> {
     use syn::Expr as E;
     match e {
-        E::Lit(l) => match &l.lit {
-            Lit::Float(f) => {
-                if !matches!(f.suffix(), "" | "f64" | "f32") {
-                    return err(f.span(), "unsupported literal suffix");
-                }
-                Ok(Expr::Lit {
-                    value: f.base10_parse::<f64>()?,
-                    span: f.span(),
-                })
+        E::Lit(l) => literal(l).and_then(|e| match e {
+            Expr::Lit { value, span } if !value.is_finite() => {
+                err(span, "literal is not a finite f64")
             }
-            Lit::Int(i) => {
-                if !matches!(i.suffix(), "" | "f64" | "f32") {
-                    return err(
-                        i.span(),
-                        "integer-typed literals are not kernel values; write `2` or `2.0`",
-                    );
-                }
-                Ok(Expr::Lit {
-                    value: i
-                        .base10_digits()
-                        .parse::<f64>()
-                        .map_err(|e| Error::new(i.span(), e))?,
-                    span: i.span(),
-                })
-            }
-            other => err(other.span(), "only numeric literals are kernel values"),
-        },
+            e => Ok(e),
+        }),
         E::Path(p) => match p.path.get_ident() {
             Some(id) if p.qself.is_none() => Ok(Expr::Var(id.clone())),
             _ => err(

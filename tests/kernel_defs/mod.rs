@@ -83,3 +83,29 @@ pub fn abs_mix<T: Scalar>(x: T, y: T) -> [T; 2] {
 pub fn sparse<T: Scalar>(x: [T; 2], _unused: T) -> [T; 3] {
     [3 * x[0], 4.0, x[0] * x[1] - 0.0 * x[1]]
 }
+
+/// Kernels in another module, reached by path.
+pub mod geom {
+    use dualsim::kernel;
+
+    /// `‖a‖²`, with a differently named scalar bound in a `where` clause.
+    #[kernel]
+    pub fn norm2<S>(a: [S; 3]) -> S
+    where
+        S: dualsim::Scalar,
+    {
+        a[0].powi(2) + a[1] * a[1] + a[2].powi(2)
+    }
+}
+
+/// Path calls (`geom::norm2`), turbofish, a renamed scalar parameter, a
+/// `where` clause, and a nested call as a call argument.
+#[kernel]
+pub fn paths_and_generics<S>(a: [S; 3], s: S) -> [S; 2]
+where
+    S: Scalar,
+{
+    let n = geom::norm2::<S>(a);
+    let m = geom::norm2([s, 1, -s]);
+    [n * s / (1 + m), dot3(a, [n, s, geom::norm2(a)]) - exp(-m)]
+}
