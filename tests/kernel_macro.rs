@@ -185,3 +185,13 @@ fn abs_sign_is_decided_on_the_primal_part() {
     let (_, j) = abs_mix_jacobian(-1.0, 2.0);
     assert_eq!(j[0][0], -2.0);
 }
+
+#[test]
+fn crate_docs_example() {
+    // The example of dualsim-macros' crate docs (`ignore`d there).
+    let (g, jac) = sphere_plane_gap_jacobian([0.0, 0.0, 1.0], 0.0, [1.0, 2.0, 3.0], 0.5);
+    assert_eq!(g, 2.5);
+    assert_eq!(jac[0], [1.0, 2.0, 3.0, -1.0, 0.0, 0.0, 1.0, -1.0]);
+    let (_, _, hess) = sphere_plane_gap_hessian([0.0, 0.0, 1.0], 0.0, [1.0, 2.0, 3.0], 0.5);
+    assert_eq!(hess[0][0][4], 1.0); // ∂²g/∂n₀∂p₀
+}
