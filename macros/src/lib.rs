@@ -55,7 +55,10 @@
 //! * **Calls to other kernels** `g(a, b)`: `g` must itself be a `#[kernel]`
 //!   in scope (its `g_jacobian` / `g_hessian` siblings are called for the
 //!   chain rule: `f_jacobian` calls `g_jacobian`, `f_hessian` calls
-//!   `g_hessian`). The macro sees one function at a time, so it cannot see
+//!   `g_hessian`, each only as far as needed — `g` itself when all of its
+//!   arguments are constants, `g_jacobian` when `f` is linear in them). This
+//!   keeps every kernel's generated code small and lets kernels live in other
+//!   modules (`geom::norm2(a)`, turbofish allowed). The macro sees one function at a time, so it cannot see
 //!   what `g` returns: a call is a scalar unless it is the initializer of an
 //!   annotated `let r: [T; 3] = g(..);`, the result of a kernel declared
 //!   `-> [T; 3]`, or indexed directly (`g(..)[1]`). Arguments are passed
