@@ -55,8 +55,8 @@
 //! * **Calls to other kernels** `g(a, b)`: `g` must itself be a `#[kernel]`
 //!   in scope (its `g_jacobian` / `g_hessian` siblings are called for the
 //!   chain rule: `f_jacobian` calls `g_jacobian`, `f_hessian` calls
-//!   `g_hessian`, each only as far as needed — `g` itself when all of its
-//!   arguments are constants, `g_jacobian` when `f` is linear in them). This
+//!   `g_hessian`; only `g` itself when all of its arguments are constants,
+//!   and a call repeated with the same arguments is made once). This
 //!   keeps every kernel's generated code small and lets kernels live in other
 //!   modules (`geom::norm2(a)`, turbofish allowed). The macro sees one function at a time, so it cannot see
 //!   what `g` returns: a call is a scalar unless it is the initializer of an
