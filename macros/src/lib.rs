@@ -53,17 +53,18 @@
 //!   `powi(x, n)` with an integer literal `n`; array literals `[a, b, c]`;
 //!   literal indices `x[2]`; parentheses; calls to other kernels.
 //! * **Calls to other kernels** `g(a, b)`: `g` must itself be a `#[kernel]`
-//!   in scope (its `g_jacobian` / `g_hessian` siblings are called for the
-//!   chain rule: `f_jacobian` calls `g_jacobian`, `f_hessian` calls
-//!   `g_hessian`; only `g` itself when all of its arguments are constants,
-//!   and a call repeated with the same arguments is made once). This
-//!   keeps every kernel's generated code small and lets kernels live in other
-//!   modules (`geom::norm2(a)`, turbofish allowed). The macro sees one function at a time, so it cannot see
-//!   what `g` returns: a call is a scalar unless it is the initializer of an
-//!   annotated `let r: [T; 3] = g(..);`, the result of a kernel declared
-//!   `-> [T; 3]`, or indexed directly (`g(..)[1]`). Arguments are passed
-//!   with their shapes. A function that is not a kernel shows up as a missing
-//!   `g_jacobian`.
+//!   in scope; its generated siblings give the chain rule (`f_jacobian`
+//!   calls `g_jacobian`, `f_hessian` calls `g_hessian`; plain `g` when all
+//!   of its arguments are constants; a call repeated with the same arguments
+//!   is made once). Kernels are not inlined: each keeps its own small
+//!   generated code, and kernels may live in other modules
+//!   (`geom::norm2(a)`, turbofish allowed). The macro sees one function at
+//!   a time, so it cannot see what `g` returns: a call is a scalar unless it
+//!   is the initializer of an annotated `let r: [T; 3] = g(..);`, the result
+//!   of a kernel declared `-> [T; 3]`, or indexed directly (`g(..)[1]`); a
+//!   wrong guess is a type error at the call. Arguments are passed with
+//!   their shapes. A function that is not a kernel shows up as a missing
+//!   `g_jacobian` / `g_hessian`.
 //! * Everything else — `mut`, assignment, loops, `if`/`match`, closures,
 //!   blocks, macros, method calls other than the ones above, non-literal
 //!   indices, paths and constants, casts, array arithmetic — is a compile
