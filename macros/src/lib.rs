@@ -78,6 +78,9 @@
 //!   `dualsim::scalar::safe_norm` outside kernels if zero is reachable).
 //! * Structural zeros are exact zeros even where IEEE arithmetic would give
 //!   `0·∞ = NaN`.
+//! * The value returned by the generated functions is the kernel's
+//!   expression after constant folding (`2·(3·x)` → `6·x`): equal to the
+//!   original function's up to rounding.
 //! * The generated functions work for any `T: Scalar`, so `f_jacobian` can
 //!   itself be called with dual numbers.
 //!
