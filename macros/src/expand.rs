@@ -1,0 +1,434 @@
+//! Stage 4: emit Rust.
+//!
+//! Three functions come out of a kernel `f`:
+//!
+//! * `f` itself, re-emitted from the AST (literals become
+//!   `T::from_re(lit)`, `sqrt(x)` becomes `x.sqrt()`), so it runs with any
+//!   scalar, dual numbers included;
+//! * `f_jacobian(args) -> (value, [[T; NIN]; NOUT])`;
+//! * `f_hessian(args) -> (value, jacobian, [[[T; NIN]; NIN]; NOUT])`.
+//!
+//! The bodies are straight-line code: one `let` per DAG node reachable from
+//! the requested outputs, in topological order. Constants are inlined
+//! (`T::zero()`, `T::one()`, `T::from_re(c)`), inputs are read in place
+//! (`x[2]`), and a call of another kernel `g` is one
+//! `let (v, j[, h]) = g_jacobian(..)` / `g_hessian(..)` whose parts are read
+//! where needed.
+
+use crate::ast::{BinOp, Expr, Kernel, Shape};
+use crate::diff::{self, Diff};
+use crate::graph::{self, Graph, Id, Lowered, Node, Val};
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::Ident;
+
+/// `T::from_re(c)` for a literal constant.
+fn constant(t: &Ident, c: f64) -> TokenStream {
+    let lit = Literal::f64_suffixed(c.abs());
+    if c < 0.0 {
+        quote!(<#t as ::dualsim::Scalar>::from_re(-#lit))
+    } else {
+        quote!(<#t as ::dualsim::Scalar>::from_re(#lit))
+    }
+}
+
+fn shape_type(t: &Ident, s: Shape) -> TokenStream {
+    match s {
+        Shape::Scalar => quote!(#t),
+        Shape::Array(n) => quote!([#t; #n]),
+    }
+}
+
+/// Binding strength of an expression as emitted: sums 1, products 2,
+/// negation 3, postfix forms and atoms 4.
+fn prec(e: &Expr) -> u8 {
+    match e {
+        Expr::Binary {
+            op: BinOp::Add | BinOp::Sub,
+            ..
+        } => 1,
+        Expr::Binary { .. } => 2,
+        Expr::Neg { .. } => 3,
+        _ => 4,
+    }
+}
+
+/// `e`, parenthesized if it binds less tightly than `min`.
+fn primal_at(t: &Ident, e: &Expr, min: u8) -> TokenStream {
+    let tokens = primal_expr(t, e);
+    if prec(e) < min {
+        quote!((#tokens))
+    } else {
+        tokens
+    }
+}
+
+/// The original function's body, from the AST (parenthesized only where
+/// precedence requires it).
+fn primal_expr(t: &Ident, e: &Expr) -> TokenStream {
+    match e {
+        Expr::Lit { value, span } => {
+            let lit = Literal::f64_suffixed(*value);
+            quote_spanned!(*span=> <#t as ::dualsim::Scalar>::from_re(#lit))
+        }
+        Expr::Var(id) => quote!(#id),
+        Expr::Neg { expr, span } => {
+            let a = primal_at(t, expr, 3);
+            quote_spanned!(*span=> -#a)
+        }
+        Expr::Binary { op, lhs, rhs, span } => {
+            let p = prec(e);
+            let (a, b) = (primal_at(t, lhs, p), primal_at(t, rhs, p + 1));
+            match op {
+                BinOp::Add => quote_spanned!(*span=> #a + #b),
+                BinOp::Sub => quote_spanned!(*span=> #a - #b),
+                BinOp::Mul => quote_spanned!(*span=> #a * #b),
+                BinOp::Div => quote_spanned!(*span=> #a / #b),
+            }
+        }
+        Expr::Func { func, arg, span } => {
+            let a = primal_at(t, arg, 4);
+            let m = Ident::new(func.name(), *span);
+            quote_spanned!(*span=> #a.#m())
+        }
+        Expr::Powi { base, exp, span } => {
+            let a = primal_at(t, base, 4);
+            quote_spanned!(*span=> #a.powi(#exp))
+        }
+        Expr::Index { base, index, span } => {
+            let a = primal_at(t, base, 4);
+            let i = Literal::usize_unsuffixed(*index);
+            quote_spanned!(*span=> #a[#i])
+        }
+        Expr::Array { elems, .. } => {
+            let es = elems.iter().map(|x| primal_expr(t, x));
+            quote!([#(#es),*])
+        }
+        Expr::Call { path, args, span } => {
+            let es = args.iter().map(|x| primal_expr(t, x));
+            quote_spanned!(*span=> #path(#(#es),*))
+        }
+    }
+}
+
+fn primal(k: &Kernel) -> TokenStream {
+    let t = &k.scalar;
+    let attrs = &k.item.attrs;
+    let vis = &k.item.vis;
+    let sig = &k.item.sig;
+    let lets = k.lets.iter().map(|l| {
+        let name = &l.name;
+        let init = primal_expr(t, &l.init);
+        match l.ty {
+            Some(s) => {
+                let ty = shape_type(t, s);
+                quote!(let #name: #ty = #init;)
+            }
+            None => quote!(let #name = #init;),
+        }
+    });
+    let tail = primal_expr(t, &k.tail);
+    quote! {
+        #(#attrs)*
+        #vis #sig {
+            #(#lets)*
+            #tail
+        }
+    }
+}
+
+/// Emits the straight-line code computing `roots`; returns the statements
+/// and a function turning a node id into the expression that reads it.
+struct Emitter<'a> {
+    g: &'a Graph,
+    t: &'a Ident,
+    inputs: Vec<TokenStream>,
+}
+
+impl Emitter<'_> {
+    fn tmp(id: Id) -> Ident {
+        format_ident!("__t{}", id)
+    }
+
+    /// The expression reading node `id` (a constant, an input, a temporary).
+    fn read(&self, id: Id) -> TokenStream {
+        let t = self.t;
+        match self.g.nodes[id] {
+            Node::Const(bits) => {
+                let c = f64::from_bits(bits);
+                if c == 0.0 {
+                    quote!(#t::zero())
+                } else if c == 1.0 {
+                    quote!(#t::one())
+                } else {
+                    constant(t, c)
+                }
+            }
+            Node::Input(k) => self.inputs[k].clone(),
+            Node::CallOut { call, out } => {
+                let v = format_ident!("__c{}_v", call);
+                if self.g.call_info(call).scalar_out() {
+                    quote!(#v)
+                } else {
+                    quote!(#v[#out])
+                }
+            }
+            Node::CallJac { call, out, arg } => {
+                let j = format_ident!("__c{}_j", call);
+                quote!(#j[#out][#arg])
+            }
+            Node::CallHess { call, out, i, j } => {
+                let h = format_ident!("__c{}_h", call);
+                quote!(#h[#out][#i][#j])
+            }
+            _ => {
+                let v = Self::tmp(id);
+                quote!(#v)
+            }
+        }
+    }
+
+    fn statements(&self, roots: &[Id]) -> Vec<TokenStream> {
+        let g = self.g;
+        let t = self.t;
+        // Reachability, and the derivative order needed from each call.
+        let mut reach = vec![false; g.nodes.len()];
+        let mut level = vec![0u8; g.nodes.len()];
+        let mut stack: Vec<Id> = roots.to_vec();
+        while let Some(id) = stack.pop() {
+            if reach[id] {
+                continue;
+            }
+            reach[id] = true;
+            match g.nodes[id] {
+                Node::CallJac { call, .. } => level[call] = level[call].max(1),
+                Node::CallHess { call, .. } => level[call] = level[call].max(2),
+                _ => {}
+            }
+            stack.extend(g.children(id));
+        }
+        let mut out = Vec::new();
+        for id in 0..g.nodes.len() {
+            if !reach[id] {
+                continue;
+            }
+            let r = |x: Id| self.read(x);
+            let rhs = match g.nodes[id] {
+                Node::Const(_)
+                | Node::Input(_)
+                | Node::CallOut { .. }
+                | Node::CallJac { .. }
+                | Node::CallHess { .. } => continue,
+                Node::Add(a, b) => {
+                    let (a, b) = (r(a), r(b));
+                    quote!(#a + #b)
+                }
+                Node::Sub(a, b) => {
+                    let (a, b) = (r(a), r(b));
+                    quote!(#a - #b)
+                }
+                Node::Mul(a, b) => {
+                    let (a, b) = (r(a), r(b));
+                    quote!(#a * #b)
+                }
+                Node::Div(a, b) => {
+                    let (a, b) = (r(a), r(b));
+                    quote!(#a / #b)
+                }
+                Node::Neg(a) => {
+                    let a = r(a);
+                    quote!(-#a)
+                }
+                Node::Func(f, a) => {
+                    let a = r(a);
+                    let m = format_ident!("{}", f.name());
+                    quote!(#a.#m())
+                }
+                Node::Sign(a) => {
+                    let a = r(a);
+                    quote! {
+                        if <#t as ::dualsim::Scalar>::re(&#a) >= 0.0 { #t::one() } else { -#t::one() }
+                    }
+                }
+                Node::Powi(a, n) => {
+                    let a = r(a);
+                    quote!(#a.powi(#n))
+                }
+                Node::Call(_) => {
+                    let info = g.call_info(id);
+                    let args = info.args.iter().map(|v| match v {
+                        Val::Scalar(s) => r(*s),
+                        Val::Array(xs) => {
+                            let xs = xs.iter().map(|&x| r(x));
+                            quote!([#(#xs),*])
+                        }
+                    });
+                    let mut path = info.path.clone();
+                    let (v, j, h) = (
+                        format_ident!("__c{}_v", id),
+                        format_ident!("__c{}_j", id),
+                        format_ident!("__c{}_h", id),
+                    );
+                    let last = path.segments.last_mut().expect("a path has a segment");
+                    let name = last.ident.clone();
+                    let (pat, suffix) = match level[id] {
+                        0 => (quote!(#v), None),
+                        1 => (quote!((#v, #j)), Some("jacobian")),
+                        _ => (quote!((#v, #j, #h)), Some("hessian")),
+                    };
+                    if let Some(suffix) = suffix {
+                        last.ident = format_ident!("{}_{}", name, suffix, span = name.span());
+                    }
+                    // With the result type stated (when known), a callee of
+                    // another shape is a type error at the call.
+                    let ty = info.out.map(|s| {
+                        let nin = info.args.iter().map(|a| a.flat().len()).sum::<usize>();
+                        let (vt, nout) = match s {
+                            Shape::Scalar => (quote!(#t), 1usize),
+                            Shape::Array(n) => (quote!([#t; #n]), n),
+                        };
+                        match level[id] {
+                            0 => quote!(: #vt),
+                            1 => quote!(: (#vt, [[#t; #nin]; #nout])),
+                            _ => quote!(: (#vt, [[#t; #nin]; #nout], [[[#t; #nin]; #nin]; #nout])),
+                        }
+                    });
+                    let span = info.span;
+                    out.push(quote_spanned!(span=> let #pat #ty = #path(#(#args),*);));
+                    continue;
+                }
+            };
+            let v = Self::tmp(id);
+            out.push(quote!(let #v: #t = #rhs;));
+        }
+        out
+    }
+}
+
+/// Expands a parsed kernel into the original function and its derivative
+/// siblings.
+pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
+    let Lowered {
+        mut graph,
+        inputs,
+        outputs,
+    } = graph::lower(k)?;
+    let t = &k.scalar;
+    let nin = inputs.len();
+    let nout = outputs.len();
+    let mut d = Diff::default();
+    let jac = diff::jacobian(&mut graph, &mut d, &outputs, nin);
+    let hess = diff::hessian(&mut graph, &mut d, &jac);
+
+    let em = Emitter {
+        g: &graph,
+        t,
+        inputs: inputs
+            .iter()
+            .map(|(name, idx)| match idx {
+                None => quote!(#name),
+                Some(i) => quote!(#name[#i]),
+            })
+            .collect(),
+    };
+    let value = match k.ret {
+        Shape::Scalar => em.read(outputs[0]),
+        Shape::Array(_) => {
+            let xs = outputs.iter().map(|&o| em.read(o));
+            quote!([#(#xs),*])
+        }
+    };
+    let jac_tokens = {
+        let rows = jac.iter().map(|row| {
+            let xs = row.iter().map(|&x| em.read(x));
+            quote!([#(#xs),*])
+        });
+        quote!([#(#rows),*])
+    };
+    let hess_tokens = {
+        let mats = hess.iter().map(|m| {
+            let rows = m.iter().map(|row| {
+                let xs = row.iter().map(|&x| em.read(x));
+                quote!([#(#xs),*])
+            });
+            quote!([#(#rows),*])
+        });
+        quote!([#(#mats),*])
+    };
+
+    let mut jac_roots: Vec<Id> = outputs.clone();
+    jac_roots.extend(jac.iter().flatten());
+    let mut hess_roots = jac_roots.clone();
+    hess_roots.extend(hess.iter().flatten().flatten());
+    let jac_stmts = em.statements(&jac_roots);
+    let hess_stmts = em.statements(&hess_roots);
+
+    let name = &k.item.sig.ident;
+    let vis = &k.item.vis;
+    let ret_ty = shape_type(t, k.ret);
+    let jac_ty = quote!([[#t; #nin]; #nout]);
+    let hess_ty = quote!([[[#t; #nin]; #nin]; #nout]);
+
+    let mut jac_sig = k.item.sig.clone();
+    jac_sig.ident = format_ident!("{}_jacobian", name, span = name.span());
+    jac_sig.output = syn::parse_quote!(-> (#ret_ty, #jac_ty));
+    let mut hess_sig = k.item.sig.clone();
+    hess_sig.ident = format_ident!("{}_hessian", name, span = name.span());
+    hess_sig.output = syn::parse_quote!(-> (#ret_ty, #jac_ty, #hess_ty));
+
+    let jac_doc = format!(
+        "Value and Jacobian of [`{name}`] (generated by `#[kernel]`): \
+         `J[o][k]` = ∂ output `o` / ∂ input `k`, inputs flattened in argument order \
+         ({nin} inputs, {nout} outputs)."
+    );
+    let hess_doc = format!(
+        "Value, Jacobian and Hessians of [`{name}`] (generated by `#[kernel]`): \
+         `H[o][i][k]` = ∂² output `o` / ∂ input `i` ∂ input `k`."
+    );
+    let allow = quote!(#[allow(unused_variables, unused_parens, clippy::all, clippy::pedantic)]);
+    let primal = primal(k);
+    Ok(quote! {
+        #primal
+
+        #[doc = #jac_doc]
+        #[inline]
+        #allow
+        #vis #jac_sig {
+            #(#jac_stmts)*
+            (#value, #jac_tokens)
+        }
+
+        #[doc = #hess_doc]
+        #[inline]
+        #allow
+        #vis #hess_sig {
+            #(#hess_stmts)*
+            (#value, #jac_tokens, #hess_tokens)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(src: &str) -> String {
+        let item: syn::ItemFn = syn::parse_str(src).expect("valid Rust");
+        let k = crate::parse::kernel(item).expect("valid kernel");
+        expand(&k).expect("expands").to_string()
+    }
+
+    #[test]
+    fn structural_zeros_and_cse() {
+        let out =
+            expand_str("fn f<T: Scalar>(x: [T; 2], y: T) -> T { let s = x[0] * x[1]; s * s + y }");
+        if std::env::var_os("DUALSIM_KERNEL_DUMP").is_some() {
+            eprintln!("{out}");
+        }
+        // `x[0] * x[1]` is computed once in each generated function.
+        assert_eq!(out.matches("x [0usize] * x [1usize]").count(), 2, "{out}");
+        // ∂f/∂y = 1 is a constant, and ∂²f/∂y² = 0 is emitted as zero.
+        assert!(out.contains("T :: one ()"), "{out}");
+        assert!(out.contains("T :: zero ()"), "{out}");
+    }
+}
