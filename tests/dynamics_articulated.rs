@@ -104,3 +104,216 @@ fn arm7_matches_pinocchio() {
         assert!(e < 1e-9, "{worst:?}");
     }
 }
+
+/// A floating base with a spherical shoulder, a revolute elbow, a prismatic
+/// slider, a fixed tool and a second revolute branch (nv = 12).
+fn branchy() -> Model<f64> {
+    let mut m = Model::new();
+    let mut rng = Rng(7);
+    let mut inertia = |mass: f64, rng: &mut Rng| RigidInertia {
+        mass,
+        com: Vec3::new(rng.next(), rng.next(), rng.next()) * 0.2,
+        inertia: {
+            let a = Mat3::from_fn(|_, _| rng.next()) * 0.3;
+            a * a.transpose() + Mat3::identity() * 0.05
+        },
+    };
+    let mut pl = |rng: &mut Rng| {
+        Pose::new(
+            so3::exp(&Vec3::new(rng.next(), rng.next(), rng.next())),
+            Vec3::new(rng.next(), rng.next(), rng.next()) * 0.5,
+        )
+    };
+    let base = m.add_body("base", None, Joint::Free, pl(&mut rng), inertia(3.0, &mut rng)).unwrap();
+    let sh = m.add_body("shoulder", Some(base), Joint::Spherical, pl(&mut rng), inertia(2.0, &mut rng)).unwrap();
+    let el = m
+        .add_body("elbow", Some(sh), Joint::Revolute { axis: [0.3, -0.5, 0.8] }, pl(&mut rng), inertia(1.5, &mut rng))
+        .unwrap();
+    let sl = m
+        .add_body("slider", Some(el), Joint::Prismatic { axis: [1.0, 0.2, -0.1] }, pl(&mut rng), inertia(1.0, &mut rng))
+        .unwrap();
+    m.add_body("tool", Some(sl), Joint::Fixed, pl(&mut rng), inertia(0.5, &mut rng)).unwrap();
+    m.add_body("leg", Some(base), Joint::Revolute { axis: [0.0, 1.0, 0.0] }, pl(&mut rng), inertia(1.2, &mut rng))
+        .unwrap();
+    m
+}
+
+/// A random configuration on the manifold and random v, a / τ.
+fn random_state(m: &Model<f64>, seed: u64) -> (DVec<f64>, DVec<f64>, DVec<f64>) {
+    let mut rng = Rng(seed);
+    let q = configuration::integrate(m, &m.neutral(), &rng.vec(m.nv), 1.0).unwrap();
+    (q, rng.vec(m.nv), rng.vec(m.nv))
+}
+
+/// Central-difference step on the manifold (roundoff ~ ε‖f‖/h, truncation ~ h²).
+const FD_STEP: f64 = 1e-5;
+
+type Jacobians = [DMat<f64>; 5]; // dtau_dq, dtau_dv, ddq_dq, ddq_dv, minv
+
+fn analytical(m: &Model<f64>, q: &DVec<f64>, v: &DVec<f64>, u: &DVec<f64>) -> Jacobians {
+    let mut d = m.data();
+    rnea_derivatives(m, &mut d, q, v, u);
+    let (a, b) = (d.dtau_dq.clone(), d.dtau_dv.clone());
+    aba_derivatives(m, &mut d, q, v, u);
+    [a, b, d.ddq_dq.clone(), d.ddq_dv.clone(), d.minv.clone()]
+}
+
+/// Jacobians by forward-mode dual numbers; `q` is perturbed along the
+/// tangent space, `q ⊕ δ`.
+fn dual<const N: usize>(m: &Model<f64>, q: &DVec<f64>, v: &DVec<f64>, u: &DVec<f64>) -> Jacobians {
+    type D<const N: usize> = DualSVec64<N>;
+    assert_eq!(m.nv, N);
+    let md = m.cast::<D<N>>();
+    let c = |x: &DVec<f64>| x.map(D::<N>::from_re);
+    let seeds = DVec::from_fn(N, |k, _| D::<N>::from_re(0.0).derivative(k));
+    let vs = DVec::from_fn(N, |k, _| D::<N>::from_re(v[k]).derivative(k));
+    let us = DVec::from_fn(N, |k, _| D::<N>::from_re(u[k]).derivative(k));
+    let qd = configuration::integrate(&md, &c(q), &seeds, D::<N>::from_re(1.0)).unwrap();
+    let jac = |x: &DVec<D<N>>| {
+        DMat::from_fn(N, N, |i, j| x[i].eps.unwrap_generic(Const::<N>, U1)[j])
+    };
+    let mut d = md.data();
+    let dtau_dq = jac(rnea(&md, &mut d, &qd, &c(v), &c(u)));
+    let dtau_dv = jac(rnea(&md, &mut d, &c(q), &vs, &c(u)));
+    let ddq_dq = jac(aba(&md, &mut d, &qd, &c(v), &c(u)));
+    let ddq_dv = jac(aba(&md, &mut d, &c(q), &vs, &c(u)));
+    let minv = jac(aba(&md, &mut d, &c(q), &c(v), &us));
+    [dtau_dq, dtau_dv, ddq_dq, ddq_dv, minv]
+}
+
+/// Jacobians by central differences on the manifold, step `h`.
+fn central(m: &Model<f64>, q: &DVec<f64>, v: &DVec<f64>, u: &DVec<f64>, h: f64) -> Jacobians {
+    let n = m.nv;
+    let mut d = m.data();
+    let mut out: Jacobians = core::array::from_fn(|_| DMat::zeros(n, n));
+    for k in 0..n {
+        let mut e = DVec::zeros(n);
+        e[k] = h;
+        let qp = configuration::integrate(m, q, &e, 1.0).unwrap();
+        let qm = configuration::integrate(m, q, &e, -1.0).unwrap();
+        let cols = [
+            rnea(m, &mut d, &qp, v, u).clone() - rnea(m, &mut d, &qm, v, u),
+            rnea(m, &mut d, q, &(v + &e), u).clone() - rnea(m, &mut d, q, &(v - &e), u),
+            aba(m, &mut d, &qp, v, u).clone() - aba(m, &mut d, &qm, v, u),
+            aba(m, &mut d, q, &(v + &e), u).clone() - aba(m, &mut d, q, &(v - &e), u),
+            aba(m, &mut d, q, v, &(u + &e)).clone() - aba(m, &mut d, q, v, &(u - &e)),
+        ];
+        for (o, c) in out.iter_mut().zip(cols) {
+            o.set_column(k, &(c / (2.0 * h)));
+        }
+    }
+    out
+}
+
+fn compare_methods<const N: usize>(m: &Model<f64>, seeds: std::ops::Range<u64>) -> (f64, f64) {
+    let (mut worst_dual, mut worst_fd) = (0.0f64, 0.0f64);
+    for seed in seeds {
+        let (q, v, u) = random_state(m, seed);
+        let an = analytical(m, &q, &v, &u);
+        let du = dual::<N>(m, &q, &v, &u);
+        let fd = central(m, &q, &v, &u, FD_STEP);
+        for k in 0..5 {
+            worst_dual = worst_dual.max(rel_err(&an[k], &du[k]));
+            worst_fd = worst_fd.max(rel_err(&an[k], &fd[k]));
+        }
+    }
+    (worst_dual, worst_fd)
+}
+
+#[test]
+fn arm7_derivatives_match_dual_numbers_and_finite_differences() {
+    let (e_dual, e_fd) = compare_methods::<7>(&arm7(), 1..21);
+    println!("arm7: analytical vs DualSVec64 {e_dual:.2e}, vs central FD (h = {FD_STEP:e}) {e_fd:.2e}");
+    assert!(e_dual < 1e-9 && e_fd < 1e-6, "{e_dual:e} {e_fd:e}");
+}
+
+#[test]
+fn floating_tree_derivatives_match_dual_numbers_and_finite_differences() {
+    let (e_dual, e_fd) = compare_methods::<12>(&branchy(), 1..21);
+    println!("floating tree (free, spherical, revolute, prismatic, fixed): analytical vs DualSVec64 {e_dual:.2e}, vs central FD {e_fd:.2e}");
+    assert!(e_dual < 1e-9 && e_fd < 1e-6, "{e_dual:e} {e_fd:e}");
+}
+
+#[test]
+fn derivative_routines_primal_outputs_equal_plain_routines() {
+    let m = branchy();
+    let (q, v, u) = random_state(&m, 3);
+    let mut d = m.data();
+    let tau = rnea(&m, &mut d, &q, &v, &u).clone();
+    let ddq = aba(&m, &mut d, &q, &v, &u).clone();
+    rnea_derivatives(&m, &mut d, &q, &v, &u);
+    assert_eq!(d.tau, tau);
+    aba_derivatives(&m, &mut d, &q, &v, &u);
+    assert_eq!(d.ddq, ddq);
+}
+
+#[test]
+fn crba_rnea_aba_are_consistent_on_a_floating_tree() {
+    let m = branchy();
+    let mut d = m.data();
+    for seed in 1..6 {
+        let (q, v, a) = random_state(&m, seed);
+        let mm = crba(&m, &mut d, &q).clone();
+        assert!((&mm - mm.transpose()).amax() < 1e-14);
+        let c = nonlinear_effects(&m, &mut d, &q, &v).clone();
+        let tau = rnea(&m, &mut d, &q, &v, &a).clone();
+        assert!((&mm * &a + &c - &tau).amax() < 1e-12 * tau.amax().max(1.0));
+        let back = aba(&m, &mut d, &q, &v, &tau).clone();
+        assert!((back - &a).amax() < 1e-11, "ABA ∘ RNEA = id");
+    }
+}
+
+#[test]
+fn single_free_body_matches_free_body_dynamics() {
+    let mut m = Model::<f64>::new();
+    m.add_free_body("b", 2.0, Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.3))).unwrap();
+    let (q, v, _) = random_state(&m, 9);
+    let mut d = m.data();
+    let mm = crba(&m, &mut d, &q).clone();
+    let c = nonlinear_effects(&m, &mut d, &q, &v).clone();
+    dualsim::dynamics::free::mass_matrix(&m, &mut d, &q);
+    let g = m.gravity;
+    dualsim::dynamics::free::bias_forces(&m, &mut d, &q, &v, &g);
+    assert!((mm - &d.mass_matrix).amax() < 1e-14);
+    assert!((c - &d.bias).amax() < 1e-13);
+}
+
+#[test]
+fn aba_second_derivatives_by_hyperdual_match_fd_of_analytical_first_derivatives() {
+    let m = arm7();
+    let mh = m.cast::<HyperDual64>();
+    let mut dh = mh.data();
+    let mut d = m.data();
+    let h = 1e-4;
+    let mut worst = 0.0f64;
+    for seed in 1..4 {
+        let (q, v, tau) = random_state(&m, seed);
+        let c = |x: &DVec<f64>| x.map(HyperDual64::from_re);
+        for j in 0..m.nv {
+            let mut e = DVec::zeros(m.nv);
+            e[j] = h;
+            aba_derivatives(&m, &mut d, &(&q + &e), &v, &tau);
+            let plus = [d.ddq_dq.clone(), d.ddq_dv.clone()];
+            aba_derivatives(&m, &mut d, &(&q - &e), &v, &tau);
+            let minus = [d.ddq_dq.clone(), d.ddq_dv.clone()];
+            let fd: Vec<DMat<f64>> =
+                (0..2).map(|k| (&plus[k] - &minus[k]) / (2.0 * h)).collect();
+            for i in 0..m.nv {
+                // ∂²q̈/∂q_i∂q_j and ∂²q̈/∂v_i∂q_j
+                let mut qh = c(&q);
+                qh[j].eps2 = 1.0;
+                let mut vh = c(&v);
+                let mut qh1 = qh.clone();
+                qh1[i].eps1 = 1.0;
+                let dd_qq = aba(&mh, &mut dh, &qh1, &vh, &c(&tau)).map(|x| x.eps1eps2);
+                vh[i].eps1 = 1.0;
+                let dd_vq = aba(&mh, &mut dh, &qh, &vh, &c(&tau)).map(|x| x.eps1eps2);
+                let scale = fd[0].amax().max(fd[1].amax()).max(1.0);
+                worst = worst.max((dd_qq - fd[0].column(i)).amax() / scale);
+                worst = worst.max((dd_vq - fd[1].column(i)).amax() / scale);
+            }
+        }
+    }
+    println!("arm7: ABA second derivatives (HyperDual64) vs central FD of analytical first derivatives (h = 1e-4): {worst:.2e}");
+    assert!(worst < 1e-6, "{worst:e}");
+}
