@@ -317,3 +317,133 @@ fn aba_second_derivatives_by_hyperdual_match_fd_of_analytical_first_derivatives(
     println!("arm7: ABA second derivatives (HyperDual64) vs central FD of analytical first derivatives (h = 1e-4): {worst:.2e}");
     assert!(worst < 1e-6, "{worst:e}");
 }
+
+/// One classical RK4 step of `(q̇, v̇) = (q̇(q, v), ABA(q, v, 0))` on the
+/// embedded coordinates, quaternions renormalized after the step.
+fn rk4_step(m: &Model<f64>, d: &mut dualsim::dynamics::Data<f64>, q: &DVec<f64>, v: &DVec<f64>, h: f64) -> (DVec<f64>, DVec<f64>) {
+    let tau = DVec::zeros(m.nv);
+    let mut f = |q: &DVec<f64>, v: &DVec<f64>| {
+        (configuration::qdot(m, q, v), aba(m, d, q, v, &tau).clone())
+    };
+    let (k1q, k1v) = f(q, v);
+    let (k2q, k2v) = f(&(q + &k1q * (h / 2.0)), &(v + &k1v * (h / 2.0)));
+    let (k3q, k3v) = f(&(q + &k2q * (h / 2.0)), &(v + &k2v * (h / 2.0)));
+    let (k4q, k4v) = f(&(q + &k3q * h), &(v + &k3v * h));
+    let mut q1 = q + (k1q + k2q * 2.0 + k3q * 2.0 + k4q) * (h / 6.0);
+    let v1 = v + (k1v + k2v * 2.0 + k3v * 2.0 + k4v) * (h / 6.0);
+    configuration::normalize(m, &mut q1);
+    (q1, v1)
+}
+
+#[test]
+fn double_pendulum_conserves_energy_with_rk4() {
+    let mut m = Model::<f64>::new();
+    let link = |l: f64| RigidInertia {
+        mass: 1.0,
+        com: Vec3::new(0.0, 0.0, -l / 2.0),
+        inertia: Mat3::from_diagonal(&Vec3::new(l * l / 12.0, l * l / 12.0, 1e-3)),
+    };
+    let y = Joint::Revolute { axis: [0.0, 1.0, 0.0] };
+    let a = m.add_body("upper", None, y, Pose::identity(), link(1.0)).unwrap();
+    let below = Pose::new(so3::identity(), Vec3::new(0.0, 0.0, -1.0));
+    m.add_body("lower", Some(a), y, below, link(0.8)).unwrap();
+    let mut d = m.data();
+    let energy = |d: &mut dualsim::dynamics::Data<f64>, q: &DVec<f64>, v: &DVec<f64>| {
+        crba::kinetic_energy(&m, d, q, v) + crba::potential_energy(&m, d, q)
+    };
+    let (mut q, mut v) = (DVec::from_vec(vec![1.2, -0.7]), DVec::from_vec(vec![0.5, 2.0]));
+    let e0 = energy(&mut d, &q, &v);
+    // Energy scale: |E| plus the kinetic energy swing (E may be near zero).
+    let scale = e0.abs() + crba::kinetic_energy(&m, &mut d, &q, &v);
+    let h = 1e-3;
+    let mut drift = 0.0f64;
+    for _ in 0..10_000 {
+        (q, v) = rk4_step(&m, &mut d, &q, &v, h);
+        drift = drift.max((energy(&mut d, &q, &v) - e0).abs() / scale);
+    }
+    println!("double pendulum, RK4 on ABA, h = 1e-3, 10 s: max relative energy drift {drift:.2e}");
+    assert!(drift < 1e-4, "{drift:e}");
+}
+
+#[test]
+fn free_floating_chain_conserves_momentum_with_rk4() {
+    let mut m = Model::<f64>::new();
+    m.gravity = Vec3::zeros();
+    let link = |mass: f64, c: [f64; 3]| RigidInertia {
+        mass,
+        com: Vec3::from(c),
+        inertia: Mat3::from_diagonal(&Vec3::new(0.02, 0.03, 0.04)),
+    };
+    let base = m.add_body("base", None, Joint::Free, Pose::identity(), link(2.0, [0.05, 0.0, 0.0])).unwrap();
+    let pl = Pose::new(so3::exp(&Vec3::new(0.0, 0.3, 0.0)), Vec3::new(0.3, 0.0, 0.0));
+    let a = m
+        .add_body("a", Some(base), Joint::Revolute { axis: [0.0, 0.0, 1.0] }, pl, link(1.0, [0.2, 0.0, 0.0]))
+        .unwrap();
+    let pl = Pose::new(so3::identity(), Vec3::new(0.4, 0.0, 0.0));
+    m.add_body("b", Some(a), Joint::Revolute { axis: [0.0, 1.0, 0.0] }, pl, link(0.7, [0.15, 0.05, 0.0]))
+        .unwrap();
+    let mut d = m.data();
+    let (mut q, mut v, _) = random_state(&m, 11);
+    let h0 = crba::spatial_momentum(&m, &mut d, &q, &v);
+    let e0 = crba::kinetic_energy(&m, &mut d, &q, &v);
+    let h = 1e-3;
+    let (mut drift, mut drift_e) = (0.0f64, 0.0f64);
+    for _ in 0..5_000 {
+        (q, v) = rk4_step(&m, &mut d, &q, &v, h);
+        let hm = crba::spatial_momentum(&m, &mut d, &q, &v);
+        drift = drift.max((hm - h0).amax() / h0.amax());
+        drift_e = drift_e.max((crba::kinetic_energy(&m, &mut d, &q, &v) - e0).abs() / e0);
+    }
+    println!("free-floating base + 2 revolute, no gravity, RK4, h = 1e-3, 5 s: max relative momentum drift {drift:.2e}, energy drift {drift_e:.2e}");
+    assert!(drift < 1e-8 && drift_e < 1e-8, "{drift:e} {drift_e:e}");
+}
+
+const URDF_TAIL: &str = r#"<joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+  <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"#;
+
+#[test]
+fn urdf_mesh_collision_is_a_typed_error() {
+    let xml = format!(
+        r#"<robot name="r"><link name="a"/><link name="b"><collision><geometry>
+        <mesh filename="package://b.stl"/></geometry></collision></link>{URDF_TAIL}"#
+    );
+    let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
+    assert!(matches!(&e, UrdfError::UnsupportedMesh { link } if link == "b"), "{e}");
+}
+
+#[test]
+fn urdf_missing_parent_link_is_a_typed_error() {
+    let xml = format!(r#"<robot name="r"><link name="b"/>{URDF_TAIL}"#);
+    let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
+    assert!(
+        matches!(&e, UrdfError::MissingLink { joint, link } if joint == "j" && link == "a"),
+        "{e}"
+    );
+}
+
+#[test]
+fn urdf_negative_mass_is_a_typed_error() {
+    let xml = format!(
+        r#"<robot name="r"><link name="a"/><link name="b"><inertial><mass value="-1"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>{URDF_TAIL}"#
+    );
+    let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
+    assert!(matches!(&e, UrdfError::NegativeMass { link, mass } if link == "b" && *mass == -1.0), "{e}");
+}
+
+#[test]
+fn urdf_arm7_structure_shapes_and_floating_base() {
+    let r = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed).unwrap();
+    assert_eq!((r.model.nq, r.model.nv), (7, 7));
+    assert_eq!(r.model.bodies[0].joint, Joint::Fixed);
+    assert!(r.collisions.iter().all(|c| matches!(c.shape, dualsim::geometry::Shape::Cylinder { .. })));
+    assert_eq!(r.model.bodies[1].limits.upper, 3.0);
+    let f = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Floating).unwrap();
+    assert_eq!((f.model.nq, f.model.nv), (14, 13));
+    // A robot next to a free body in one model.
+    let mut m = Model::<f64>::new();
+    m.add_free_body("ball", 1.0, Mat3::identity() * 0.1).unwrap();
+    let first = m.append(&r.model, None, &Pose::identity()).unwrap();
+    assert_eq!((first, m.nq, m.nv), (1, 14, 13));
+    assert_eq!(m.bodies[first + 1].parent, Some(first));
+}
