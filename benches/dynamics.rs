@@ -1,0 +1,96 @@
+//! Articulated-body algorithms in f64: RNEA, CRBA, ABA and the analytical
+//! RNEA / ABA derivatives for the 7-dof arm (`tests/data/arm7.urdf`) and a
+//! 32-dof humanoid-like tree (floating base + 2 × 6-dof legs + 2 × 7-dof
+//! arms), at a seeded random state.
+//!
+//! `cargo bench --bench dynamics -- --warm-up-time 1 --measurement-time 2`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use dualsim::dynamics::{
+    aba::aba, aba_derivatives::aba_derivatives, configuration, crba::crba, rnea::rnea,
+    rnea_derivatives::rnea_derivatives, urdf, Joint, Model,
+};
+use dualsim::math::{so3, spatial::RigidInertia, DVec, Mat3, Pose, Vec3};
+use std::hint::black_box;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+/// Floating base, two 6-dof legs and two 7-dof arms: nv = 6 + 12 + 14 = 32.
+fn humanoid() -> Model<f64> {
+    let mut m = Model::new();
+    let mut rng = Rng(42);
+    let mut link = |mass: f64, rng: &mut Rng| RigidInertia {
+        mass,
+        com: Vec3::new(rng.next(), rng.next(), rng.next()) * 0.05 + Vec3::new(0.0, 0.0, -0.1),
+        inertia: Mat3::from_diagonal(&Vec3::new(0.02, 0.02, 0.01)),
+    };
+    let base = m.add_body("pelvis", None, Joint::Free, Pose::identity(), link(8.0, &mut rng)).unwrap();
+    let axes = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+    let mut chain = |m: &mut Model<f64>, name: &str, n: usize, offset: Vec3<f64>, rng: &mut Rng| {
+        let mut parent = base;
+        for k in 0..n {
+            let pl = Pose::new(
+                so3::exp(&(Vec3::new(rng.next(), rng.next(), rng.next()) * 0.1)),
+                if k == 0 { offset } else { Vec3::new(0.0, 0.0, -0.25) },
+            );
+            parent = m
+                .add_body(
+                    &format!("{name}{k}"),
+                    Some(parent),
+                    Joint::Revolute { axis: axes[k % 3] },
+                    pl,
+                    link(1.5, rng),
+                )
+                .unwrap();
+        }
+    };
+    chain(&mut m, "left_leg", 6, Vec3::new(0.0, 0.1, -0.1), &mut rng);
+    chain(&mut m, "right_leg", 6, Vec3::new(0.0, -0.1, -0.1), &mut rng);
+    chain(&mut m, "left_arm", 7, Vec3::new(0.0, 0.2, 0.4), &mut rng);
+    chain(&mut m, "right_arm", 7, Vec3::new(0.0, -0.2, 0.4), &mut rng);
+    assert_eq!(m.nv, 32);
+    m
+}
+
+fn bench_model(c: &mut Criterion, name: &str, m: &Model<f64>) {
+    let mut rng = Rng(1);
+    let mut r = |n: usize| DVec::from_fn(n, |_, _| rng.next());
+    let q = configuration::integrate(m, &m.neutral(), &r(m.nv), 1.0).unwrap();
+    let (v, a) = (r(m.nv), r(m.nv));
+    let mut d = m.data();
+    let mut g = c.benchmark_group(format!("dynamics/{name}_nv{}", m.nv));
+    g.bench_function("rnea", |b| b.iter(|| black_box(rnea(m, &mut d, black_box(&q), &v, &a)[0])));
+    g.bench_function("crba", |b| b.iter(|| black_box(crba(m, &mut d, black_box(&q))[(0, 0)])));
+    g.bench_function("aba", |b| b.iter(|| black_box(aba(m, &mut d, black_box(&q), &v, &a)[0])));
+    g.bench_function("rnea_derivatives", |b| {
+        b.iter(|| {
+            rnea_derivatives(m, &mut d, black_box(&q), &v, &a);
+            black_box(d.dtau_dq[(0, 0)])
+        })
+    });
+    g.bench_function("aba_derivatives", |b| {
+        b.iter(|| {
+            aba_derivatives(m, &mut d, black_box(&q), &v, &a);
+            black_box(d.ddq_dq[(0, 0)])
+        })
+    });
+    g.finish();
+}
+
+fn dynamics(c: &mut Criterion) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/arm7.urdf");
+    let arm = urdf::load_file(path, urdf::BaseJoint::Fixed).unwrap().model;
+    bench_model(c, "arm7", &arm);
+    bench_model(c, "humanoid", &humanoid());
+}
+
+criterion_group!(benches, dynamics);
+criterion_main!(benches);
