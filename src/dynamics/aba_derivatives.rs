@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `M` comes from the CRBA and is factorized with the branch-sparse `LᵀDL`
-//! of `dynamics::cholesky` (no fill-in); the RNEA partials from
+//! of `dynamics::cholesky` (no fill-in) and `M⁻¹` formed by solving
+//! against the identity; the two products with `M⁻¹` are dense. The RNEA partials from
 //! `dynamics::rnea_derivatives`. `q` derivatives are along the tangent space
 //! (`q ⊕ δ`).
 
@@ -48,13 +49,10 @@ pub fn aba_derivatives<T: Scalar>(
     crba(model, data, q);
     data.mass_factor.copy_from(&data.mass_matrix);
     cholesky::factorize(model, &mut data.mass_factor);
-    data.minv.fill(T::zero());
     data.minv.fill_with_identity();
     cholesky::solve_in_place(model, &data.mass_factor, &mut data.minv);
-    data.ddq_dq.copy_from(&data.dtau_dq);
-    data.ddq_dq.neg_mut();
-    cholesky::solve_in_place(model, &data.mass_factor, &mut data.ddq_dq);
-    data.ddq_dv.copy_from(&data.dtau_dv);
-    data.ddq_dv.neg_mut();
-    cholesky::solve_in_place(model, &data.mass_factor, &mut data.ddq_dv);
+    // ∂q̈/∂q = −M⁻¹ ∂τ/∂q, ∂q̈/∂v = −M⁻¹ ∂τ/∂v (dense products, no allocation).
+    let m_one = -T::one();
+    data.ddq_dq.gemm(m_one, &data.minv, &data.dtau_dq, T::zero());
+    data.ddq_dv.gemm(m_one, &data.minv, &data.dtau_dv, T::zero());
 }

@@ -11,7 +11,6 @@
 use super::Model;
 use crate::math::DMat;
 use crate::Scalar;
-use nalgebra::{Dim, Matrix, RawStorageMut};
 
 /// Factorizes `h` (a copy of `M`) in place into `Lᵀ D L`.
 ///
@@ -49,34 +48,41 @@ pub fn factorize<T: Scalar>(model: &Model<T>, h: &mut DMat<T>) {
 
 /// Solves `M X = B` in place (`B` overwritten by `X`, any number of
 /// columns) with the factor from [`factorize`].
-pub fn solve_in_place<T: Scalar, C: Dim, S: RawStorageMut<T, nalgebra::Dyn, C>>(
-    model: &Model<T>,
-    factor: &DMat<T>,
-    b: &mut Matrix<T, nalgebra::Dyn, C, S>,
-) {
+pub fn solve_in_place<T: Scalar>(model: &Model<T>, factor: &DMat<T>, b: &mut DMat<T>) {
     let n = model.nv;
-    for c in 0..b.ncols() {
-        // Lᵀ y = b  (backward: Lᵀ is upper triangular in tree order)
-        for k in (0..n).rev() {
-            let bk = b[(k, c)];
-            let mut i = model.dof_parent[k];
-            while let Some(ii) = i {
-                b[(ii, c)] -= factor[(k, ii)] * bk;
-                i = model.dof_parent[ii];
-            }
+    assert_eq!(factor.shape(), (n, n), "factor is nv × nv");
+    assert_eq!(b.nrows(), n, "right-hand side has nv rows");
+    // Column-major: factor[(k, i)] = f[i * n + k].
+    let f = factor.as_slice();
+    let parents = &model.dof_parent[..n];
+    for x in b.as_mut_slice().chunks_exact_mut(n) {
+        solve_column(parents, f, n, x);
+    }
+}
+
+/// Solves `M x = b` for one column (`x` overwritten).
+#[inline]
+fn solve_column<T: Scalar>(parents: &[Option<usize>], f: &[T], n: usize, x: &mut [T]) {
+    // Lᵀ y = b  (backward: Lᵀ is upper triangular in tree order)
+    for k in (0..n).rev() {
+        let xk = x[k];
+        let mut i = parents[k];
+        while let Some(ii) = i {
+            x[ii] -= f[ii * n + k] * xk;
+            i = parents[ii];
         }
-        for k in 0..n {
-            b[(k, c)] /= factor[(k, k)];
+    }
+    for k in 0..n {
+        x[k] /= f[k * n + k];
+    }
+    // L x = z (forward)
+    for k in 0..n {
+        let mut i = parents[k];
+        let mut acc = x[k];
+        while let Some(ii) = i {
+            acc -= f[ii * n + k] * x[ii];
+            i = parents[ii];
         }
-        // L x = z (forward)
-        for k in 0..n {
-            let mut i = model.dof_parent[k];
-            let mut acc = b[(k, c)];
-            while let Some(ii) = i {
-                acc -= factor[(k, ii)] * b[(ii, c)];
-                i = model.dof_parent[ii];
-            }
-            b[(k, c)] = acc;
-        }
+        x[k] = acc;
     }
 }

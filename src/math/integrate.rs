@@ -94,7 +94,7 @@ pub fn integrate<T: Scalar>(q: &[T], v: &[T], h: T) -> Result<[T; 7], Retraction
 ///
 /// ```
 /// use dualsim::math::{difference, integrate};
-/// let q = [0.5, 0.0, 1.0, 0.8, 0.6, 0.0, 0.0];
+/// let q = [0.5_f64, 0.0, 1.0, 0.8, 0.6, 0.0, 0.0];
 /// let v = [1.0, 2.0, 3.0, 0.1, -0.2, 0.3];
 /// let d = difference(&q, &integrate(&q, &v, 0.5).unwrap());
 /// for i in 0..6 { assert!((d[i] - 0.5 * v[i]).abs() < 1e-14); }

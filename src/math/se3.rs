@@ -48,7 +48,7 @@ impl<T: Scalar> Pose<T> {
     ///
     /// ```
     /// use dualsim::math::{Pose, so3, Vec3};
-    /// let p = Pose::new(so3::exp(&Vec3::new(0.1, 0.2, 0.3)), Vec3::new(1.0, -2.0, 0.5));
+    /// let p = Pose::new(so3::exp(&Vec3::new(0.1_f64, 0.2, 0.3)), Vec3::new(1.0, -2.0, 0.5));
     /// let e = p * p.inverse();
     /// assert!(e.translation.norm() < 1e-15 && (e.rotation.w - 1.0).abs() < 1e-15);
     /// ```

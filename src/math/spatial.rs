@@ -157,7 +157,7 @@ pub fn motion_cross<T: Scalar>(a: &Vec6<T>, b: &Vec6<T>) -> Vec6<T> {
 ///
 /// ```
 /// use dualsim::math::{spatial::{force_cross, motion_cross}, Vec6};
-/// let (a, b) = (Vec6::new(1.0, 2.0, 3.0, 0.1, -0.2, 0.3), Vec6::new(-1.0, 0.5, 2.0, 0.4, 0.5, -0.6));
+/// let (a, b) = (Vec6::new(1.0_f64, 2.0, 3.0, 0.1, -0.2, 0.3), Vec6::new(-1.0, 0.5, 2.0, 0.4, 0.5, -0.6));
 /// let f = Vec6::new(0.3, -0.1, 0.7, 1.0, 2.0, -1.0);
 /// // (a × b) · f = −b · (a ×* f)
 /// assert!((motion_cross(&a, &b).dot(&f) + b.dot(&force_cross(&a, &f))).abs() < 1e-14);
