@@ -9,7 +9,6 @@ use dualsim::dynamics::{
     Joint, Model,
 };
 use dualsim::math::{so3, spatial::RigidInertia, DMat, DVec, Mat3, Pose, Vec3};
-use dualsim::Scalar;
 use nalgebra::{Const, U1};
 use num_dual::{DualSVec64, HyperDual64};
 
@@ -110,7 +109,7 @@ fn arm7_matches_pinocchio() {
 fn branchy() -> Model<f64> {
     let mut m = Model::new();
     let mut rng = Rng(7);
-    let mut inertia = |mass: f64, rng: &mut Rng| RigidInertia {
+    let inertia = |mass: f64, rng: &mut Rng| RigidInertia {
         mass,
         com: Vec3::new(rng.next(), rng.next(), rng.next()) * 0.2,
         inertia: {
@@ -118,7 +117,7 @@ fn branchy() -> Model<f64> {
             a * a.transpose() + Mat3::identity() * 0.05
         },
     };
-    let mut pl = |rng: &mut Rng| {
+    let pl = |rng: &mut Rng| {
         Pose::new(
             so3::exp(&Vec3::new(rng.next(), rng.next(), rng.next())),
             Vec3::new(rng.next(), rng.next(), rng.next()) * 0.5,

@@ -49,8 +49,7 @@ pub fn aba_derivatives<T: Scalar>(
     crba(model, data, q);
     data.mass_factor.copy_from(&data.mass_matrix);
     cholesky::factorize(model, &mut data.mass_factor);
-    data.minv.fill_with_identity();
-    cholesky::solve_in_place(model, &data.mass_factor, &mut data.minv);
+    cholesky::inverse(model, &data.mass_factor, &mut data.minv);
     // ∂q̈/∂q = −M⁻¹ ∂τ/∂q, ∂q̈/∂v = −M⁻¹ ∂τ/∂v (dense products, no allocation).
     let m_one = -T::one();
     data.ddq_dq.gemm(m_one, &data.minv, &data.dtau_dq, T::zero());

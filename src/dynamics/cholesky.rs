@@ -60,6 +60,49 @@ pub fn solve_in_place<T: Scalar>(model: &Model<T>, factor: &DMat<T>, b: &mut DMa
     }
 }
 
+/// Writes `M⁻¹` into `out` (nv × nv) from the factor of [`factorize`].
+///
+/// Column `c` of the identity has no entries below row `c`, so the
+/// backward substitution starts at `c` (a structural shortcut, valid for
+/// any scalar).
+pub fn inverse<T: Scalar>(model: &Model<T>, factor: &DMat<T>, out: &mut DMat<T>) {
+    let n = model.nv;
+    assert_eq!(factor.shape(), (n, n), "factor is nv × nv");
+    assert_eq!(out.shape(), (n, n), "output is nv × nv");
+    let f = factor.as_slice();
+    let parents = &model.dof_parent[..n];
+    for (c, x) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
+        x.fill(T::zero());
+        x[c] = T::one();
+        for k in (0..=c).rev() {
+            let xk = x[k];
+            let mut i = parents[k];
+            while let Some(ii) = i {
+                x[ii] -= f[ii * n + k] * xk;
+                i = parents[ii];
+            }
+        }
+        forward_column(parents, f, n, x);
+    }
+}
+
+/// `D⁻¹` then `L x = z`, the second half of a solve.
+#[inline]
+fn forward_column<T: Scalar>(parents: &[Option<usize>], f: &[T], n: usize, x: &mut [T]) {
+    for k in 0..n {
+        x[k] /= f[k * n + k];
+    }
+    for k in 0..n {
+        let mut i = parents[k];
+        let mut acc = x[k];
+        while let Some(ii) = i {
+            acc -= f[ii * n + k] * x[ii];
+            i = parents[ii];
+        }
+        x[k] = acc;
+    }
+}
+
 /// Solves `M x = b` for one column (`x` overwritten).
 #[inline]
 fn solve_column<T: Scalar>(parents: &[Option<usize>], f: &[T], n: usize, x: &mut [T]) {
@@ -72,17 +115,5 @@ fn solve_column<T: Scalar>(parents: &[Option<usize>], f: &[T], n: usize, x: &mut
             i = parents[ii];
         }
     }
-    for k in 0..n {
-        x[k] /= f[k * n + k];
-    }
-    // L x = z (forward)
-    for k in 0..n {
-        let mut i = parents[k];
-        let mut acc = x[k];
-        while let Some(ii) = i {
-            acc -= f[ii * n + k] * x[ii];
-            i = parents[ii];
-        }
-        x[k] = acc;
-    }
+    forward_column(parents, f, n, x);
 }

@@ -49,7 +49,7 @@
 use super::rnea::rnea;
 use super::{Data, Joint, Model};
 use crate::math::spatial::{
-    cross_force_operator, force_cross, force_cross_matrix, join, motion_cross,
+    cross_force_operator, force_cross, join, motion_cross,
     motion_cross_matrix,
 };
 use crate::math::{DVec, Vec3, Vec6};
@@ -116,8 +116,9 @@ pub fn rnea_derivatives<T: Scalar>(
         let im = inertia.matrix();
         let h = inertia.mul_vec(&vi);
         data.oycrb[i] = im;
-        data.doycrb[i] = force_cross_matrix(&vi) * im - im * motion_cross_matrix(&vi)
-            + cross_force_operator(&h);
+        // (v×*) I = −(I (v×))ᵀ because I is symmetric and v×* = −(v×)ᵀ.
+        let b_mat = im * motion_cross_matrix(&vi);
+        data.doycrb[i] = cross_force_operator(&h) - b_mat - b_mat.transpose();
     }
     data.dtau_dq.fill(T::zero());
     data.dtau_dv.fill(T::zero());
