@@ -62,27 +62,47 @@ pub fn solve_in_place<T: Scalar>(model: &Model<T>, factor: &DMat<T>, b: &mut DMa
 
 /// Writes `M⁻¹` into `out` (nv × nv) from the factor of [`factorize`].
 ///
-/// Column `c` of the identity has no entries below row `c`, so the
-/// backward substitution starts at `c` (a structural shortcut, valid for
-/// any scalar).
+/// All columns are solved at once with row operations on `X = M⁻¹`
+/// (`X[i, :] −= L_ki X[k, :]`), each a contiguous axpy because `X` is
+/// symmetric and its rows can be stored as the columns of `out`.
 pub fn inverse<T: Scalar>(model: &Model<T>, factor: &DMat<T>, out: &mut DMat<T>) {
     let n = model.nv;
     assert_eq!(factor.shape(), (n, n), "factor is nv × nv");
     assert_eq!(out.shape(), (n, n), "output is nv × nv");
     let f = factor.as_slice();
     let parents = &model.dof_parent[..n];
-    for (c, x) in out.as_mut_slice().chunks_exact_mut(n).enumerate() {
-        x.fill(T::zero());
-        x[c] = T::one();
-        for k in (0..=c).rev() {
-            let xk = x[k];
-            let mut i = parents[k];
-            while let Some(ii) = i {
-                x[ii] -= f[ii * n + k] * xk;
-                i = parents[ii];
+    out.fill_with_identity();
+    let x = out.as_mut_slice();
+    // Lᵀ Y = I
+    for k in (0..n).rev() {
+        let mut i = parents[k];
+        while let Some(ii) = i {
+            let a = f[ii * n + k];
+            let (lo, hi) = x.split_at_mut(k * n);
+            for (y, &z) in lo[ii * n..ii * n + n].iter_mut().zip(&hi[..n]) {
+                *y -= a * z;
             }
+            i = parents[ii];
         }
-        forward_column(parents, f, n, x);
+    }
+    // D⁻¹
+    for k in 0..n {
+        let dinv = T::one() / f[k * n + k];
+        for y in &mut x[k * n..k * n + n] {
+            *y *= dinv;
+        }
+    }
+    // L X = Z
+    for k in 0..n {
+        let mut i = parents[k];
+        while let Some(ii) = i {
+            let a = f[ii * n + k];
+            let (lo, hi) = x.split_at_mut(k * n);
+            for (y, &z) in hi[..n].iter_mut().zip(&lo[ii * n..ii * n + n]) {
+                *y -= a * z;
+            }
+            i = parents[ii];
+        }
     }
 }
 
