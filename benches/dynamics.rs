@@ -1,7 +1,8 @@
 //! Articulated-body algorithms in f64: RNEA, CRBA, ABA and the analytical
 //! RNEA / ABA derivatives for the 7-dof arm (`tests/data/arm7.urdf`) and a
 //! 32-dof humanoid-like tree (floating base + 2 × 6-dof legs + 2 × 7-dof
-//! arms), at a seeded random state.
+//! arms), at a seeded random state; plus `∂τ/∂q` and `∂q̈/∂q` by running
+//! RNEA / ABA in `DualSVec64<nv>` for comparison with the analytical routines.
 //!
 //! `cargo bench --bench dynamics -- --warm-up-time 1 --measurement-time 2`
 
@@ -85,11 +86,43 @@ fn bench_model(c: &mut Criterion, name: &str, m: &Model<f64>) {
     g.finish();
 }
 
+/// The same Jacobians `∂τ/∂q` and `∂q̈/∂q` by forward-mode dual numbers
+/// (`DualSVec64<N>`, q seeded along the tangent space), for comparison.
+fn bench_dual<const N: usize>(c: &mut Criterion, name: &str, m: &Model<f64>) {
+    type D<const N: usize> = num_dual::DualSVec64<N>;
+    let mut rng = Rng(1);
+    let mut r = |n: usize| DVec::from_fn(n, |_, _| rng.next());
+    let q = configuration::integrate(m, &m.neutral(), &r(m.nv), 1.0).unwrap();
+    let (v, a) = (r(m.nv), r(m.nv));
+    let md = m.cast::<D<N>>();
+    let cst = |x: &DVec<f64>| x.map(D::<N>::from_re);
+    let seeds = DVec::from_fn(N, |k, _| D::<N>::from_re(0.0).derivative(k));
+    let (qc, vd, ad) = (cst(&q), cst(&v), cst(&a));
+    let mut d = md.data();
+    let mut g = c.benchmark_group(format!("dynamics/{name}_nv{}", m.nv));
+    g.bench_function("rnea_dq_by_DualSVec64", |b| {
+        b.iter(|| {
+            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0)).unwrap();
+            black_box(rnea(&md, &mut d, &qd, &vd, &ad)[0].re)
+        })
+    });
+    g.bench_function("aba_dq_by_DualSVec64", |b| {
+        b.iter(|| {
+            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0)).unwrap();
+            black_box(aba(&md, &mut d, &qd, &vd, &ad)[0].re)
+        })
+    });
+    g.finish();
+}
+
 fn dynamics(c: &mut Criterion) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/arm7.urdf");
     let arm = urdf::load_file(path, urdf::BaseJoint::Fixed).unwrap().model;
     bench_model(c, "arm7", &arm);
-    bench_model(c, "humanoid", &humanoid());
+    bench_dual::<7>(c, "arm7", &arm);
+    let humanoid = humanoid();
+    bench_model(c, "humanoid", &humanoid);
+    bench_dual::<32>(c, "humanoid", &humanoid);
 }
 
 criterion_group!(benches, dynamics);

@@ -446,3 +446,14 @@ fn urdf_arm7_structure_shapes_and_floating_base() {
     assert_eq!((first, m.nq, m.nv), (1, 14, 13));
     assert_eq!(m.bodies[first + 1].parent, Some(first));
 }
+
+#[test]
+fn rnea_derivatives_mass_matrix_equals_crba() {
+    for m in [arm7(), branchy()] {
+        let (q, v, a) = random_state(&m, 5);
+        let mut d = m.data();
+        let mm = crba(&m, &mut d, &q).clone();
+        rnea_derivatives(&m, &mut d, &q, &v, &a);
+        assert!((mm - &d.mass_matrix).amax() < 1e-14);
+    }
+}

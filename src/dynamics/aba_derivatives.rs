@@ -6,13 +6,14 @@
 //! ∂q̈/∂q = −M⁻¹ ∂RNEA/∂q |_(q, v, q̈),   ∂q̈/∂v = −M⁻¹ ∂RNEA/∂v |_(q, v, q̈),   ∂q̈/∂τ = M⁻¹
 //! ```
 //!
-//! `M` comes from the CRBA and is factorized with the branch-sparse `LᵀDL`
+//! `M` comes from the composite inertias of the RNEA derivative pass (as in
+//! the CRBA) and is factorized with the branch-sparse `LᵀDL`
 //! of `dynamics::cholesky` (no fill-in) and `M⁻¹` formed by solving
 //! against the identity; the two products with `M⁻¹` are dense. The RNEA partials from
 //! `dynamics::rnea_derivatives`. `q` derivatives are along the tangent space
 //! (`q ⊕ δ`).
 
-use super::{aba::aba, cholesky, crba::crba, rnea_derivatives::rnea_derivatives, Data, Model};
+use super::{aba::aba, cholesky, rnea_derivatives::rnea_derivatives, Data, Model};
 use crate::math::DVec;
 use crate::Scalar;
 
@@ -46,7 +47,6 @@ pub fn aba_derivatives<T: Scalar>(
     let ddq = core::mem::replace(&mut data.ddq, DVec::zeros(0));
     rnea_derivatives(model, data, q, v, &ddq);
     data.ddq = ddq;
-    crba(model, data, q);
     data.mass_factor.copy_from(&data.mass_matrix);
     cholesky::factorize(model, &mut data.mass_factor);
     cholesky::inverse(model, &data.mass_factor, &mut data.minv);

@@ -482,7 +482,8 @@ pub(crate) fn is_psd(m: &nalgebra::Matrix3<f64>) -> bool {
 /// part first.
 #[derive(Clone, Debug)]
 pub struct Data<T: Scalar> {
-    /// Joint-space mass matrix `M(q)` (nv × nv), filled by `crba`.
+    /// Joint-space mass matrix `M(q)` (nv × nv), filled by `crba` and
+    /// `rnea_derivatives` (as `∂τ/∂a`).
     pub mass_matrix: DMat<T>,
     /// Nonlinear effects `c(q, v)`: Coriolis, centrifugal and gravity (nv).
     pub bias: DVec<T>,

@@ -55,9 +55,9 @@ use crate::math::spatial::{
 use crate::math::{DVec, Vec3, Vec6};
 use crate::Scalar;
 
-/// Computes `data.dtau_dq` and `data.dtau_dv` (nv × nv) at `(q, v, a)`;
-/// `data.tau` holds `RNEA(q, v, a)` afterwards (`∂τ/∂a = M` is
-/// `crba::crba`).
+/// Computes `data.dtau_dq` and `data.dtau_dv` (nv × nv) at `(q, v, a)`,
+/// and `∂τ/∂a = M(q)` into `data.mass_matrix` (from the same composite
+/// inertias as the CRBA); `data.tau` holds `RNEA(q, v, a)` afterwards.
 ///
 /// ```
 /// use dualsim::dynamics::{rnea_derivatives::rnea_derivatives, Joint, Model};
@@ -122,8 +122,9 @@ pub fn rnea_derivatives<T: Scalar>(
     }
     data.dtau_dq.fill(T::zero());
     data.dtau_dv.fill(T::zero());
+    data.mass_matrix.fill(T::zero());
     // Backward: composites, then the blocks of each joint against itself and
-    // its ancestors.
+    // its ancestors (and the matching entries of M = ∂τ/∂a).
     for i in (0..nb).rev() {
         let b = &model.bodies[i];
         let nv = b.joint.nv();
@@ -149,6 +150,7 @@ pub fn rnea_derivatives<T: Scalar>(
                 }
                 data.dtau_dq[(j, k)] = dq;
                 data.dtau_dv[(j, k)] = ys.dot(&data.dadv[k]) + dys.dot(&data.os[k]);
+                data.mass_matrix[(j, k)] = ys.dot(&data.os[k]);
             }
         }
         // Ancestor joints: rows of this joint against ancestor columns and
@@ -163,6 +165,9 @@ pub fn rnea_derivatives<T: Scalar>(
                     data.dtau_dv[(k, l)] = ys.dot(&data.dadv[l]) + dys.dot(&data.os[l]);
                     data.dtau_dq[(l, k)] = data.os[l].dot(&data.dfdq[k]);
                     data.dtau_dv[(l, k)] = data.os[l].dot(&data.dfdv[k]);
+                    let m = data.os[l].dot(&ys);
+                    data.mass_matrix[(k, l)] = m;
+                    data.mass_matrix[(l, k)] = m;
                 }
                 anc = model.dof_parent[l];
             }
