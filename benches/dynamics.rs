@@ -28,14 +28,14 @@ impl Rng {
 fn humanoid() -> Model<f64> {
     let mut m = Model::new();
     let mut rng = Rng(42);
-    let mut link = |mass: f64, rng: &mut Rng| RigidInertia {
+    let link = |mass: f64, rng: &mut Rng| RigidInertia {
         mass,
         com: Vec3::new(rng.next(), rng.next(), rng.next()) * 0.05 + Vec3::new(0.0, 0.0, -0.1),
         inertia: Mat3::from_diagonal(&Vec3::new(0.02, 0.02, 0.01)),
     };
     let base = m.add_body("pelvis", None, Joint::Free, Pose::identity(), link(8.0, &mut rng)).unwrap();
     let axes = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
-    let mut chain = |m: &mut Model<f64>, name: &str, n: usize, offset: Vec3<f64>, rng: &mut Rng| {
+    let chain = |m: &mut Model<f64>, name: &str, n: usize, offset: Vec3<f64>, rng: &mut Rng| {
         let mut parent = base;
         for k in 0..n {
             let pl = Pose::new(

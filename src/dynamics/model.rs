@@ -325,7 +325,7 @@ impl<T: Scalar> Model<T> {
         inertia: RigidInertia<T>,
     ) -> Result<usize, ModelError> {
         let m = inertia.mass.re();
-        if !(m >= 0.0) || !m.is_finite() {
+        if !m.is_finite() || m < 0.0 {
             return Err(ModelError::NonPositiveMass { body: name.into(), mass: m });
         }
         let ic = inertia.inertia.map(|x| x.re());
@@ -450,7 +450,7 @@ impl<T: Scalar> Model<T> {
 
 fn unit(name: &str, a: [f64; 3]) -> Result<[f64; 3], ModelError> {
     let n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
-    if !(n > 0.0) || !n.is_finite() {
+    if !n.is_finite() || n <= 0.0 {
         return Err(ModelError::BadAxis { body: name.into() });
     }
     Ok([a[0] / n, a[1] / n, a[2] / n])

@@ -164,7 +164,7 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
     }
     for l in &robot.links {
         let m = l.inertial.mass.value;
-        if !(m >= 0.0) || !m.is_finite() {
+        if !m.is_finite() || m < 0.0 {
             return Err(UrdfError::NegativeMass { link: l.name.clone(), mass: m });
         }
         for c in &l.collision {
