@@ -457,3 +457,50 @@ fn rnea_derivatives_mass_matrix_equals_crba() {
         assert!((mm - &d.mass_matrix).amax() < 1e-14);
     }
 }
+
+#[test]
+fn urdf_planar_joint_and_disconnected_links_are_typed_errors() {
+    let planar = r#"<robot name="r"><link name="a"/><link name="b"/>
+      <joint name="p" type="planar"><parent link="a"/><child link="b"/></joint></robot>"#;
+    assert!(matches!(
+        urdf::from_str(planar, BaseJoint::Fixed),
+        Err(UrdfError::UnsupportedJoint { joint, .. }) if joint == "p"
+    ));
+    let two_roots = r#"<robot name="r"><link name="a"/><link name="b"/></robot>"#;
+    assert!(matches!(urdf::from_str(two_roots, BaseJoint::Fixed), Err(UrdfError::NotATree(_))));
+    assert!(matches!(urdf::from_str("<robot", BaseJoint::Fixed), Err(UrdfError::Parse(_))));
+}
+
+#[test]
+fn urdf_inertial_rpy_rotates_the_inertia_and_depth_first_order_follows_the_file() {
+    // Root with two children: `b` (file order first) has a grandchild `c`;
+    // `d` comes last although its joint appears before `c`'s.
+    let xml = r#"<robot name="r">
+      <link name="a"/>
+      <link name="b"><inertial><origin xyz="0 0 0.1" rpy="0 0 1.5707963267948966"/><mass value="2"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="2" iyz="0" izz="3"/></inertial>
+        <collision><origin xyz="0 0 0" rpy="0 0 0"/><geometry><box size="0.2 0.4 0.6"/></geometry></collision></link>
+      <link name="c"><collision><geometry><sphere radius="0.1"/></geometry></collision></link>
+      <link name="d"/>
+      <joint name="jb" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>
+      <joint name="jd" type="prismatic"><parent link="a"/><child link="d"/><axis xyz="1 0 0"/>
+        <limit lower="-0.5" upper="0.5" effort="1" velocity="1"/></joint>
+      <joint name="jc" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+    </robot>"#;
+    let r = urdf::from_str(xml, BaseJoint::Fixed).unwrap();
+    assert_eq!(r.joint_order, ["jb", "jc", "jd"]);
+    let names: Vec<&str> = r.model.bodies.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    let b = &r.model.bodies[1];
+    assert!((b.inertia.inertia - Mat3::from_diagonal(&Vec3::new(2.0, 1.0, 3.0))).amax() < 1e-12);
+    assert_eq!(b.inertia.com, Vec3::new(0.0, 0.0, 0.1));
+    assert_eq!(r.model.bodies[3].joint, Joint::Prismatic { axis: [1.0, 0.0, 0.0] });
+    assert_eq!(r.model.bodies[3].limits.lower, -0.5);
+    assert_eq!(r.collisions.len(), 2);
+    assert_eq!(
+        r.collisions[0].shape,
+        dualsim::geometry::Shape::Box { half_extents: Vec3::new(0.1, 0.2, 0.3) }
+    );
+    assert_eq!(r.collisions[1].body, 2);
+}
