@@ -51,7 +51,7 @@ pub fn aba<'a, T: Scalar>(
     let nb = model.bodies.len();
     for i in 0..nb {
         forward_position_body(model, data, i, q);
-        forward_velocity_body(model, data, i, q, v);
+        forward_velocity_body(model, data, i, v);
         let inertia = &data.oinertia[i];
         data.oia[i] = inertia.matrix();
         let h = inertia.mul_vec(&data.ov[i]);

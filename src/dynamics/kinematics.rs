@@ -83,7 +83,6 @@ pub(crate) fn forward_velocity_body<T: Scalar>(
     model: &Model<T>,
     data: &mut Data<T>,
     i: usize,
-    q: &DVec<T>,
     v: &DVec<T>,
 ) {
     let b = &model.bodies[i];
@@ -103,7 +102,6 @@ pub(crate) fn forward_velocity_body<T: Scalar>(
         let w = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
         c += data.omp[i].act_motion(&join(&pd.cross(&w), &Vec3::zeros()));
     }
-    let _ = q;
     data.oc[i] = c;
 }
 
@@ -143,7 +141,7 @@ pub fn forward_kinematics<T: Scalar>(
     for i in 0..model.bodies.len() {
         forward_position_body(model, data, i, q);
         if let Some(v) = v {
-            forward_velocity_body(model, data, i, q, v);
+            forward_velocity_body(model, data, i, v);
         }
     }
 }

@@ -49,7 +49,7 @@ pub fn rnea<'a, T: Scalar>(
     let a0 = gravity_acceleration(model);
     for i in 0..model.bodies.len() {
         forward_position_body(model, data, i, q);
-        forward_velocity_body(model, data, i, q, v);
+        forward_velocity_body(model, data, i, v);
         let b = &model.bodies[i];
         let mut acc = match b.parent {
             Some(p) => data.oa[p],
