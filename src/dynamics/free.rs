@@ -31,6 +31,10 @@
 //!
 //! The linear part is symplectic Euler, so a projectile follows the discrete
 //! closed form `p_n = p₀ + n h ṗ₀ + h² g n(n + 1)/2` exactly.
+//!
+//! Only free root bodies ([`super::Body::is_free_root`]) are handled; the
+//! entries of articulated bodies are left untouched (zero in `mass_matrix`),
+//! use `dynamics::{rnea, crba, aba}` for those.
 
 use super::{Data, Model};
 use crate::math::{integrate::phi_scalar, skew, so3, DVec, Mat3, Quat, RetractionError, Vec3};
@@ -82,6 +86,9 @@ pub fn world_inertia<T: Scalar>(model: &Model<T>, i: usize, q: &DVec<T>) -> Mat3
 pub fn mass_matrix<T: Scalar>(model: &Model<T>, data: &mut Data<T>, q: &DVec<T>) {
     data.mass_matrix.fill(T::zero());
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         for d in 0..3 {
             data.mass_matrix[(k + d, k + d)] = b.inertia.mass;
@@ -100,6 +107,9 @@ pub fn bias_forces<T: Scalar>(
     gravity: &Vec3<T>,
 ) {
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         let lin = -gravity * b.inertia.mass;
         let w = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
@@ -115,6 +125,9 @@ pub fn kinetic_energy<T: Scalar>(model: &Model<T>, q: &DVec<T>, v: &DVec<T>) -> 
     let half = T::from_re(0.5);
     let mut e = T::zero();
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         let pd = Vec3::new(v[k], v[k + 1], v[k + 2]);
         let w = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
@@ -149,6 +162,9 @@ pub fn discrete_momentum<T: Scalar>(
     let mut lin = Vec3::zeros();
     let mut ang = Vec3::zeros();
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         let p = position(q, b.idx_q);
         let mpd = Vec3::new(v[k], v[k + 1], v[k + 2]) * b.inertia.mass;
@@ -177,6 +193,9 @@ pub fn momentum_residual<T: Scalar>(
     out: &mut DVec<T>,
 ) -> Result<(), DynamicsError> {
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         let m = b.inertia.mass;
         for d in 0..3 {
@@ -246,6 +265,9 @@ pub fn free_flight_velocity<T: Scalar>(
     // A tolerance below the scalar's resolution (f32) cannot be met.
     let tolerance = params.tolerance.max(8.0 * T::default_epsilon().re());
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let k = b.idx_v;
         let m = b.inertia.mass;
         for d in 0..3 {
@@ -295,6 +317,9 @@ pub fn integrate_model<T: Scalar>(
 ) -> Result<DVec<T>, DynamicsError> {
     let mut out = q.clone();
     for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            continue;
+        }
         let qi = crate::math::integrate(
             &q.as_slice()[b.idx_q..b.idx_q + 7],
             &v.as_slice()[b.idx_v..b.idx_v + 6],
@@ -311,6 +336,9 @@ pub fn integrate_model<T: Scalar>(
 pub fn difference_model<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>) -> DVec<T> {
     let mut out = DVec::zeros(model.nv);
     for b in &model.bodies {
+        if !b.is_free_root() {
+            continue;
+        }
         let d = crate::math::difference(
             &q0.as_slice()[b.idx_q..b.idx_q + 7],
             &q1.as_slice()[b.idx_q..b.idx_q + 7],

@@ -5,14 +5,33 @@
 //! [`Data`] is the workspace that algorithms write into (Pinocchio's
 //! Model/Data split). Algorithms take `(model, data, q, v, ...)`.
 //!
-//! Generalized coordinates: each free body (a root with a free joint) has
+//! Generalized coordinates: bodies are concatenated in model order, each
+//! contributing its joint's coordinates (see [`model`] for the per-joint
+//! conventions). A free body (a root with a free joint) has
 //! `q = [p (3), r (4: w, x, y, z)]` and `v = [ṗ (3), ω (3)]`, both velocities
-//! in the world frame; bodies are concatenated in model order.
+//! in the world frame.
 //!
 //! * [`free`]: mass matrix, bias forces and the variational (momentum- and
-//!   energy-conserving) discrete dynamics of free bodies.
+//!   energy-conserving) discrete dynamics of free root bodies (other bodies
+//!   are skipped);
+//! * articulated algorithms, generic over the scalar, one per file as in
+//!   Pinocchio: [`kinematics`], [`rnea`] (inverse dynamics),
+//!   [`crba`] (mass matrix), [`aba`] (forward dynamics), [`cholesky`]
+//!   (sparse `LᵀDL` of `M`), [`rnea_derivatives`] and [`aba_derivatives`]
+//!   (analytical partial derivatives, Carpentier & Mansard, RSS 2018);
+//! * [`configuration`]: `q ⊕ v` on the joint manifolds and its inverse;
+//! * [`urdf`]: URDF import.
 
+pub mod aba;
+pub mod aba_derivatives;
+pub mod cholesky;
+pub mod configuration;
+pub mod crba;
 pub mod free;
+pub mod kinematics;
 pub mod model;
+pub mod rnea;
+pub mod rnea_derivatives;
+pub mod urdf;
 
-pub use model::{Body, Data, Joint, Model, ModelError};
+pub use model::{Body, Data, Joint, JointLimits, Model, ModelError};
