@@ -19,7 +19,7 @@
 //! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
 //! ```
 
-use crate::contact::free_flight::FreeFlight;
+use crate::contact::ipm::Ipm;
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
     SolverParams, StepProblem,
@@ -247,9 +247,9 @@ pub fn step<T: Scalar>(
         params: &world.params,
     };
     let sol = match world.solver {
-        // The interior-point contact backend plugs in here; until a scene
-        // has contact geometry the step is the free-flight dynamics.
-        SolverKind::Ipm => FreeFlight::default().solve(&problem)?,
+        // With no contact candidate the interior point reduces to
+        // `FreeFlight` exactly.
+        SolverKind::Ipm => Ipm::default().solve(&problem)?,
     };
     let next = State { q: sol.q_next, v: sol.v_next };
     if !next.is_finite() {

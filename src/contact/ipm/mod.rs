@@ -1,0 +1,331 @@
+//! `ipm`: primal–dual interior point on the nonlinear complementarity
+//! problem of a time step (Dojo, Howell et al. 2022; Silico, Le Cleac'h et
+//! al. 2023, §III-B).
+//!
+//! # The step residual
+//!
+//! Unknowns: the next velocity `v⁺` and, per contact candidate `c`, the
+//! normal impulse `γ`, its slack `s` and the friction variables. With
+//! `q⁺ = q ⊕ h v⁺`, the gap `φ_c(q⁺)` (nonlinear, re-evaluated by the
+//! closed-form pair at every iterate), the tangential velocity
+//! `v_t = [t₁ t₂]ᵀ (v_a(p_a) − v_b(p_b))` of the contact points at `v⁺`
+//! and the contact frame `(n, t₁, t₂)` at `q⁺`:
+//!
+//! ```text
+//! r_dyn(v⁺) − Σ_c W_cᵀ (γ, b₁, b₂) = 0          (dynamics::free, impulse units)
+//! s − φ_c(q⁺(v⁺)) = 0,        γ s = κ          (impact, orthant)
+//! ```
+//!
+//! Exact Coulomb friction (maximum dissipation as a second-order cone
+//! complementarity, Dojo/Silico): `β = (β₀, b) ∈ Q³`, `η = (ψ, η_t) ∈ Q³`,
+//!
+//! ```text
+//! β₀ − μ γ = 0,   η_t − v_t = 0,   β ∘ η = κ e,   e = (1, 0, 0)
+//! ```
+//!
+//! (`β ∘ η = 0` with both in the cone means `‖b‖ ≤ μγ`, and when sliding
+//! `b = −μγ v_t/‖v_t‖`). Pyramidal friction (`FrictionCone::Pyramid`,
+//! directions `d = ±t₁, ±t₂`): `βₖ ≥ 0`, `ηₖ = ψ + dₖᵀ v_t ≥ 0`,
+//! `s_ψ = μγ − Σβₖ ≥ 0`, `βₖ ηₖ = κ`, `ψ s_ψ = κ`, tangential impulse
+//! `Σ βₖ dₖ`. `W_c` maps the contact-frame impulse to generalized impulses
+//! (`[d; r × d]` on body a, the negative on body b, `r` the lever arm at
+//! `q⁺`). A contact with `μ = 0` has no friction variables.
+//!
+//! The solution returned is the point of the central path with `κ = ρ`
+//! (`SolverParams::rho`): complementarity is relaxed to ρ, which makes the
+//! solution unique and smooth in the problem data (Silico). Small ρ is
+//! accurate forward simulation; the gap of a resting contact is `ρ/γ`.
+//!
+//! # The solver: Mehrotra predictor–corrector
+//!
+//! Each iteration linearizes the residual (`∂r_dyn/∂v⁺` exactly; the
+//! contact Jacobians with the contact frame and lever arms frozen at the
+//! current `q⁺`, the gap row exact to first order through the retraction,
+//! `∂φ/∂ω = h (r × n)ᵀ L(hω)`), and
+//!
+//! 1. solves for the affine direction (`κ = 0`), takes the largest step
+//!    `α_aff ≤ 1` to the cone boundaries;
+//! 2. sets `σ = clamp(ν_aff/ν, 0, 1)³` with `ν` the mean complementarity
+//!    (`Σ zᵢsᵢ + Σ zᵀs` over the barrier degree) and the centering target
+//!    `κ = max(σ ν, ρ)`;
+//! 3. solves again with the same factorization for the corrector, whose
+//!    complementarity rows are `z ∘ s + dz_aff ∘ ds_aff − κ e`;
+//! 4. takes `α = min(1, τ α_max)` (fraction to the boundary, τ = 0.95 for
+//!    orthant and second-order cone alike) and backtracks on the residual
+//!    norm `‖r_κ‖₂` (Armijo).
+//!
+//! It stops when the equality residual is `≤ tolerance` (∞-norm) and the
+//! complementarity rows are within `complementarity_tolerance · ρ` of
+//! `ρ e`, or fails with `SolveError::MaxIterations`. Every decision (active
+//! candidates, step lengths, centering, convergence) is taken on primal
+//! values, so the same iterates run in a dual scalar (the `unrolled`
+//! derivative method).
+//!
+//! # The KKT reduction
+//!
+//! Linearized, the system is `[H, −Σ WᵀE; C K, A] [dv; dx] = −[r_d; r_c]`,
+//! block diagonal in the contact unknowns: contact `c` has a small local
+//! Jacobian `A_c` (2 × 2, 8 × 8 or 12 × 12) and sees `v⁺` only through
+//! `y_c = (φ, v_t1, v_t2)`, `dy_c = K_c dv`. Eliminating `dx_c =
+//! −A_c⁻¹ (r_c + C_c K_c dv)` leaves the reduced system in `v⁺`:
+//!
+//! ```text
+//! (H + Σ_c W_cᵀ E A_c⁻¹ C_c K_c) dv = −r_d − Σ_c W_cᵀ E A_c⁻¹ r_c,
+//! ```
+//!
+//! `H` block diagonal per body; each contact adds a 6 × 6 block per pair of
+//! its bodies. Bodies are further split into islands (connected by
+//! contact candidates) that are solved independently; bodies without a
+//! candidate take the free-flight velocity, so with no candidate at all
+//! the step is exactly `FreeFlight`.
+//!
+//! # Candidates
+//!
+//! At `q`, a sweep and prune over bounding boxes (`collision::broad_phase`)
+//! and the closed-form pairs select features whose gap is below
+//! `margin + h (speed bound of both bodies) + h² ‖g‖` (a speculative
+//! margin, so a falling body is caught before it passes through). Their
+//! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. Unsupported
+//! shape pairs are ignored.
+
+pub mod cone;
+pub mod residual;
+pub mod solve;
+
+use self::residual::{body_pose, Candidate, Island, Law, Partner};
+use super::{
+    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem,
+    StepSolution,
+};
+use crate::collision::broad_phase::{sweep_and_prune, Aabb};
+use crate::collision::{bounding_radius, pair_contacts};
+use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
+use crate::math::DVec;
+use crate::Scalar;
+
+/// Tuning of the interior point (the shared `SolverParams` carry ρ, the
+/// tolerance and the iteration cap).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// Fraction to the boundary τ for orthant and second-order cone
+    /// variables. Default 0.95 (Dojo, Silico).
+    pub fraction_to_boundary: f64,
+    /// Convergence needs `‖z ∘ s − ρ e‖∞ ≤ complementarity_tolerance · ρ`.
+    /// Default 0.5.
+    pub complementarity_tolerance: f64,
+    /// Line search: step shrink factor. Default 0.5.
+    pub backtrack_factor: f64,
+    /// Line search: maximum number of halvings (the last trial is
+    /// accepted). Default 10.
+    pub max_backtracks: usize,
+    /// Armijo constant of the sufficient decrease `‖r‖² ≤ (1 − c α) ‖r₀‖²`.
+    /// Default 1e-4.
+    pub armijo: f64,
+    /// Contact candidate distance at `q` (m), added to the speculative
+    /// motion bound. Default 0.02.
+    pub margin: f64,
+    /// Initial value of every cone variable (`scale · e`). Default 1.0
+    /// (Dojo initializes at the cone identity).
+    pub initial_scale: f64,
+    /// Warm start: initial `v⁺` is the previous velocity `v` (good for
+    /// resting contact). Otherwise the free-flight velocity. Default true.
+    pub warm_start: bool,
+    /// Newton tuning of the free-flight solve of bodies without contact.
+    pub newton: NewtonParams,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            fraction_to_boundary: 0.95,
+            complementarity_tolerance: 0.5,
+            backtrack_factor: 0.5,
+            max_backtracks: 10,
+            armijo: 1e-4,
+            margin: 0.02,
+            initial_scale: 1.0,
+            warm_start: true,
+            newton: NewtonParams::default(),
+        }
+    }
+}
+
+/// The interior-point contact backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ipm {
+    /// Tuning.
+    pub params: Params,
+}
+
+/// Speed bound of a body's surface (‖ṗ‖ + ‖ω‖ R) on primal values.
+fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 {
+    let k = p.model.bodies[i].idx_v;
+    let lin = (0..3).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
+    let ang = (3..6).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
+    lin + ang * radius
+}
+
+/// Contact candidates at `q` (see the module docs).
+pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Candidate<T>> {
+    let h = p.h.re();
+    let g = p.gravity.map(|x| x.re()).norm();
+    let nb = p.model.bodies.len();
+    let mut out = Vec::new();
+    let mut radius = vec![None; nb];
+    let mut reach = vec![0.0; nb];
+    for i in 0..nb {
+        if let Some(s) = &p.shapes[i] {
+            radius[i] = bounding_radius(s);
+            reach[i] = h * speed_bound(p, i, radius[i].unwrap_or(0.0)) + h * h * g;
+        }
+    }
+    let mut push = |a: usize, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
+        let mu = match b {
+            Partner::Body(j) => p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction),
+            Partner::Static(j) => {
+                p.friction_combine.apply(p.materials[a].friction, p.statics[j].material.friction)
+            }
+        };
+        let law = if mu.re() <= 0.0 {
+            Law::Frictionless
+        } else {
+            match p.friction_cone {
+                FrictionCone::Exact => Law::Exact,
+                FrictionCone::Pyramid => Law::Pyramid,
+            }
+        };
+        for (feature, c) in list.iter().enumerate() {
+            if c.gap.re() < limit {
+                out.push(Candidate { a, b, feature, mu, law });
+            }
+        }
+    };
+    // Bodies against static geometry (few statics: every pair).
+    for i in 0..nb {
+        let Some(sa) = &p.shapes[i] else { continue };
+        let pose = body_pose(p, p.q, i);
+        for (j, st) in p.statics.iter().enumerate() {
+            if let Some(list) = pair_contacts(sa, &pose, &st.shape, &st.pose) {
+                push(i, Partner::Static(j), list, params.margin + reach[i]);
+            }
+        }
+    }
+    // Body pairs through the broad phase.
+    let mut ids = Vec::new();
+    let mut boxes = Vec::new();
+    for i in 0..nb {
+        if let Some(r) = radius[i] {
+            let k = p.model.bodies[i].idx_q;
+            let c = [p.q[k].re(), p.q[k + 1].re(), p.q[k + 2].re()];
+            ids.push(i);
+            boxes.push(Aabb::ball(c, r + 0.5 * params.margin + reach[i]));
+        }
+    }
+    for (bi, bj) in sweep_and_prune(&boxes) {
+        let (i, j) = (ids[bi], ids[bj]);
+        let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
+        if let Some(list) = pair_contacts(sa, &body_pose(p, p.q, i), sb, &body_pose(p, p.q, j)) {
+            push(i, Partner::Body(j), list, params.margin + reach[i] + reach[j]);
+        }
+    }
+    out
+}
+
+/// Splits candidates into islands of bodies connected by contact.
+pub fn islands<T: Scalar>(nb: usize, cands: Vec<Candidate<T>>) -> Vec<Island<T>> {
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut parent: Vec<usize> = (0..nb).collect();
+    for c in &cands {
+        if let Partner::Body(j) = c.b {
+            let (ra, rb) = (find(&mut parent, c.a), find(&mut parent, j));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+    }
+    let mut island_of = vec![usize::MAX; nb];
+    let mut out: Vec<Island<T>> = Vec::new();
+    for c in cands {
+        let root = find(&mut parent, c.a);
+        if island_of[root] == usize::MAX {
+            island_of[root] = out.len();
+            out.push(Island { bodies: Vec::new(), contacts: Vec::new(), local: Vec::new() });
+        }
+        out[island_of[root]].contacts.push(c);
+    }
+    let mut local = vec![usize::MAX; nb];
+    for i in 0..nb {
+        let root = find(&mut parent, i);
+        if island_of[root] != usize::MAX {
+            let isl = &mut out[island_of[root]];
+            local[i] = isl.bodies.len();
+            isl.bodies.push(i);
+        }
+    }
+    for isl in &mut out {
+        isl.local = local.clone();
+    }
+    out
+}
+
+impl ContactBackend for Ipm {
+    fn name(&self) -> &'static str {
+        "ipm"
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        let params = &self.params;
+        let (mut v_next, ff_iters) =
+            free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        let cands = candidates(p, params);
+        let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
+        if cands.is_empty() {
+            stats.iterations = ff_iters;
+            let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+            return Ok(StepSolution { q_next, v_next, contacts: Vec::new(), stats });
+        }
+        let mut contacts = Vec::new();
+        for island in islands(p.model.bodies.len(), cands) {
+            let nbi = island.bodies.len();
+            let mut v0 = DVec::zeros(6 * nbi);
+            for (li, &g) in island.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                let src = if params.warm_start { p.v } else { &v_next };
+                v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
+            }
+            let sol = solve::solve_island(p, &island, v0, params)?;
+            for (li, &g) in island.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                v_next.fixed_rows_mut::<6>(k).copy_from(&sol.v.fixed_rows::<6>(6 * li));
+            }
+            stats.iterations = stats.iterations.max(sol.iterations);
+            stats.residual = stats.residual.max(sol.residual);
+            stats.complementarity = stats.complementarity.max(sol.complementarity);
+            for ((cand, x), ce) in island.contacts.iter().zip(&sol.xs).zip(&sol.eval.contacts) {
+                let f = cand.law.impulse(x);
+                let (t1, t2) = ce.tangents;
+                stats.max_penetration = stats.max_penetration.max(-ce.contact.gap.re());
+                contacts.push(ContactImpulse {
+                    body_a: cand.a,
+                    body_b: match cand.b {
+                        Partner::Body(j) => Some(j),
+                        Partner::Static(_) => None,
+                    },
+                    point: ce.contact.point_a,
+                    normal: ce.contact.normal,
+                    normal_impulse: f[0],
+                    tangent_impulse: t1 * f[1] + t2 * f[2],
+                    gap: ce.contact.gap,
+                });
+            }
+        }
+        let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+        Ok(StepSolution { q_next, v_next, contacts, stats })
+    }
+}

@@ -1,0 +1,291 @@
+//! Mehrotra predictor–corrector on one island (see the [module docs](super)).
+
+use super::cone::{orthant_step, soc_step};
+use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island};
+use super::Params;
+use crate::contact::{SolveError, StepProblem};
+use crate::math::{DMat, DVec, Vec3};
+use crate::Scalar;
+use nalgebra::{Matrix3, Matrix6};
+
+/// The result of one island's solve.
+#[derive(Clone, Debug)]
+pub struct IslandSolution<T: Scalar> {
+    /// Velocity of the island bodies (6 each, island order).
+    pub v: DVec<T>,
+    /// Contact unknowns.
+    pub xs: Vec<DVec<T>>,
+    /// Final evaluation (contact geometry at q⁺).
+    pub eval: Eval<T>,
+    /// Iterations (Newton directions computed).
+    pub iterations: usize,
+    /// Final equality residual (∞-norm).
+    pub residual: f64,
+    /// Final complementarity `max zᵢ sᵢ`.
+    pub complementarity: f64,
+}
+
+/// Measures of a point: equality residual ‖·‖∞, deviation of the
+/// complementarity rows from `κ e` (‖·‖∞), largest `z s`, and the merit
+/// `‖r_κ‖²`.
+struct Measures {
+    eq: f64,
+    comp_dev: f64,
+    comp_max: f64,
+    merit: f64,
+}
+
+fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: f64) -> Measures {
+    let mut eq: f64 = 0.0;
+    let mut merit = 0.0;
+    for r in ev.r_dyn.iter() {
+        eq = eq.max(r.re().abs());
+        merit += r.re() * r.re();
+    }
+    let mut comp_dev: f64 = 0.0;
+    let mut comp_max: f64 = 0.0;
+    let k = T::from_re(kappa);
+    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
+        let r = local_residual(cand.law, x, &ce.y, cand.mu, k, None);
+        let ne = cand.law.equalities();
+        for (i, ri) in r.iter().enumerate() {
+            let a = ri.re().abs();
+            merit += a * a;
+            if i < ne {
+                eq = eq.max(a);
+            } else {
+                comp_dev = comp_dev.max(a);
+            }
+        }
+        for &(z, s) in cand.law.orthant_pairs() {
+            comp_max = comp_max.max(x[z].re() * x[s].re());
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            let d: f64 = (0..3).map(|i| x[z + i].re() * x[s + i].re()).sum();
+            comp_max = comp_max.max(d);
+        }
+    }
+    Measures { eq, comp_dev, comp_max, merit }
+}
+
+/// Mean complementarity `ν = (Σ zᵢsᵢ + Σ zᵀs) / degree` of `x + α dx`.
+fn mean_comp<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: Option<(&[DVec<T>], f64)>) -> f64 {
+    let mut sum = 0.0;
+    let mut deg = 0;
+    for (c, cand) in island.contacts.iter().enumerate() {
+        let val = |i: usize| {
+            let mut v = xs[c][i].re();
+            if let Some((d, a)) = dxs {
+                v += a * d[c][i].re();
+            }
+            v
+        };
+        for &(z, s) in cand.law.orthant_pairs() {
+            sum += val(z) * val(s);
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            sum += (0..3).map(|i| val(z + i) * val(s + i)).sum::<f64>();
+        }
+        deg += cand.law.degree();
+    }
+    sum / deg.max(1) as f64
+}
+
+/// Largest step keeping every cone variable in its cone (may be ∞).
+fn boundary_step<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: &[DVec<T>]) -> f64 {
+    let mut alpha = f64::INFINITY;
+    for ((cand, x), d) in island.contacts.iter().zip(xs).zip(dxs) {
+        for &(z, s) in cand.law.orthant_pairs() {
+            alpha = alpha.min(orthant_step(x[z].re(), d[z].re()));
+            alpha = alpha.min(orthant_step(x[s].re(), d[s].re()));
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            for base in [z, s] {
+                let xv = [x[base].re(), x[base + 1].re(), x[base + 2].re()];
+                let dv = [d[base].re(), d[base + 1].re(), d[base + 2].re()];
+                alpha = alpha.min(soc_step(xv, dv));
+            }
+        }
+    }
+    alpha
+}
+
+/// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
+/// and the per-contact blocks needed to recover `dx_c`.
+struct Factored<T: Scalar> {
+    reduced: nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>,
+    /// LU of each `A_c`.
+    local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
+    /// `C_c` of each contact.
+    c_mats: Vec<DMat<T>>,
+}
+
+fn factor<T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    xs: &[DVec<T>],
+) -> Result<Factored<T>, SolveError> {
+    let nb = island.bodies.len();
+    let mut r = DMat::zeros(6 * nb, 6 * nb);
+    for (li, j) in ev.jac.iter().enumerate() {
+        r.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(j);
+    }
+    let mut local = Vec::with_capacity(xs.len());
+    let mut c_mats = Vec::with_capacity(xs.len());
+    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
+        let (a, c) = local_jacobian(cand.law, x, cand.mu);
+        let lu = a.lu();
+        let ainv_c = lu.solve(&c).ok_or(SolveError::Singular("contact block"))?;
+        let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
+        let n3 = Matrix3::from_fn(|i, j| n3[(i, j)]);
+        for (lw, _, w) in &ce.blocks {
+            let wn = w.transpose() * n3;
+            for (lk, k, _) in &ce.blocks {
+                let add: Matrix6<T> = wn * k;
+                let mut blk = r.fixed_view_mut::<6, 6>(6 * lw, 6 * lk);
+                blk += add;
+            }
+        }
+        local.push(lu);
+        c_mats.push(c);
+    }
+    Ok(Factored { reduced: r.lu(), local, c_mats })
+}
+
+/// Newton direction for the local residuals `rc` (dynamics residual from
+/// `ev`): `(H + Σ Wᵀ E A⁻¹ C K) dv = −r_d − Σ Wᵀ E A⁻¹ r_c`,
+/// `dx_c = −A_c⁻¹ (r_c + C_c K_c dv)`.
+fn direction<T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    f: &Factored<T>,
+    rc: &[DVec<T>],
+) -> Result<(DVec<T>, Vec<DVec<T>>), SolveError> {
+    let mut rhs = -ev.r_dyn.clone();
+    let mut ainv_r = Vec::with_capacity(rc.len());
+    for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
+        let u = f.local[c].solve(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
+        let eu = cand.law.impulse(&u);
+        for (lw, _, w) in &ce.blocks {
+            let mut seg = rhs.fixed_rows_mut::<6>(6 * lw);
+            seg -= w.transpose() * eu;
+        }
+        ainv_r.push(u);
+    }
+    let dv = f.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
+    let mut dxs = Vec::with_capacity(rc.len());
+    for (c, ce) in ev.contacts.iter().enumerate() {
+        let mut dy = Vec3::zeros();
+        for (lk, k, _) in &ce.blocks {
+            dy += k * dv.fixed_rows::<6>(6 * lk);
+        }
+        let cdy = &f.c_mats[c] * dy;
+        let corr = f.local[c].solve(&cdy).ok_or(SolveError::Singular("contact block"))?;
+        dxs.push(-(&ainv_r[c] + corr));
+    }
+    Ok((dv, dxs))
+}
+
+fn local_residuals<T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    xs: &[DVec<T>],
+    kappa: T,
+    corrector: Option<&[DVec<T>]>,
+) -> Vec<DVec<T>> {
+    island
+        .contacts
+        .iter()
+        .zip(xs)
+        .zip(&ev.contacts)
+        .enumerate()
+        .map(|(c, ((cand, x), ce))| {
+            local_residual(cand.law, x, &ce.y, cand.mu, kappa, corrector.map(|d| &d[c]))
+        })
+        .collect()
+}
+
+/// Solves one island from the initial velocity `v0` (6 per island body).
+pub fn solve_island<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v0: DVec<T>,
+    params: &Params,
+) -> Result<IslandSolution<T>, SolveError> {
+    let sp = p.params;
+    let rho = sp.rho;
+    let mut q_work = p.q.clone();
+    let mut v = v0;
+    let mut xs: Vec<DVec<T>> =
+        island.contacts.iter().map(|c| c.law.initial(params.initial_scale)).collect();
+    // Start the gap slacks at the gap of the initial velocity when that is
+    // larger than the initial scale (a feasible start for separated pairs).
+    let mut ev = evaluate(p, island, &v, &xs, &mut q_work)?;
+    for (x, ce) in xs.iter_mut().zip(&ev.contacts) {
+        if ce.y[0].re() > x[1].re() {
+            x[1] = ce.y[0];
+        }
+    }
+    ev = evaluate(p, island, &v, &xs, &mut q_work)?;
+    let mut iter = 0;
+    loop {
+        let m = measures(island, &ev, &xs, rho);
+        if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
+            return Ok(IslandSolution {
+                v,
+                xs,
+                eval: ev,
+                iterations: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+            });
+        }
+        if iter >= sp.max_iterations {
+            return Err(SolveError::MaxIterations {
+                iters: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+            });
+        }
+        iter += 1;
+        let fac = factor(island, &ev, &xs)?;
+        // Predictor (affine scaling, κ = 0).
+        let r_aff = local_residuals(island, &ev, &xs, T::zero(), None);
+        let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
+        let alpha_aff = boundary_step(island, &xs, &dx_aff).min(1.0);
+        let nu = mean_comp(island, &xs, None);
+        let nu_aff = mean_comp(island, &xs, Some((&dx_aff, alpha_aff)));
+        let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
+        let kappa = (sigma * nu).max(rho);
+        // Corrector (centering + second-order term).
+        let r_cor = local_residuals(island, &ev, &xs, T::from_re(kappa), Some(&dx_aff));
+        let (dv, dxs) = direction(island, &ev, &fac, &r_cor)?;
+        let mut alpha = (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+        // Backtracking line search on ‖r_κ‖².
+        let merit0 = measures(island, &ev, &xs, kappa).merit;
+        let mut accepted = None;
+        let mut last_ok = None;
+        for bt in 0..=params.max_backtracks {
+            let a = T::from_re(alpha);
+            let v_t = &v + &dv * a;
+            let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
+            if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t, &mut q_work) {
+                let merit = measures(island, &ev_t, &xs_t, kappa).merit;
+                if merit <= (1.0 - params.armijo * alpha) * merit0 || bt == params.max_backtracks {
+                    accepted = Some((v_t, xs_t, ev_t));
+                    break;
+                }
+                last_ok = Some((v_t, xs_t, ev_t));
+            }
+            alpha *= params.backtrack_factor;
+        }
+        let Some((v_n, xs_n, ev_n)) = accepted.or(last_ok) else {
+            // Every trial point failed to evaluate: report the dynamics error.
+            return evaluate(p, island, &(&v + &dv * T::from_re(alpha)), &xs, &mut q_work)
+                .and(Err(SolveError::Singular("line search")));
+        };
+        v = v_n;
+        xs = xs_n;
+        ev = ev_n;
+    }
+}
