@@ -337,3 +337,17 @@ fn no_contact_reduces_to_free_flight() {
     assert_eq!(out.state.v, ff.v_next);
     assert!(out.contacts.is_empty());
 }
+
+#[test]
+#[ignore]
+fn debug_box_toss() {
+    let h: f64 = std::env::var("H").unwrap().parse().unwrap();
+    let (w, x0, steps) = box_toss(h, 1e-6);
+    let mut x = x0;
+    for k in 0..steps {
+        match step(&w, &x, &w.zero_control()) {
+            Ok(o) => x = o.state,
+            Err(e) => panic!("step {k}: {e:?} state {:?}", x),
+        }
+    }
+}

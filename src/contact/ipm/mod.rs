@@ -89,6 +89,7 @@
 //! shape pairs are ignored.
 
 pub mod cone;
+pub mod kinematics;
 pub mod residual;
 pub mod solve;
 

@@ -3,17 +3,18 @@
 //!
 //! See the [module docs](super) for the maths. Contact `c` has local
 //! unknowns `x_c` (layout per [`Law`]) and sees the island velocity only
-//! through its contact-space quantities `y_c = (φ_c(q⁺), v_t1, v_t2)`,
-//! whose Jacobian is `K_c` (`3 × 6` per body of the pair); the impulse it
+//! through its contact-space quantities `y_c = (φ_c(q⁺), v_t1, v_t2)`
+//! (see [`super::kinematics`]); the impulse it
 //! applies is `f_c = E x_c = (γ, b₁, b₂)` in the contact frame, mapped to
 //! generalized impulses by `W_cᵀ`.
 
 use super::cone::{arrow, jordan};
-use crate::collision::{pair_contacts, tangent_basis, Contact};
+use super::kinematics::{contact_kinematics, Other};
+use crate::collision::Contact;
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::{orientation, position, rotational_jacobian, world_inertia, DynamicsError};
 use crate::math::integrate::phi_scalar;
-use crate::math::{skew, DMat, DVec, Mat3, Pose, Vec3};
+use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 use nalgebra::{Matrix3x6, Matrix6, Vector6};
 
@@ -230,7 +231,7 @@ pub struct Candidate<T: Scalar> {
     pub a: usize,
     /// The other side.
     pub b: Partner,
-    /// Index of the contact in [`pair_contacts`]' list for this pair.
+    /// Index of the contact in `collision::pair_contacts`' list for this pair.
     pub feature: usize,
     /// Combined friction coefficient.
     pub mu: T,
@@ -242,33 +243,6 @@ pub struct Candidate<T: Scalar> {
 pub fn body_pose<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, i: usize) -> Pose<T> {
     let k = p.model.bodies[i].idx_q;
     Pose::new(orientation(q, k), position(q, k))
-}
-
-/// Re-evaluates a candidate's contact at configuration `q` (all bodies).
-pub fn evaluate_candidate<T: Scalar>(
-    p: &StepProblem<'_, T>,
-    cand: &Candidate<T>,
-    q: &DVec<T>,
-) -> Contact<T> {
-    let sa = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
-    let pa = body_pose(p, q, cand.a);
-    let list = match cand.b {
-        Partner::Body(j) => {
-            let sb = p.shapes[j].as_ref().expect("candidate bodies have shapes");
-            pair_contacts(sa, &pa, sb, &body_pose(p, q, j))
-        }
-        Partner::Static(j) => pair_contacts(sa, &pa, &p.statics[j].shape, &p.statics[j].pose),
-    };
-    list.expect("candidate pairs are supported")[cand.feature]
-}
-
-/// `L(x)`: the world-frame rotation increment of `φ(x)` per unit change of
-/// `x`, `δθ = L(x) δx`, with `φ(x) = (c, u)`, `u = x/2`,
-/// `c = √(1 − ‖u‖²)`: `L = c I + u uᵀ / c + [u]×` (`L(0) = I`).
-pub fn phi_rotation_jacobian<T: Scalar>(x: &Vec3<T>) -> Result<Mat3<T>, crate::math::RetractionError> {
-    let c = phi_scalar(x, T::one())?;
-    let u = x * T::from_re(0.5);
-    Ok(Mat3::identity() * c + u * u.transpose() / c + skew(&u))
 }
 
 /// Dynamics residual (6) and its Jacobian (6 × 6) of one body at `v⁺`,
@@ -317,10 +291,9 @@ pub struct ContactEval<T: Scalar> {
     pub tangents: (Vec3<T>, Vec3<T>),
     /// Contact-space quantities `y = (φ, v_t1, v_t2)`.
     pub y: Vec3<T>,
-    /// `(island-local body, K block, W block)` for each body of the pair:
-    /// `K = ∂y/∂v⁺` (frozen frame), `W`: impulse `f` → generalized impulse
-    /// `Wᵀ f`.
-    pub blocks: Vec<(usize, Matrix3x6<T>, Matrix3x6<T>)>,
+    /// `(island-local body, W block)` for each body of the pair: impulse
+    /// `f` → generalized impulse `Wᵀ f`.
+    pub blocks: Vec<(usize, Matrix3x6<T>)>,
 }
 
 /// Island evaluation: the dynamics residual including contact impulses,
@@ -329,7 +302,7 @@ pub struct ContactEval<T: Scalar> {
 pub struct Eval<T: Scalar> {
     /// `r_dyn(v⁺) − Σ W_cᵀ E x_c` (6 per island body).
     pub r_dyn: DVec<T>,
-    /// `∂r_dyn/∂v⁺` per island body.
+    /// `∂r_dyn/∂v⁺` per island body (without contact terms).
     pub jac: Vec<Matrix6<T>>,
     /// Contacts in island order.
     pub contacts: Vec<ContactEval<T>>,
@@ -346,86 +319,66 @@ pub struct Island<T: Scalar> {
     pub local: Vec<usize>,
 }
 
+/// Island-local velocity of one body as an array.
+pub fn local_v<T: Scalar>(v: &DVec<T>, li: usize) -> [T; 6] {
+    core::array::from_fn(|k| v[6 * li + k])
+}
+
 /// Evaluates the island at velocity `v` (6 per island body) and contact
-/// unknowns `xs`. `q_work` is a configuration vector holding every body
-/// (bodies outside the island are never read).
+/// unknowns `xs`.
 pub fn evaluate<T: Scalar>(
     p: &StepProblem<'_, T>,
     island: &Island<T>,
     v: &DVec<T>,
     xs: &[DVec<T>],
-    q_work: &mut DVec<T>,
 ) -> Result<Eval<T>, SolveError> {
-    let h = p.h;
     let nb = island.bodies.len();
     let mut r_dyn = DVec::zeros(6 * nb);
     let mut jac = Vec::with_capacity(nb);
-    let mut lmat = Vec::with_capacity(nb);
     for (li, &g) in island.bodies.iter().enumerate() {
         let vb: Vector6<T> = v.fixed_rows::<6>(6 * li).into_owned();
         let (r, j) = body_dynamics(p, g, &vb)?;
         r_dyn.fixed_rows_mut::<6>(6 * li).copy_from(&r);
         jac.push(j);
-        let b = &p.model.bodies[g];
-        let qi = crate::math::integrate(
-            &p.q.as_slice()[b.idx_q..b.idx_q + 7],
-            vb.as_slice(),
-            h,
-        )
-        .map_err(|source| DynamicsError::Retraction { body: g, source })?;
-        q_work.as_mut_slice()[b.idx_q..b.idx_q + 7].copy_from_slice(&qi);
-        let w = Vec3::new(vb[3], vb[4], vb[5]) * h;
-        lmat.push(
-            phi_rotation_jacobian(&w)
-                .map_err(|source| DynamicsError::Retraction { body: g, source })?,
-        );
     }
     let mut contacts = Vec::with_capacity(island.contacts.len());
     for (cand, x) in island.contacts.iter().zip(xs) {
-        let contact = evaluate_candidate(p, cand, q_work);
-        let n = contact.normal;
-        let (t1, t2) = tangent_basis(&n);
-        let mut blocks = Vec::with_capacity(2);
-        let mut vt = Vec3::zeros();
-        let side = |g: usize, point: &Vec3<T>, sign: T, blocks: &mut Vec<_>| {
-            let li = island.local[g];
-            let b = &p.model.bodies[g];
-            let r = point - position(q_work, b.idx_q);
-            let vb: Vector6<T> = v.fixed_rows::<6>(6 * li).into_owned();
-            let vp = Vec3::new(vb[0], vb[1], vb[2]) + Vec3::new(vb[3], vb[4], vb[5]).cross(&r);
-            let mut k = Matrix3x6::zeros();
-            let mut w = Matrix3x6::zeros();
-            for (row, dir) in [n, t1, t2].iter().enumerate() {
-                let moment = r.cross(dir);
-                for d in 0..3 {
-                    w[(row, d)] = dir[d] * sign;
-                    w[(row, 3 + d)] = moment[d] * sign;
-                }
+        let la = island.local[cand.a];
+        let ba = &p.model.bodies[cand.a];
+        let qa: [T; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
+        let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
+        let (other, lb, jb) = match cand.b {
+            Partner::Body(j) => {
+                let bb = &p.model.bodies[j];
+                let lb = island.local[j];
+                (
+                    Other::Body {
+                        shape: p.shapes[j].as_ref().expect("candidate bodies have shapes"),
+                        q: core::array::from_fn(|k| p.q[bb.idx_q + k]),
+                        v: local_v(v, lb),
+                    },
+                    Some(lb),
+                    j,
+                )
             }
-            let ang = (lmat[li].transpose() * r.cross(&n)) * (h * sign);
-            for d in 0..3 {
-                k[(0, d)] = n[d] * h * sign;
-                k[(0, 3 + d)] = ang[d];
-                for row in 1..3 {
-                    k[(row, d)] = w[(row, d)];
-                    k[(row, 3 + d)] = w[(row, 3 + d)];
-                }
-            }
-            blocks.push((li, k, w));
-            vp * sign
+            Partner::Static(j) => (
+                Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose },
+                None,
+                cand.a,
+            ),
         };
-        vt += side(cand.a, &contact.point_a, T::one(), &mut blocks);
-        if let Partner::Body(j) = cand.b {
-            vt += side(j, &contact.point_b, -T::one(), &mut blocks);
+        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.a, jb)?;
+        let mut blocks = vec![(la, kin.w_a)];
+        if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
+            blocks.push((lb, wb));
         }
-        let y = Vec3::new(contact.gap, t1.dot(&vt), t2.dot(&vt));
         let f = cand.law.impulse(x);
-        for (li, _, w) in &blocks {
+        for (li, w) in &blocks {
             let gen = w.transpose() * f;
             let mut seg = r_dyn.fixed_rows_mut::<6>(6 * li);
             seg -= gen;
         }
-        contacts.push(ContactEval { contact, tangents: (t1, t2), y, blocks });
+        contacts.push(ContactEval { contact: kin.contact, tangents: kin.tangents, y: kin.y, blocks });
     }
     Ok(Eval { r_dyn, jac, contacts })
 }

@@ -6,7 +6,8 @@ use super::Params;
 use crate::contact::{SolveError, StepProblem};
 use crate::math::{DMat, DVec, Vec3};
 use crate::Scalar;
-use nalgebra::{Matrix3, Matrix6};
+use super::kinematics::contact_jacobian;
+use nalgebra::{Matrix3, Matrix3x6, Matrix6};
 
 /// The result of one island's solve.
 #[derive(Clone, Debug)]
@@ -118,11 +119,15 @@ struct Factored<T: Scalar> {
     local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
     /// `C_c` of each contact.
     c_mats: Vec<DMat<T>>,
+    /// `(island-local body, K block)` of each contact, `K = ∂y/∂v⁺`.
+    k_blocks: Vec<Vec<(usize, Matrix3x6<T>)>>,
 }
 
 fn factor<T: Scalar>(
+    p: &StepProblem<'_, T>,
     island: &Island<T>,
     ev: &Eval<T>,
+    v: &DVec<T>,
     xs: &[DVec<T>],
 ) -> Result<Factored<T>, SolveError> {
     let nb = island.bodies.len();
@@ -132,24 +137,39 @@ fn factor<T: Scalar>(
     }
     let mut local = Vec::with_capacity(xs.len());
     let mut c_mats = Vec::with_capacity(xs.len());
+    let mut k_blocks = Vec::with_capacity(xs.len());
+    let lift3 = |m: &Matrix3x6<f64>| m.map(T::from_re);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
         let (a, c) = local_jacobian(cand.law, x, cand.mu);
         let lu = a.lu();
         let ainv_c = lu.solve(&c).ok_or(SolveError::Singular("contact block"))?;
         let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
         let n3 = Matrix3::from_fn(|i, j| n3[(i, j)]);
-        for (lw, _, w) in &ce.blocks {
+        // Exact primal K and geometric stiffness G of the contact.
+        let la = ce.blocks[0].0;
+        let lb = ce.blocks.get(1).map(|b| b.0);
+        let re6 = |li: usize| -> [f64; 6] { core::array::from_fn(|k| v[6 * li + k].re()) };
+        let va = re6(la);
+        let vb = lb.map(re6).unwrap_or([0.0; 6]);
+        let f = cand.law.impulse(x).map(|e| e.re());
+        let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
+        let mut ks = vec![(la, lift3(&ka))];
+        if let Some(lb) = lb {
+            ks.push((lb, lift3(&kb)));
+        }
+        for (i, (lw, w)) in ce.blocks.iter().enumerate() {
             let wn = w.transpose() * n3;
-            for (lk, k, _) in &ce.blocks {
-                let add: Matrix6<T> = wn * k;
+            for (j, (lk, k)) in ks.iter().enumerate() {
+                let add: Matrix6<T> = wn * k - g[i][j].map(T::from_re);
                 let mut blk = r.fixed_view_mut::<6, 6>(6 * lw, 6 * lk);
                 blk += add;
             }
         }
         local.push(lu);
         c_mats.push(c);
+        k_blocks.push(ks);
     }
-    Ok(Factored { reduced: r.lu(), local, c_mats })
+    Ok(Factored { reduced: r.lu(), local, c_mats, k_blocks })
 }
 
 /// Newton direction for the local residuals `rc` (dynamics residual from
@@ -166,7 +186,7 @@ fn direction<T: Scalar>(
     for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
         let u = f.local[c].solve(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
         let eu = cand.law.impulse(&u);
-        for (lw, _, w) in &ce.blocks {
+        for (lw, w) in &ce.blocks {
             let mut seg = rhs.fixed_rows_mut::<6>(6 * lw);
             seg -= w.transpose() * eu;
         }
@@ -174,9 +194,9 @@ fn direction<T: Scalar>(
     }
     let dv = f.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
     let mut dxs = Vec::with_capacity(rc.len());
-    for (c, ce) in ev.contacts.iter().enumerate() {
+    for c in 0..ev.contacts.len() {
         let mut dy = Vec3::zeros();
-        for (lk, k, _) in &ce.blocks {
+        for (lk, k) in &f.k_blocks[c] {
             dy += k * dv.fixed_rows::<6>(6 * lk);
         }
         let cdy = &f.c_mats[c] * dy;
@@ -214,22 +234,24 @@ pub fn solve_island<T: Scalar>(
 ) -> Result<IslandSolution<T>, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
-    let mut q_work = p.q.clone();
     let mut v = v0;
     let mut xs: Vec<DVec<T>> =
         island.contacts.iter().map(|c| c.law.initial(params.initial_scale)).collect();
     // Start the gap slacks at the gap of the initial velocity when that is
     // larger than the initial scale (a feasible start for separated pairs).
-    let mut ev = evaluate(p, island, &v, &xs, &mut q_work)?;
+    let mut ev = evaluate(p, island, &v, &xs)?;
     for (x, ce) in xs.iter_mut().zip(&ev.contacts) {
         if ce.y[0].re() > x[1].re() {
             x[1] = ce.y[0];
         }
     }
-    ev = evaluate(p, island, &v, &xs, &mut q_work)?;
+    ev = evaluate(p, island, &v, &xs)?;
     let mut iter = 0;
     loop {
         let m = measures(island, &ev, &xs, rho);
+        if std::env::var("IPM_DEBUG").is_ok() {
+            eprintln!("it {iter}: eq {:.3e} compdev {:.3e} compmax {:.3e} ncont {}", m.eq, m.comp_dev, m.comp_max, xs.len());
+        }
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
             return Ok(IslandSolution {
                 v,
@@ -248,7 +270,7 @@ pub fn solve_island<T: Scalar>(
             });
         }
         iter += 1;
-        let fac = factor(island, &ev, &xs)?;
+        let fac = factor(p, island, &ev, &v, &xs)?;
         // Predictor (affine scaling, κ = 0).
         let r_aff = local_residuals(island, &ev, &xs, T::zero(), None);
         let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
@@ -261,6 +283,9 @@ pub fn solve_island<T: Scalar>(
         let r_cor = local_residuals(island, &ev, &xs, T::from_re(kappa), Some(&dx_aff));
         let (dv, dxs) = direction(island, &ev, &fac, &r_cor)?;
         let mut alpha = (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+        if std::env::var("IPM_DEBUG").is_ok() {
+            eprintln!("   alpha_aff {alpha_aff:.3e} sigma {sigma:.3e} kappa {kappa:.3e} alpha {alpha:.3e}");
+        }
         // Backtracking line search on ‖r_κ‖².
         let merit0 = measures(island, &ev, &xs, kappa).merit;
         let mut accepted = None;
@@ -269,7 +294,7 @@ pub fn solve_island<T: Scalar>(
             let a = T::from_re(alpha);
             let v_t = &v + &dv * a;
             let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
-            if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t, &mut q_work) {
+            if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
                 let merit = measures(island, &ev_t, &xs_t, kappa).merit;
                 if merit <= (1.0 - params.armijo * alpha) * merit0 || bt == params.max_backtracks {
                     accepted = Some((v_t, xs_t, ev_t));
@@ -281,7 +306,7 @@ pub fn solve_island<T: Scalar>(
         }
         let Some((v_n, xs_n, ev_n)) = accepted.or(last_ok) else {
             // Every trial point failed to evaluate: report the dynamics error.
-            return evaluate(p, island, &(&v + &dv * T::from_re(alpha)), &xs, &mut q_work)
+            return evaluate(p, island, &(&v + &dv * T::from_re(alpha)), &xs)
                 .and(Err(SolveError::Singular("line search")));
         };
         v = v_n;
