@@ -18,7 +18,8 @@ use crate::collision::{pair_contacts, tangent_basis, Contact};
 use crate::contact::StepProblem;
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
-use crate::math::{integrate, Pose, Quat, Vec3};
+use crate::math::integrate::phi_scalar;
+use crate::math::{integrate, skew, Mat3, Pose, Quat, Vec3};
 use crate::Scalar;
 use nalgebra::{Const, Matrix3x6, Matrix6, U1};
 use num_dual::DualSVec64;
@@ -54,7 +55,8 @@ pub struct Kinematics<S: Scalar> {
     pub tangents: (Vec3<S>, Vec3<S>),
     /// `(φ, v_t1, v_t2)`.
     pub y: Vec3<S>,
-    /// Impulse map of body a (rows: n, t1, t2 → `[d; r × d]`).
+    /// Impulse map of body a: rows `[n; L(hω)ᵀ (r × n)]` (= `∂φ/∂v⁺ / h`),
+    /// `[t; r × t]` for both tangents.
     pub w_a: Matrix3x6<S>,
     /// Impulse map of body b (negated), if it is a body.
     pub w_b: Option<Matrix3x6<S>>,
@@ -65,24 +67,44 @@ fn pose_after<S: Scalar>(q: &[S; 7], v: &[S; 6], h: S) -> Result<Pose<S>, crate:
     Ok(Pose::new(Quat::new(q1[3], q1[4], q1[5], q1[6]), Vec3::new(q1[0], q1[1], q1[2])))
 }
 
+/// `L(x)`: the world-frame rotation increment of `φ(x)` per unit change of
+/// `x`, `δθ = L(x) δx`; with `φ(x) = (c, u)`, `u = x/2`,
+/// `c = √(1 − ‖u‖²)`: `L = c I + u uᵀ / c + [u]×` (`L(0) = I`).
+///
+/// ```
+/// use dualsim::contact::ipm::kinematics::phi_rotation_jacobian;
+/// use dualsim::math::{Mat3, Vec3};
+/// assert_eq!(phi_rotation_jacobian(&Vec3::<f64>::zeros()).unwrap(), Mat3::identity());
+/// ```
+pub fn phi_rotation_jacobian<S: Scalar>(x: &Vec3<S>) -> Result<Mat3<S>, crate::math::RetractionError> {
+    let c = phi_scalar(x, S::one())?;
+    let u = x * S::from_re(0.5);
+    Ok(Mat3::identity() * c + u * u.transpose() / c + skew(&u))
+}
+
 fn side<S: Scalar>(
     pose: &Pose<S>,
     v: &[S; 6],
+    h: S,
     point: &Vec3<S>,
     frame: [&Vec3<S>; 3],
     sign: S,
-) -> (Vec3<S>, Matrix3x6<S>) {
+) -> Result<(Vec3<S>, Matrix3x6<S>), crate::math::RetractionError> {
     let r = point - pose.translation;
-    let vp = Vec3::new(v[0], v[1], v[2]) + Vec3::new(v[3], v[4], v[5]).cross(&r);
+    let omega = Vec3::new(v[3], v[4], v[5]);
+    let vp = Vec3::new(v[0], v[1], v[2]) + omega.cross(&r);
+    let lt = phi_rotation_jacobian(&(omega * h))?.transpose();
     let mut w = Matrix3x6::zeros();
     for (row, dir) in frame.iter().enumerate() {
-        let moment = r.cross(dir);
+        // The normal row is ∂φ/∂v⁺ / h (variationally consistent with the
+        // gap at q⁺); the friction rows are ∂v_t/∂v⁺.
+        let moment = if row == 0 { lt * r.cross(dir) } else { r.cross(dir) };
         for d in 0..3 {
             w[(row, d)] = dir[d] * sign;
             w[(row, 3 + d)] = moment[d] * sign;
         }
     }
-    (vp * sign, w)
+    Ok((vp * sign, w))
 }
 
 /// Contact `feature` of body a (shape, `q`, `v⁺`) against `other` at
@@ -111,10 +133,12 @@ pub fn contact_kinematics<S: Scalar>(
     let n = contact.normal;
     let (t1, t2) = tangent_basis(&n);
     let frame = [&n, &t1, &t2];
-    let (mut vt, w_a) = side(&pa, va, &contact.point_a, frame, S::one());
+    let (mut vt, w_a) = side(&pa, va, h, &contact.point_a, frame, S::one())
+        .map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
     let mut w_b = None;
     if let Some((pb, vb)) = pb {
-        let (vtb, wb) = side(&pb, vb, &contact.point_b, frame, -S::one());
+        let (vtb, wb) = side(&pb, vb, h, &contact.point_b, frame, -S::one())
+            .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
         vt += vtb;
         w_b = Some(wb);
     }

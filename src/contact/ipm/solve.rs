@@ -1,7 +1,8 @@
 //! Mehrotra predictor–corrector on one island (see the [module docs](super)).
 
 use super::cone::{orthant_step, soc_step};
-use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island};
+use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island, Law};
+use crate::scalar::safe_norm;
 use super::Params;
 use crate::contact::{SolveError, StepProblem};
 use crate::math::{DMat, DVec, Vec3};
@@ -237,12 +238,39 @@ pub fn solve_island<T: Scalar>(
     let mut v = v0;
     let mut xs: Vec<DVec<T>> =
         island.contacts.iter().map(|c| c.law.initial(params.initial_scale)).collect();
-    // Start the gap slacks at the gap of the initial velocity when that is
-    // larger than the initial scale (a feasible start for separated pairs).
+    // Start on the linear equalities where the cones allow it: the gap
+    // slack at the gap of the initial velocity (when larger than the
+    // scale), β₀ = μγ, η_t = v_t with ψ = ‖v_t‖ + scale (exact cone),
+    // ηₖ = ψ + dₖᵀv_t with ψ = ‖v_t‖₁ + scale and s_ψ = μγ − Σβₖ > 0
+    // (pyramid).
     let mut ev = evaluate(p, island, &v, &xs)?;
-    for (x, ce) in xs.iter_mut().zip(&ev.contacts) {
-        if ce.y[0].re() > x[1].re() {
-            x[1] = ce.y[0];
+    let scale = T::from_re(params.initial_scale);
+    for ((x, ce), cand) in xs.iter_mut().zip(&ev.contacts).zip(&island.contacts) {
+        let y = ce.y;
+        if y[0].re() > x[1].re() {
+            x[1] = y[0];
+        }
+        match cand.law {
+            Law::Frictionless => {}
+            Law::Exact => {
+                x[2] = cand.mu * x[0];
+                x[6] = y[1];
+                x[7] = y[2];
+                x[5] = safe_norm(&Vec3::new(y[1], y[2], T::zero())) + scale;
+            }
+            Law::Pyramid => {
+                let psi = y[1].abs() + y[2].abs() + scale;
+                let beta = cand.mu * x[0] * T::from_re(0.125);
+                for k in 0..4 {
+                    x[2 + k] = beta;
+                }
+                x[6] = psi + y[1];
+                x[7] = psi - y[1];
+                x[8] = psi + y[2];
+                x[9] = psi - y[2];
+                x[10] = psi;
+                x[11] = cand.mu * x[0] * T::from_re(0.5);
+            }
         }
     }
     ev = evaluate(p, island, &v, &xs)?;
@@ -279,8 +307,12 @@ pub fn solve_island<T: Scalar>(
         let nu_aff = mean_comp(island, &xs, Some((&dx_aff, alpha_aff)));
         let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
         let kappa = (sigma * nu).max(rho);
-        // Corrector (centering + second-order term).
-        let r_cor = local_residuals(island, &ev, &xs, T::from_re(kappa), Some(&dx_aff));
+        // Corrector (centering + second-order term). Once the target has
+        // reached ρ the affine term `dz ∘ ds` is of the order of ρ itself
+        // and would keep the iterate off the central point, so the final
+        // phase takes pure Newton steps on r_ρ.
+        let second_order = if sigma * nu > rho { Some(dx_aff.as_slice()) } else { None };
+        let r_cor = local_residuals(island, &ev, &xs, T::from_re(kappa), second_order);
         let (dv, dxs) = direction(island, &ev, &fac, &r_cor)?;
         let mut alpha = (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
         if std::env::var("IPM_DEBUG").is_ok() {
@@ -296,6 +328,9 @@ pub fn solve_island<T: Scalar>(
             let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
             if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
                 let merit = measures(island, &ev_t, &xs_t, kappa).merit;
+                if std::env::var("IPM_DEBUG").is_ok() {
+                    eprintln!("      bt {bt} alpha {alpha:.3e} merit {merit:.3e} merit0 {merit0:.3e}");
+                }
                 if merit <= (1.0 - params.armijo * alpha) * merit0 || bt == params.max_backtracks {
                     accepted = Some((v_t, xs_t, ev_t));
                     break;
