@@ -19,7 +19,7 @@
 //! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
 //! ```
 
-use crate::contact::ipm::Ipm;
+use crate::contact::ipm::{Ipm, Params as IpmParams};
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
     SolverParams, StepProblem,
@@ -52,6 +52,8 @@ pub struct World<T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Backend tuning.
     pub params: SolverParams,
+    /// Tuning specific to the `ipm` backend.
+    pub ipm: IpmParams,
     /// Friction combination rule.
     pub friction_combine: Combine,
     /// Restitution combination rule.
@@ -71,6 +73,7 @@ impl<T: Scalar> World<T> {
             solver: SolverKind::default(),
             friction_cone: FrictionCone::default(),
             params: SolverParams::default(),
+            ipm: IpmParams::default(),
             friction_combine: Combine::Average,
             restitution_combine: Combine::Average,
         }
@@ -109,6 +112,7 @@ impl<T: Scalar> World<T> {
             solver: self.solver,
             friction_cone: self.friction_cone,
             params: self.params,
+            ipm: self.ipm,
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
         }
@@ -249,7 +253,7 @@ pub fn step<T: Scalar>(
     let sol = match world.solver {
         // With no contact candidate the interior point reduces to
         // `FreeFlight` exactly.
-        SolverKind::Ipm => Ipm::default().solve(&problem)?,
+        SolverKind::Ipm => Ipm { params: world.ipm }.solve(&problem)?,
     };
     let next = State { q: sol.q_next, v: sol.v_next };
     if !next.is_finite() {

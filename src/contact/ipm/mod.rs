@@ -125,14 +125,21 @@ pub struct Params {
     /// Contact candidate distance at `q` (m), added to the speculative
     /// motion bound. Default 0.02.
     pub margin: f64,
-    /// Initial value of every cone variable (`scale · e`). Default 1.0
-    /// (Dojo initializes at the cone identity).
+    /// Initial value of every cone variable (`scale · e`, Dojo initializes
+    /// at a multiple of the cone identity). Default 0.01: of the order of
+    /// the impulse `m ‖g‖ h` of a unit mass at h = 0.001…0.01; a start at 1
+    /// lets large first Newton steps reach spurious far solutions of the
+    /// nonlinear problem at large h (box toss at h = 0.1).
     pub initial_scale: f64,
     /// Warm start: initial `v⁺` is the previous velocity `v` (good for
     /// resting contact). Otherwise the free-flight velocity. Default true.
     pub warm_start: bool,
     /// Newton tuning of the free-flight solve of bodies without contact.
     pub newton: NewtonParams,
+    /// After a solve, features that were not candidates but penetrate at
+    /// `q⁺` are added and the step is solved again, at most this many
+    /// times. Default 4.
+    pub max_candidate_rounds: usize,
 }
 
 impl Default for Params {
@@ -144,9 +151,10 @@ impl Default for Params {
             max_backtracks: 10,
             armijo: 1e-4,
             margin: 0.02,
-            initial_scale: 1.0,
+            initial_scale: 0.01,
             warm_start: true,
             newton: NewtonParams::default(),
+            max_candidate_rounds: 4,
         }
     }
 }
@@ -166,23 +174,37 @@ fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 
     lin + ang * radius
 }
 
-/// Contact candidates at `q` (see the module docs).
+/// Contact candidates at `q` (see the module docs): every supported
+/// feature whose gap at the start of the step is below
+/// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`.
 pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Candidate<T>> {
     let h = p.h.re();
     let g = p.gravity.map(|x| x.re()).norm();
+    let reach: Vec<f64> = (0..p.model.bodies.len())
+        .map(|i| match p.shapes[i].as_ref().and_then(bounding_radius) {
+            Some(r) => h * speed_bound(p, i, r) + h * h * g,
+            None => 0.0,
+        })
+        .collect();
+    detect(p, p.q, &reach, params.margin)
+}
+
+/// Features whose gap at configuration `q` is below
+/// `margin + reach_a + reach_b` (broad phase on bounding balls inflated by
+/// the same amounts).
+pub fn detect<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    q: &DVec<T>,
+    reach: &[f64],
+    margin: f64,
+) -> Vec<Candidate<T>> {
     let nb = p.model.bodies.len();
     let mut out = Vec::new();
-    let mut radius = vec![None; nb];
-    let mut reach = vec![0.0; nb];
-    for i in 0..nb {
-        if let Some(s) = &p.shapes[i] {
-            radius[i] = bounding_radius(s);
-            reach[i] = h * speed_bound(p, i, radius[i].unwrap_or(0.0)) + h * h * g;
-        }
-    }
     let mut push = |a: usize, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
         let mu = match b {
-            Partner::Body(j) => p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction),
+            Partner::Body(j) => {
+                p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction)
+            }
             Partner::Static(j) => {
                 p.friction_combine.apply(p.materials[a].friction, p.statics[j].material.friction)
             }
@@ -204,10 +226,10 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
     // Bodies against static geometry (few statics: every pair).
     for i in 0..nb {
         let Some(sa) = &p.shapes[i] else { continue };
-        let pose = body_pose(p, p.q, i);
+        let pose = body_pose(p, q, i);
         for (j, st) in p.statics.iter().enumerate() {
             if let Some(list) = pair_contacts(sa, &pose, &st.shape, &st.pose) {
-                push(i, Partner::Static(j), list, params.margin + reach[i]);
+                push(i, Partner::Static(j), list, margin + reach[i]);
             }
         }
     }
@@ -215,18 +237,18 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
     let mut ids = Vec::new();
     let mut boxes = Vec::new();
     for i in 0..nb {
-        if let Some(r) = radius[i] {
+        if let Some(r) = p.shapes[i].as_ref().and_then(bounding_radius) {
             let k = p.model.bodies[i].idx_q;
-            let c = [p.q[k].re(), p.q[k + 1].re(), p.q[k + 2].re()];
+            let c = [q[k].re(), q[k + 1].re(), q[k + 2].re()];
             ids.push(i);
-            boxes.push(Aabb::ball(c, r + 0.5 * params.margin + reach[i]));
+            boxes.push(Aabb::ball(c, r + 0.5 * margin + reach[i]));
         }
     }
     for (bi, bj) in sweep_and_prune(&boxes) {
         let (i, j) = (ids[bi], ids[bj]);
         let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
-        if let Some(list) = pair_contacts(sa, &body_pose(p, p.q, i), sb, &body_pose(p, p.q, j)) {
-            push(i, Partner::Body(j), list, params.margin + reach[i] + reach[j]);
+        if let Some(list) = pair_contacts(sa, &body_pose(p, q, i), sb, &body_pose(p, q, j)) {
+            push(i, Partner::Body(j), list, margin + reach[i] + reach[j]);
         }
     }
     out
@@ -282,17 +304,57 @@ impl ContactBackend for Ipm {
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
         let params = &self.params;
-        let (mut v_next, ff_iters) =
+        let (v_free, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
-        let cands = candidates(p, params);
-        let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
-        if cands.is_empty() {
-            stats.iterations = ff_iters;
-            let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
-            return Ok(StepSolution { q_next, v_next, contacts: Vec::new(), stats });
+        let mut cands = candidates(p, params);
+        let zero_reach = vec![0.0; p.model.bodies.len()];
+        let mut total_iters = 0;
+        let mut round = 0;
+        loop {
+            if cands.is_empty() {
+                // Exactly the free-flight step.
+                let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
+                let stats = SolveStats { iterations: ff_iters, ..Default::default() };
+                let penetrating = detect(p, &q_next, &zero_reach, 0.0);
+                if penetrating.is_empty() || round >= params.max_candidate_rounds {
+                    return Ok(StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats });
+                }
+                cands = penetrating;
+                round += 1;
+                continue;
+            }
+            let mut sol = self.solve_candidates(p, &cands, v_free.clone())?;
+            total_iters += sol.stats.iterations;
+            // Features that were no candidate but penetrate at q⁺: add them
+            // and solve again.
+            let extra: Vec<_> = detect(p, &sol.q_next, &zero_reach, 0.0)
+                .into_iter()
+                .filter(|c| !cands.iter().any(|d| d.a == c.a && d.b == c.b && d.feature == c.feature))
+                .collect();
+            if extra.is_empty() || round >= params.max_candidate_rounds {
+                sol.stats.iterations = total_iters;
+                return Ok(sol);
+            }
+            cands.extend(extra);
+            round += 1;
         }
+    }
+}
+
+impl Ipm {
+    /// Solves the step for a fixed candidate set; `v_free` is the
+    /// free-flight velocity of every body.
+    fn solve_candidates<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        cands: &[Candidate<T>],
+        v_free: DVec<T>,
+    ) -> Result<StepSolution<T>, SolveError> {
+        let params = &self.params;
+        let mut v_next = v_free;
+        let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
         let mut contacts = Vec::new();
-        for island in islands(p.model.bodies.len(), cands) {
+        for island in islands(p.model.bodies.len(), cands.to_vec()) {
             let nbi = island.bodies.len();
             let mut v0 = DVec::zeros(6 * nbi);
             for (li, &g) in island.bodies.iter().enumerate() {

@@ -312,37 +312,51 @@ pub fn solve_island<T: Scalar>(
         // and would keep the iterate off the central point, so the final
         // phase takes pure Newton steps on r_ρ.
         let second_order = if sigma * nu > rho { Some(dx_aff.as_slice()) } else { None };
-        let r_cor = local_residuals(island, &ev, &xs, T::from_re(kappa), second_order);
-        let (dv, dxs) = direction(island, &ev, &fac, &r_cor)?;
-        let mut alpha = (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
-        if std::env::var("IPM_DEBUG").is_ok() {
-            eprintln!("   alpha_aff {alpha_aff:.3e} sigma {sigma:.3e} kappa {kappa:.3e} alpha {alpha:.3e}");
-        }
-        // Backtracking line search on ‖r_κ‖².
         let merit0 = measures(island, &ev, &xs, kappa).merit;
-        let mut accepted = None;
-        let mut last_ok = None;
-        for bt in 0..=params.max_backtracks {
-            let a = T::from_re(alpha);
-            let v_t = &v + &dv * a;
-            let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
-            if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
-                let merit = measures(island, &ev_t, &xs_t, kappa).merit;
-                if std::env::var("IPM_DEBUG").is_ok() {
-                    eprintln!("      bt {bt} alpha {alpha:.3e} merit {merit:.3e} merit0 {merit0:.3e}");
-                }
-                if merit <= (1.0 - params.armijo * alpha) * merit0 || bt == params.max_backtracks {
-                    accepted = Some((v_t, xs_t, ev_t));
-                    break;
-                }
-                last_ok = Some((v_t, xs_t, ev_t));
-            }
-            alpha *= params.backtrack_factor;
+        let debug = std::env::var("IPM_DEBUG").is_ok();
+        if debug {
+            eprintln!("   alpha_aff {alpha_aff:.3e} sigma {sigma:.3e} kappa {kappa:.3e} merit0 {merit0:.3e}");
         }
-        let Some((v_n, xs_n, ev_n)) = accepted.or(last_ok) else {
-            // Every trial point failed to evaluate: report the dynamics error.
-            return evaluate(p, island, &(&v + &dv * T::from_re(alpha)), &xs)
-                .and(Err(SolveError::Singular("line search")));
+        // Backtracking line search on ‖r_κ‖² along the corrector; when it
+        // finds no sufficient decrease (the second-order term can make the
+        // corrector an ascent direction far from the solution), along the
+        // pure Newton direction of r_κ; failing that, the shortest trial
+        // of the Newton direction is taken.
+        let mut candidates_dirs = vec![second_order];
+        if second_order.is_some() {
+            candidates_dirs.push(None);
+        }
+        let mut step_taken = None;
+        let mut fallback = None;
+        for (attempt, so) in candidates_dirs.into_iter().enumerate() {
+            let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so);
+            let (dv, dxs) = direction(island, &ev, &fac, &r_dir)?;
+            let mut alpha =
+                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+            for bt in 0..=params.max_backtracks {
+                let a = T::from_re(alpha);
+                let v_t = &v + &dv * a;
+                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
+                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
+                    let merit = measures(island, &ev_t, &xs_t, kappa).merit;
+                    if debug {
+                        eprintln!("      dir {attempt} bt {bt} alpha {alpha:.3e} merit {merit:.3e}");
+                    }
+                    if merit <= (1.0 - params.armijo * alpha) * merit0 {
+                        step_taken = Some((v_t, xs_t, ev_t));
+                        break;
+                    }
+                    fallback = Some((v_t, xs_t, ev_t));
+                }
+                alpha *= params.backtrack_factor;
+            }
+            if step_taken.is_some() {
+                break;
+            }
+        }
+        let Some((v_n, xs_n, ev_n)) = step_taken.or(fallback) else {
+            // Every trial point failed to evaluate.
+            return Err(SolveError::Singular("line search: no trial point could be evaluated"));
         };
         v = v_n;
         xs = xs_n;
