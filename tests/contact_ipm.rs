@@ -352,7 +352,7 @@ fn debug_box_toss() {
             Ok(o) => {
                 x = o.state;
                 let ke = 0.5 * x.v.fixed_rows::<3>(0).norm_squared() + 0.5 * (1.0/24.0) * x.v.fixed_rows::<3>(3).norm_squared();
-                eprintln!("STEP {k}: z {:.5} v {:.4?} ke {ke:.4} pe {:.4} iters {} ncont {}", x.q[2], x.v.as_slice(), 9.81 * x.q[2], o.stats.iterations, o.stats.contacts);
+                eprintln!("STEP {k}: z {:.8} v {:.6?} ke {ke:.4} pe {:.4} iters {} ncont {}", x.q[2], x.v.as_slice(), 9.81 * x.q[2], o.stats.iterations, o.stats.contacts);
             }
             Err(e) => panic!("step {k}: {e:?} state {:?}", x),
         }
