@@ -342,7 +342,8 @@ fn no_contact_reduces_to_free_flight() {
 #[ignore]
 fn debug_box_toss() {
     let h: f64 = std::env::var("H").unwrap().parse().unwrap();
-    let (mut w, x0, steps) = box_toss(h, 1e-6);
+    let rho: f64 = std::env::var("RHO").map(|s| s.parse().unwrap()).unwrap_or(1e-6);
+    let (mut w, x0, steps) = box_toss(h, rho);
     if let Ok(s) = std::env::var("SCALE") { w.ipm.initial_scale = s.parse().unwrap(); }
     if std::env::var("COLD").is_ok() { w.ipm.warm_start = false; }
     if let Ok(s) = std::env::var("BT") { w.ipm.max_backtracks = s.parse().unwrap(); }

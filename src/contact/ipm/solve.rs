@@ -316,6 +316,11 @@ pub fn solve_island<T: Scalar>(
         let debug = std::env::var("IPM_DEBUG").is_ok();
         if debug {
             eprintln!("   alpha_aff {alpha_aff:.3e} sigma {sigma:.3e} kappa {kappa:.3e} merit0 {merit0:.3e}");
+            if std::env::var("IPM_DEBUG_X").is_ok() {
+                for (x, ce) in xs.iter().zip(&ev.contacts) {
+                    eprintln!("     x {:?} y {:?}", x.map(|e| e.re()).as_slice(), ce.y.map(|e| e.re()).as_slice());
+                }
+            }
         }
         // Backtracking line search on ‖r_κ‖² along the corrector; when it
         // finds no sufficient decrease (the second-order term can make the
