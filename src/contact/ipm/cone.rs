@@ -104,3 +104,39 @@ pub fn soc_step(x: [f64; 3], d: [f64; 3]) -> f64 {
 pub fn soc_dot<T: Scalar>(z: &Vec3<T>, s: &Vec3<T>) -> f64 {
     z.dot(s).re()
 }
+
+/// Nesterov–Todd scaling of a pair `z, s ∈ int Q³` (Vandenberghe, *The
+/// CVXOPT linear and quadratic cone program solvers*, §4): the symmetric
+/// `W` with `W s = W⁻¹ z = λ`. Returns `(W, W⁻¹, λ)`.
+///
+/// ```
+/// use dualsim::contact::ipm::cone::nt_scaling;
+/// use dualsim::math::Vec3;
+/// let (z, s) = (Vec3::new(2.0, 0.5, -1.0), Vec3::new(1.5, 0.3, 0.2));
+/// let (w, winv, lambda) = nt_scaling(&z, &s);
+/// assert!((w * s - lambda).norm() < 1e-12);
+/// assert!((winv * z - lambda).norm() < 1e-12);
+/// ```
+pub fn nt_scaling<T: Scalar>(z: &Vec3<T>, s: &Vec3<T>) -> (Matrix3<T>, Matrix3<T>, Vec3<T>) {
+    let det = |x: &Vec3<T>| x[0] * x[0] - x[1] * x[1] - x[2] * x[2];
+    let (ds, dz) = (det(s), det(z));
+    let sb = s / ds.sqrt();
+    let zb = z / dz.sqrt();
+    let jz = Vec3::new(zb[0], -zb[1], -zb[2]);
+    let gamma = ((T::one() + zb.dot(&sb)) * T::from_re(0.5)).sqrt();
+    let two = T::from_re(2.0);
+    let wb = (sb + jz) / (gamma * two);
+    // v = (w̄ + e) / √(2 (w̄₀ + 1)), W = η (2 v vᵀ − J)
+    let mut v = wb;
+    v[0] += T::one();
+    let v = v / ((wb[0] + T::one()) * two).sqrt();
+    let eta = (ds / dz).sqrt().sqrt();
+    let j = Matrix3::from_diagonal(&Vec3::new(T::one(), -T::one(), -T::one()));
+    // This matrix maps z to λ and its inverse maps s to λ (CVXOPT's roles
+    // of s and z are exchanged with respect to ours).
+    let m = (v * v.transpose() * two - j) * eta;
+    let jv = j * v;
+    let minv = (jv * jv.transpose() * two - j) / eta;
+    let lambda = m * z;
+    (minv, m, lambda)
+}

@@ -137,6 +137,11 @@ pub struct Params {
     /// Warm start: initial `v⁺` is the previous velocity `v` (good for
     /// resting contact). Otherwise the free-flight velocity. Default true.
     pub warm_start: bool,
+    /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
+    /// system (search directions only). Default true: without it the
+    /// Jordan-product linearization stalls against the cone boundary when
+    /// a contact slides at small ρ.
+    pub nesterov_todd: bool,
     /// Newton tuning of the free-flight solve of bodies without contact.
     pub newton: NewtonParams,
     /// After a solve, features that were not candidates but penetrate at
@@ -156,6 +161,7 @@ impl Default for Params {
             margin: 0.02,
             initial_scale: 0.01,
             warm_start: true,
+            nesterov_todd: true,
             newton: NewtonParams::default(),
             max_candidate_rounds: 4,
         }

@@ -8,7 +8,7 @@
 //! applies is `f_c = E x_c = (γ, b₁, b₂)` in the contact frame, mapped to
 //! generalized impulses by `W_cᵀ`.
 
-use super::cone::{arrow, jordan};
+use super::cone::{arrow, jordan, nt_scaling};
 use super::kinematics::{contact_kinematics, Other};
 use crate::collision::Contact;
 use crate::contact::{SolveError, StepProblem};
@@ -111,6 +111,12 @@ impl Law {
 /// Local residual of one contact: equality rows, then complementarity rows
 /// `z ∘ s − κ e` (plus the Mehrotra second-order term `dz ∘ ds` of the
 /// affine direction when `corrector` is given).
+///
+/// With `nt = true` the second-order-cone rows are written in
+/// Nesterov–Todd scaled form, `λ ∘ λ − κ e (+ (W ds) ∘ (W⁻¹ dz))` with
+/// `λ = W s = W⁻¹ z`: the right-hand side of the scaled Newton system used
+/// for search directions (the merit and the convergence test use the
+/// unscaled rows, which vanish at the same points).
 pub fn local_residual<T: Scalar>(
     law: Law,
     x: &DVec<T>,
@@ -118,6 +124,7 @@ pub fn local_residual<T: Scalar>(
     mu: T,
     kappa: T,
     corrector: Option<&DVec<T>>,
+    nt: bool,
 ) -> DVec<T> {
     let n = law.size();
     let mut r = DVec::zeros(n);
@@ -150,12 +157,19 @@ pub fn local_residual<T: Scalar>(
     for &(z, s) in law.soc_pairs() {
         let zz = Vec3::new(x[z], x[z + 1], x[z + 2]);
         let ss = Vec3::new(x[s], x[s + 1], x[s + 2]);
-        let mut c = jordan(&zz, &ss);
+        let scaling = if nt { Some(nt_scaling(&zz, &ss)) } else { None };
+        let mut c = match &scaling {
+            Some((_, _, lambda)) => jordan(lambda, lambda),
+            None => jordan(&zz, &ss),
+        };
         c[0] -= kappa;
         if let Some(d) = corrector {
             let dz = Vec3::new(d[z], d[z + 1], d[z + 2]);
             let ds = Vec3::new(d[s], d[s + 1], d[s + 2]);
-            c += jordan(&dz, &ds);
+            c += match &scaling {
+                Some((w, winv, _)) => jordan(&(winv * dz), &(w * ds)),
+                None => jordan(&dz, &ds),
+            };
         }
         r.fixed_rows_mut::<3>(row).copy_from(&c);
         row += 3;
@@ -164,8 +178,9 @@ pub fn local_residual<T: Scalar>(
 }
 
 /// Jacobians of [`local_residual`]: `A = ∂r/∂x` (`n × n`) and
-/// `C = ∂r/∂y` (`n × 3`).
-pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T) -> (DMat<T>, DMat<T>) {
+/// `C = ∂r/∂y` (`n × 3`). With `nt = true` the cone rows are the
+/// Nesterov–Todd scaled linearization `Arw(λ) (W⁻¹ dz + W ds)`.
+pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T, nt: bool) -> (DMat<T>, DMat<T>) {
     let n = law.size();
     let one = T::one();
     let mut a = DMat::zeros(n, n);
@@ -207,8 +222,15 @@ pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T) -> (DMat<T>, DMat
     for &(z, s) in law.soc_pairs() {
         let zz = Vec3::new(x[z], x[z + 1], x[z + 2]);
         let ss = Vec3::new(x[s], x[s + 1], x[s + 2]);
-        a.fixed_view_mut::<3, 3>(row, z).copy_from(&arrow(&ss));
-        a.fixed_view_mut::<3, 3>(row, s).copy_from(&arrow(&zz));
+        if nt {
+            let (w, winv, lambda) = nt_scaling(&zz, &ss);
+            let al = arrow(&lambda);
+            a.fixed_view_mut::<3, 3>(row, z).copy_from(&(al * winv));
+            a.fixed_view_mut::<3, 3>(row, s).copy_from(&(al * w));
+        } else {
+            a.fixed_view_mut::<3, 3>(row, z).copy_from(&arrow(&ss));
+            a.fixed_view_mut::<3, 3>(row, s).copy_from(&arrow(&zz));
+        }
         row += 3;
     }
     (a, c)

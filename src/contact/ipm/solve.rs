@@ -48,7 +48,7 @@ fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: 
     let mut comp_max: f64 = 0.0;
     let k = T::from_re(kappa);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
-        let r = local_residual(cand.law, x, &ce.y, cand.mu, k, None);
+        let r = local_residual(cand.law, x, &ce.y, cand.mu, k, None, false);
         let ne = cand.law.equalities();
         for (i, ri) in r.iter().enumerate() {
             let a = ri.re().abs();
@@ -130,6 +130,7 @@ fn factor<T: Scalar>(
     ev: &Eval<T>,
     v: &DVec<T>,
     xs: &[DVec<T>],
+    nt: bool,
 ) -> Result<Factored<T>, SolveError> {
     let nb = island.bodies.len();
     let mut r = DMat::zeros(6 * nb, 6 * nb);
@@ -141,7 +142,7 @@ fn factor<T: Scalar>(
     let mut k_blocks = Vec::with_capacity(xs.len());
     let lift3 = |m: &Matrix3x6<f64>| m.map(T::from_re);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
-        let (a, c) = local_jacobian(cand.law, x, cand.mu);
+        let (a, c) = local_jacobian(cand.law, x, cand.mu, nt);
         let lu = a.lu();
         let ainv_c = lu.solve(&c).ok_or(SolveError::Singular("contact block"))?;
         let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
@@ -213,6 +214,7 @@ fn local_residuals<T: Scalar>(
     xs: &[DVec<T>],
     kappa: T,
     corrector: Option<&[DVec<T>]>,
+    nt: bool,
 ) -> Vec<DVec<T>> {
     island
         .contacts
@@ -221,7 +223,7 @@ fn local_residuals<T: Scalar>(
         .zip(&ev.contacts)
         .enumerate()
         .map(|(c, ((cand, x), ce))| {
-            local_residual(cand.law, x, &ce.y, cand.mu, kappa, corrector.map(|d| &d[c]))
+            local_residual(cand.law, x, &ce.y, cand.mu, kappa, corrector.map(|d| &d[c]), nt)
         })
         .collect()
 }
@@ -298,9 +300,10 @@ pub fn solve_island<T: Scalar>(
             });
         }
         iter += 1;
-        let fac = factor(p, island, &ev, &v, &xs)?;
+        let nt = params.nesterov_todd;
+        let fac = factor(p, island, &ev, &v, &xs, nt)?;
         // Predictor (affine scaling, κ = 0).
-        let r_aff = local_residuals(island, &ev, &xs, T::zero(), None);
+        let r_aff = local_residuals(island, &ev, &xs, T::zero(), None, nt);
         let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
         let alpha_aff = boundary_step(island, &xs, &dx_aff).min(1.0);
         let nu = mean_comp(island, &xs, None);
@@ -327,15 +330,27 @@ pub fn solve_island<T: Scalar>(
         // corrector an ascent direction far from the solution), along the
         // pure Newton direction of r_κ; failing that, the shortest trial
         // of the Newton direction is taken.
-        let mut candidates_dirs = vec![second_order];
+        // (second-order term, Nesterov–Todd scaled): the corrector, then the
+        // Newton direction, then (when NT scaling is on) the unscaled
+        // Newton direction, which is a descent direction of ‖r_κ‖².
+        let mut candidates_dirs = vec![(second_order, nt)];
         if second_order.is_some() {
-            candidates_dirs.push(None);
+            candidates_dirs.push((None, nt));
+        }
+        if nt {
+            candidates_dirs.push((None, false));
         }
         let mut step_taken = None;
         let mut fallback = None;
-        for (attempt, so) in candidates_dirs.into_iter().enumerate() {
-            let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so);
-            let (dv, dxs) = direction(island, &ev, &fac, &r_dir)?;
+        let mut plain_fac = None;
+        for (attempt, (so, scaled)) in candidates_dirs.into_iter().enumerate() {
+            let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so, scaled);
+            let f = if scaled == nt {
+                &fac
+            } else {
+                plain_fac.get_or_insert(factor(p, island, &ev, &v, &xs, scaled)?)
+            };
+            let (dv, dxs) = direction(island, &ev, f, &r_dir)?;
             let mut alpha =
                 (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
             for bt in 0..=params.max_backtracks {
