@@ -38,28 +38,45 @@
 //!
 //! # The solver: Mehrotra predictor–corrector
 //!
-//! Each iteration linearizes the residual (`∂r_dyn/∂v⁺` exactly; the
-//! contact Jacobians with the contact frame and lever arms frozen at the
-//! current `q⁺`, the gap row exact to first order through the retraction,
-//! `∂φ/∂ω = h (r × n)ᵀ L(hω)`), and
+//! Each iteration linearizes the residual exactly in its primal values:
+//! `∂r_dyn/∂v⁺` analytically (`dynamics::free::rotational_jacobian`), the
+//! contact blocks `K = ∂y/∂v⁺` and the geometric stiffness
+//! `G = ∂(Wᵀ f)/∂v⁺` (witness points, lever arms and the contact frame
+//! move with `q⁺`) by one forward-mode dual evaluation of the contact
+//! kinematics (see [`kinematics`]). The normal row of `W` is
+//! `∂φ/∂v⁺ / h = [n; L(hω)ᵀ (r × n)]`, `L` the differential of the
+//! retraction, so the normal impulse is variationally consistent with the
+//! gap at `q⁺`; the friction rows are `∂v_t/∂v⁺`. Then
 //!
-//! 1. solves for the affine direction (`κ = 0`), takes the largest step
-//!    `α_aff ≤ 1` to the cone boundaries;
-//! 2. sets `σ = clamp(ν_aff/ν, 0, 1)³` with `ν` the mean complementarity
+//! 1. the affine direction (`κ = 0`) and the largest step `α_aff ≤ 1` to
+//!    the cone boundaries;
+//! 2. `σ = clamp(ν_aff/ν, 0, 1)³` with `ν` the mean complementarity
 //!    (`Σ zᵢsᵢ + Σ zᵀs` over the barrier degree) and the centering target
 //!    `κ = max(σ ν, ρ)`;
-//! 3. solves again with the same factorization for the corrector, whose
-//!    complementarity rows are `z ∘ s + dz_aff ∘ ds_aff − κ e`;
-//! 4. takes `α = min(1, τ α_max)` (fraction to the boundary, τ = 0.95 for
-//!    orthant and second-order cone alike) and backtracks on the residual
-//!    norm `‖r_κ‖₂` (Armijo).
+//! 3. the corrector with the same factorization, complementarity rows
+//!    `z ∘ s + dz_aff ∘ ds_aff − κ e` (once `σν ≤ ρ` the second-order term
+//!    is dropped: it is of the order of ρ and would keep the iterate off
+//!    the central point);
+//! 4. `α = min(1, τ α_max)` (fraction to the boundary, τ = 0.95 for the
+//!    orthant and the second-order cone alike) and backtracking on the
+//!    residual norm `‖r_κ‖₂` (Armijo). If the corrector gives no decrease,
+//!    the plain Newton direction of `r_κ` is tried, and (with Nesterov–Todd
+//!    scaling on) the unscaled Newton direction, which is a descent
+//!    direction of `‖r_κ‖²`.
+//!
+//! Second-order-cone rows use Nesterov–Todd scaling for the search
+//! directions (`λ = W η = W⁻¹ β`, rows `Arw(λ)(W⁻¹ dβ + W dη) = κe − λ∘λ`,
+//! [`cone::nt_scaling`]); without it the Jordan-product linearization
+//! stalls against the cone boundary when a contact slides at small ρ.
 //!
 //! It stops when the equality residual is `≤ tolerance` (∞-norm) and the
 //! complementarity rows are within `complementarity_tolerance · ρ` of
-//! `ρ e`, or fails with `SolveError::MaxIterations`. Every decision (active
-//! candidates, step lengths, centering, convergence) is taken on primal
-//! values, so the same iterates run in a dual scalar (the `unrolled`
-//! derivative method).
+//! `ρ e`, or fails with `SolveError::MaxIterations`. Every decision
+//! (candidates, step lengths, centering, convergence, fallbacks) is taken
+//! on primal values, so the same iterates run in a dual scalar (the
+//! `unrolled` derivative method); the Newton matrix is primal (lifted into
+//! `T` with zero derivative parts), which does not change the fixed point
+//! of the iteration or of its derivative parts.
 //!
 //! # The KKT reduction
 //!
@@ -85,8 +102,17 @@
 //! and the closed-form pairs select features whose gap is below
 //! `margin + h (speed bound of both bodies) + h² ‖g‖` (a speculative
 //! margin, so a falling body is caught before it passes through). Their
-//! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. Unsupported
+//! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. After a
+//! solve, features that were no candidate but penetrate at `q⁺` are added
+//! and the step is solved again (`max_candidate_rounds`). Unsupported
 //! shape pairs are ignored.
+//!
+//! # Initial point
+//!
+//! `v⁺₀ = v` (warm start) or the free-flight velocity; every cone variable
+//! at `initial_scale · e`, then the linear equalities are satisfied where
+//! the cones allow it (`s = φ` when the gap is larger than the scale,
+//! `β₀ = μγ`, `η_t = v_t`, `ψ = ‖v_t‖ + scale`).
 
 pub mod cone;
 pub mod kinematics;

@@ -279,9 +279,6 @@ pub fn solve_island<T: Scalar>(
     let mut iter = 0;
     loop {
         let m = measures(island, &ev, &xs, rho);
-        if std::env::var("IPM_DEBUG").is_ok() {
-            eprintln!("it {iter}: eq {:.3e} compdev {:.3e} compmax {:.3e} ncont {}", m.eq, m.comp_dev, m.comp_max, xs.len());
-        }
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
             return Ok(IslandSolution {
                 v,
@@ -316,15 +313,6 @@ pub fn solve_island<T: Scalar>(
         // phase takes pure Newton steps on r_ρ.
         let second_order = if sigma * nu > rho { Some(dx_aff.as_slice()) } else { None };
         let merit0 = measures(island, &ev, &xs, kappa).merit;
-        let debug = std::env::var("IPM_DEBUG").is_ok();
-        if debug {
-            eprintln!("   alpha_aff {alpha_aff:.3e} sigma {sigma:.3e} kappa {kappa:.3e} merit0 {merit0:.3e}");
-            if std::env::var("IPM_DEBUG_X").is_ok() {
-                for (x, ce) in xs.iter().zip(&ev.contacts) {
-                    eprintln!("     x {:?} y {:?}", x.map(|e| e.re()).as_slice(), ce.y.map(|e| e.re()).as_slice());
-                }
-            }
-        }
         // Backtracking line search on ‖r_κ‖² along the corrector; when it
         // finds no sufficient decrease (the second-order term can make the
         // corrector an ascent direction far from the solution), along the
@@ -343,7 +331,7 @@ pub fn solve_island<T: Scalar>(
         let mut step_taken = None;
         let mut fallback = None;
         let mut plain_fac = None;
-        for (attempt, (so, scaled)) in candidates_dirs.into_iter().enumerate() {
+        for (so, scaled) in candidates_dirs.into_iter() {
             let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so, scaled);
             let f = if scaled == nt {
                 &fac
@@ -353,15 +341,12 @@ pub fn solve_island<T: Scalar>(
             let (dv, dxs) = direction(island, &ev, f, &r_dir)?;
             let mut alpha =
                 (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
-            for bt in 0..=params.max_backtracks {
+            for _ in 0..=params.max_backtracks {
                 let a = T::from_re(alpha);
                 let v_t = &v + &dv * a;
                 let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
                 if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
                     let merit = measures(island, &ev_t, &xs_t, kappa).merit;
-                    if debug {
-                        eprintln!("      dir {attempt} bt {bt} alpha {alpha:.3e} merit {merit:.3e}");
-                    }
                     if merit <= (1.0 - params.armijo * alpha) * merit0 {
                         step_taken = Some((v_t, xs_t, ev_t));
                         break;
