@@ -378,3 +378,98 @@ fn debug_sphere() {
         }
     }
 }
+
+// ---------------------------------------------------------------- piles
+
+fn plane(name: &str, n: [f64; 3], offset: f64) -> StaticGeometry<f64> {
+    StaticGeometry {
+        name: name.into(),
+        shape: Shape::Plane { normal: Vec3::new(n[0], n[1], n[2]), offset },
+        pose: Pose::identity(),
+        material: mat(0.5),
+    }
+}
+
+#[test]
+fn sphere_pile_settles_without_penetration() {
+    // 3 loose layers of 3 × 3 spheres dropped into a box of four walls.
+    let mut w = World::<f64>::new(0.01);
+    let r = 0.1;
+    let mut pos = Vec::new();
+    for layer in 0..3 {
+        let off = if layer % 2 == 1 { 0.05 } else { 0.0 };
+        for i in 0..3 {
+            for j in 0..3 {
+                pos.push([-0.25 + 0.25 * i as f64 + off, -0.25 + 0.25 * j as f64 + off, 0.12 + 0.26 * layer as f64]);
+            }
+        }
+    }
+    for k in 0..pos.len() {
+        w.add_body(&format!("s{k}"), 0.1, sphere_inertia(0.1, r), Some(Shape::Sphere { radius: r }), mat(0.5))
+            .unwrap();
+    }
+    w.statics.push(plane("ground", [0.0, 0.0, 1.0], 0.0));
+    for (n, name) in [([-1.0, 0.0, 0.0], "px"), ([1.0, 0.0, 0.0], "nx"), ([0.0, -1.0, 0.0], "py"), ([0.0, 1.0, 0.0], "ny")] {
+        w.statics.push(plane(name, n, -0.45));
+    }
+    let x0 = State::at_rest(&w.model, &pos);
+    let t = std::time::Instant::now();
+    let traj = run(&w, &x0, 150);
+    let (mean, max) = mean_contact_iterations(&traj);
+    let pen = max_penetration(&traj);
+    let contacts = traj.stats.last().unwrap().contacts;
+    println!(
+        "sphere pile (27): {:.2} s, mean iterations {mean:.2}, max {max}, final candidates {contacts}, max penetration {pen:.2e}, final |v|inf {:.2e}",
+        t.elapsed().as_secs_f64(),
+        traj.last().v.amax()
+    );
+    assert!(pen < 1e-6);
+    // every sphere is above the ground and inside the walls
+    for b in 0..pos.len() {
+        let q = &traj.last().q;
+        assert!(q[7 * b + 2] > r - 1e-6, "sphere {b} below ground");
+        assert!(q[7 * b].abs() < 0.45 - r + 1e-6 && q[7 * b + 1].abs() < 0.45 - r + 1e-6);
+    }
+}
+
+#[test]
+fn capsule_pile_settles_without_penetration() {
+    let mut w = World::<f64>::new(0.01);
+    let s = 0.5f64.sqrt();
+    let mut x0 = State { q: dualsim::math::DVec::zeros(0), v: dualsim::math::DVec::zeros(0) };
+    let mut poses = Vec::new();
+    for layer in 0..3 {
+        for i in 0..3 {
+            let (q, x, y) = if layer % 2 == 0 {
+                ([s, 0.0, s, 0.0], 0.0, -0.2 + 0.2 * i as f64)
+            } else {
+                ([s, s, 0.0, 0.0], -0.2 + 0.2 * i as f64, 0.0)
+            };
+            poses.push((q, [x, y, 0.06 + 0.17 * layer as f64]));
+        }
+    }
+    for k in 0..poses.len() {
+        w.add_body(
+            &format!("c{k}"),
+            0.2,
+            Mat3::from_diagonal(&Vec3::new(0.0064, 0.0064, 0.00025)),
+            Some(Shape::Capsule { radius: 0.05, half_length: 0.3 }),
+            mat(0.5),
+        )
+        .unwrap();
+    }
+    w.statics.push(plane("ground", [0.0, 0.0, 1.0], 0.0));
+    let mut st = State::at_rest(&w.model, &poses.iter().map(|p| p.1).collect::<Vec<_>>());
+    for (k, (q, _)) in poses.iter().enumerate() {
+        st.q.as_mut_slice()[7 * k + 3..7 * k + 7].copy_from_slice(q);
+    }
+    x0 = if x0.q.is_empty() { st } else { x0 };
+    let traj = run(&w, &x0, 150);
+    let (mean, max) = mean_contact_iterations(&traj);
+    let pen = max_penetration(&traj);
+    println!("capsule pile (9): mean iterations {mean:.2}, max {max}, max penetration {pen:.2e}, final |v|inf {:.2e}", traj.last().v.amax());
+    assert!(pen < 1e-6);
+    for b in 0..poses.len() {
+        assert!(traj.last().q[7 * b + 2] > 0.05 - 1e-6, "capsule {b} below ground");
+    }
+}
