@@ -14,7 +14,8 @@
 //! residual itself is evaluated in `T`.
 
 use super::residual::{Candidate, Partner};
-use crate::collision::{pair_contacts, tangent_basis, Contact};
+use crate::collision::frame::tangent_basis_from;
+use crate::collision::{pair_contacts, Contact};
 use crate::contact::StepProblem;
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
@@ -108,7 +109,7 @@ fn side<S: Scalar>(
 }
 
 /// Contact `feature` of body a (shape, `q`, `v⁺`) against `other` at
-/// `q⁺ = q ⊕ h v⁺`. `body` is the index reported in errors.
+/// `q⁺ = q ⊕ h v⁺`, tangent frame built from world axis `axis`. `body` is the index reported in errors.
 #[allow(clippy::too_many_arguments)]
 pub fn contact_kinematics<S: Scalar>(
     shape_a: &Shape<S>,
@@ -117,6 +118,7 @@ pub fn contact_kinematics<S: Scalar>(
     other: &Other<'_, S>,
     h: S,
     feature: usize,
+    axis: usize,
     body_a: usize,
     body_b: usize,
 ) -> Result<Kinematics<S>, DynamicsError> {
@@ -131,7 +133,7 @@ pub fn contact_kinematics<S: Scalar>(
     };
     let contact = contact.expect("candidate pairs are supported")[feature];
     let n = contact.normal;
-    let (t1, t2) = tangent_basis(&n);
+    let (t1, t2) = tangent_basis_from(&n, axis);
     let frame = [&n, &t1, &t2];
     let (mut vt, w_a) = side(&pa, va, h, &contact.point_a, frame, S::one())
         .map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
@@ -189,7 +191,7 @@ pub fn contact_jacobian<T: Scalar>(
             (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<D>() }, cand.a)
         }
     };
-    let kin = contact_kinematics(&shape_a, &qa, &va_d, &other, h, cand.feature, cand.a, jb)?;
+    let kin = contact_kinematics(&shape_a, &qa, &va_d, &other, h, cand.feature, cand.axis, cand.a, jb)?;
     let grad = |x: &D| -> nalgebra::SVector<f64, 12> { x.eps.unwrap_generic(Const::<12>, U1) };
     let mut ka = Matrix3x6::zeros();
     let mut kb = Matrix3x6::zeros();

@@ -125,6 +125,7 @@ use super::{
     StepSolution,
 };
 use crate::collision::broad_phase::{sweep_and_prune, Aabb};
+use crate::collision::frame::least_aligned_axis;
 use crate::collision::{bounding_radius, pair_contacts};
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
 use crate::math::DVec;
@@ -254,7 +255,8 @@ pub fn detect<T: Scalar>(
         };
         for (feature, c) in list.iter().enumerate() {
             if c.gap.re() < limit {
-                out.push(Candidate { a, b, feature, mu, law });
+                let axis = least_aligned_axis(&c.normal);
+                out.push(Candidate { a, b, feature, mu, law, axis });
             }
         }
     };

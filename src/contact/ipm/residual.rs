@@ -259,6 +259,9 @@ pub struct Candidate<T: Scalar> {
     pub mu: T,
     /// Friction law.
     pub law: Law,
+    /// World axis the tangent frame is built from, fixed for the step
+    /// (`collision::frame::tangent_basis_from`).
+    pub axis: usize,
 }
 
 /// Pose of body `i` from a configuration vector.
@@ -389,7 +392,7 @@ pub fn evaluate<T: Scalar>(
                 cand.a,
             ),
         };
-        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.a, jb)?;
+        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
         let mut blocks = vec![(la, kin.w_a)];
         if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
             blocks.push((lb, wb));
