@@ -152,6 +152,10 @@ pub struct Params {
     /// Armijo constant of the sufficient decrease `‖r‖² ≤ (1 − c α) ‖r₀‖²`.
     /// Default 1e-4.
     pub armijo: f64,
+    /// When no direction achieves a sufficient decrease with a step of at
+    /// least this length (the iterate is pinned against a cone boundary),
+    /// a pure centering step towards `κ = ν` is taken instead. Default 1e-3.
+    pub recenter_below: f64,
     /// Contact candidate distance at `q` (m), added to the speculative
     /// motion bound. Default 0.02.
     pub margin: f64,
@@ -185,6 +189,7 @@ impl Default for Params {
             backtrack_factor: 0.5,
             max_backtracks: 10,
             armijo: 1e-4,
+            recenter_below: 1e-3,
             margin: 0.02,
             initial_scale: 0.01,
             warm_start: true,

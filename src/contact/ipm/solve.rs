@@ -339,6 +339,7 @@ pub fn solve_island<T: Scalar>(
         }
         let mut step_taken = None;
         let mut fallback = None;
+        let mut accepted_alpha = 0.0;
         let mut plain_fac = None;
         for (so, scaled) in candidates_dirs.into_iter() {
             let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so, scaled);
@@ -360,6 +361,7 @@ pub fn solve_island<T: Scalar>(
                         eprintln!("      so {} nt {scaled} alpha {alpha:.3e} merit {merit:.3e} merit0 {merit0:.3e} kappa {kappa:.3e}", so.is_some());
                     }
                     if merit <= (1.0 - params.armijo * alpha) * merit0 {
+                        accepted_alpha = alpha;
                         step_taken = Some((v_t, xs_t, ev_t));
                         break;
                     }
@@ -371,6 +373,26 @@ pub fn solve_island<T: Scalar>(
             }
             if step_taken.is_some() {
                 break;
+            }
+        }
+        if accepted_alpha < params.recenter_below {
+            // Blocked against a cone boundary (a badly centred pair): take
+            // a pure centering step towards κ = ν instead, accepted without
+            // the merit test, so the next iterations can make progress.
+            let kc = T::from_re(nu.max(rho));
+            let r_c = local_residuals(island, &ev, &xs, kc, None, nt);
+            let (dv, dxs) = direction(island, &ev, &fac, &r_c)?;
+            let mut alpha =
+                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+            for _ in 0..=params.max_backtracks {
+                let a = T::from_re(alpha);
+                let v_t = &v + &dv * a;
+                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
+                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
+                    step_taken = Some((v_t, xs_t, ev_t));
+                    break;
+                }
+                alpha *= params.backtrack_factor;
             }
         }
         let Some((v_n, xs_n, ev_n)) = step_taken.or(fallback.map(|f| f.1)) else {
