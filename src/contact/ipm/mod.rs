@@ -352,6 +352,7 @@ impl ContactBackend for Ipm {
         let zero_reach = vec![0.0; p.model.bodies.len()];
         let mut total_iters = 0;
         let mut round = 0;
+        let mut warm = Warm { v: None, xs: Vec::new() };
         loop {
             if cands.is_empty() {
                 // Exactly the free-flight step.
@@ -365,7 +366,7 @@ impl ContactBackend for Ipm {
                 round += 1;
                 continue;
             }
-            let mut sol = self.solve_candidates(p, &cands, v_free.clone())?;
+            let mut sol = self.solve_candidates(p, &cands, v_free.clone(), &mut warm)?;
             total_iters += sol.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
             // and solve again.
@@ -383,28 +384,53 @@ impl ContactBackend for Ipm {
     }
 }
 
+/// Warm start of a candidate round from the previous round's solution.
+struct Warm<T: Scalar> {
+    /// `v⁺` of every body.
+    v: Option<DVec<T>>,
+    /// Contact unknowns by `(a, b, feature)`.
+    xs: Vec<((usize, Partner, usize), DVec<T>)>,
+}
+
 impl Ipm {
     /// Solves the step for a fixed candidate set; `v_free` is the
-    /// free-flight velocity of every body.
+    /// free-flight velocity of every body. `warm` holds the previous
+    /// round's solution (used to start this one) and receives this one's.
     fn solve_candidates<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
         cands: &[Candidate<T>],
         v_free: DVec<T>,
+        warm: &mut Warm<T>,
     ) -> Result<StepSolution<T>, SolveError> {
         let params = &self.params;
         let mut v_next = v_free;
         let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
         let mut contacts = Vec::new();
+        let mut new_xs = Vec::new();
         for island in islands(p.model.bodies.len(), cands.to_vec()) {
             let nbi = island.bodies.len();
             let mut v0 = DVec::zeros(6 * nbi);
             for (li, &g) in island.bodies.iter().enumerate() {
                 let k = p.model.bodies[g].idx_v;
-                let src = if params.warm_start { p.v } else { &v_next };
+                let src = match &warm.v {
+                    Some(v) => v,
+                    None if params.warm_start => p.v,
+                    None => &v_next,
+                };
                 v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
             }
-            let sol = solve::solve_island(p, &island, v0, params)?;
+            let x0 = island
+                .contacts
+                .iter()
+                .map(|c| {
+                    warm.xs.iter().find(|(key, _)| *key == (c.a, c.b, c.feature)).map(|w| w.1.clone())
+                })
+                .collect();
+            let sol = solve::solve_island(p, &island, v0, x0, params)?;
+            for (c, x) in island.contacts.iter().zip(&sol.xs) {
+                new_xs.push(((c.a, c.b, c.feature), x.clone()));
+            }
             for (li, &g) in island.bodies.iter().enumerate() {
                 let k = p.model.bodies[g].idx_v;
                 v_next.fixed_rows_mut::<6>(k).copy_from(&sol.v.fixed_rows::<6>(6 * li));
@@ -431,6 +457,7 @@ impl Ipm {
             }
         }
         let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+        *warm = Warm { v: Some(v_next.clone()), xs: new_xs };
         Ok(StepSolution { q_next, v_next, contacts, stats })
     }
 }

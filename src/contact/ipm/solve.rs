@@ -228,18 +228,26 @@ fn local_residuals<T: Scalar>(
         .collect()
 }
 
-/// Solves one island from the initial velocity `v0` (6 per island body).
+/// Solves one island from the initial velocity `v0` (6 per island body)
+/// and, where given, initial contact unknowns `x0` (e.g. the solution of
+/// a previous candidate round; they must be interior).
 pub fn solve_island<T: Scalar>(
     p: &StepProblem<'_, T>,
     island: &Island<T>,
     v0: DVec<T>,
+    x0: Vec<Option<DVec<T>>>,
     params: &Params,
 ) -> Result<IslandSolution<T>, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
     let mut v = v0;
-    let mut xs: Vec<DVec<T>> =
-        island.contacts.iter().map(|c| c.law.initial(params.initial_scale)).collect();
+    let warm: Vec<bool> = x0.iter().map(|x| x.is_some()).collect();
+    let mut xs: Vec<DVec<T>> = island
+        .contacts
+        .iter()
+        .zip(x0)
+        .map(|(c, x)| x.unwrap_or_else(|| c.law.initial(params.initial_scale)))
+        .collect();
     // Start on the linear equalities where the cones allow it: the gap
     // slack at the gap of the initial velocity (when larger than the
     // scale), β₀ = μγ, η_t = v_t with ψ = ‖v_t‖ + scale (exact cone),
@@ -247,7 +255,9 @@ pub fn solve_island<T: Scalar>(
     // (pyramid).
     let mut ev = evaluate(p, island, &v, &xs)?;
     let scale = T::from_re(params.initial_scale);
-    for ((x, ce), cand) in xs.iter_mut().zip(&ev.contacts).zip(&island.contacts) {
+    for (((x, ce), cand), _) in
+        xs.iter_mut().zip(&ev.contacts).zip(&island.contacts).zip(&warm).filter(|w| !*w.1)
+    {
         let y = ce.y;
         if y[0].re() > x[1].re() {
             x[1] = y[0];
