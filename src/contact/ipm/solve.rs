@@ -289,15 +289,6 @@ pub fn solve_island<T: Scalar>(
     let mut iter = 0;
     loop {
         let m = measures(island, &ev, &xs, rho);
-        if std::env::var("IPM_DEBUG").is_ok() {
-            eprintln!("it {iter}: eq {:.3e} dyn {:.3e} compdev {:.3e} compmax {:.3e} ncont {} nb {}", m.eq, ev.r_dyn.iter().map(|x| x.re().abs()).fold(0.0, f64::max), m.comp_dev, m.comp_max, xs.len(), island.bodies.len());
-            if iter >= 45 {
-                for ((x, ce), cand) in xs.iter().zip(&ev.contacts).zip(&island.contacts) {
-                    let r = local_residual(cand.law, x, &ce.y, cand.mu, T::from_re(rho), None, false);
-                    eprintln!("   a {} b {:?} f {} x {:?} y {:?} r {:?}", cand.a, cand.b, cand.feature, x.map(|e| e.re()).as_slice(), ce.y.map(|e| e.re()).as_slice(), r.map(|e| e.re()).as_slice());
-                }
-            }
-        }
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
             return Ok(IslandSolution {
                 v,
@@ -367,9 +358,6 @@ pub fn solve_island<T: Scalar>(
                 let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
                 if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
                     let merit = measures(island, &ev_t, &xs_t, kappa).merit;
-                    if std::env::var("IPM_DEBUG").is_ok() && iter >= 19 && iter <= 21 {
-                        eprintln!("      so {} nt {scaled} alpha {alpha:.3e} merit {merit:.3e} merit0 {merit0:.3e} kappa {kappa:.3e}", so.is_some());
-                    }
                     if merit <= (1.0 - params.armijo * alpha) * merit0 {
                         accepted_alpha = alpha;
                         step_taken = Some((v_t, xs_t, ev_t));
