@@ -338,47 +338,6 @@ fn no_contact_reduces_to_free_flight() {
     assert!(out.contacts.is_empty());
 }
 
-#[test]
-#[ignore]
-fn debug_box_toss() {
-    let h: f64 = std::env::var("H").unwrap().parse().unwrap();
-    let rho: f64 = std::env::var("RHO").map(|s| s.parse().unwrap()).unwrap_or(1e-6);
-    let (mut w, x0, steps) = box_toss(h, rho);
-    if let Ok(s) = std::env::var("SCALE") { w.ipm.initial_scale = s.parse().unwrap(); }
-    if std::env::var("COLD").is_ok() { w.ipm.warm_start = false; }
-    if let Ok(s) = std::env::var("BT") { w.ipm.max_backtracks = s.parse().unwrap(); }
-    let mut x = x0;
-    for k in 0..steps {
-        match step(&w, &x, &w.zero_control()) {
-            Ok(o) => {
-                x = o.state;
-                let ke = 0.5 * x.v.fixed_rows::<3>(0).norm_squared() + 0.5 * (1.0/24.0) * x.v.fixed_rows::<3>(3).norm_squared();
-                eprintln!("STEP {k}: z {:.8} v {:.6?} ke {ke:.4} pe {:.4} iters {} ncont {}", x.q[2], x.v.as_slice(), 9.81 * x.q[2], o.stats.iterations, o.stats.contacts);
-            }
-            Err(e) => panic!("step {k}: {e:?} state {:?}", x),
-        }
-    }
-}
-
-#[test]
-#[ignore]
-fn debug_sphere() {
-    let (mut w, mut x, steps) = sphere_drop(1e-6);
-    if let Ok(s) = std::env::var("SCALE") { w.ipm.initial_scale = s.parse().unwrap(); }
-    if let Ok(s) = std::env::var("BT") { w.ipm.max_backtracks = s.parse().unwrap(); }
-    x.q[0] = 0.05;
-    x.v[1] = 0.1;
-    for k in 0..steps {
-        match step(&w, &x, &w.zero_control()) {
-            Ok(o) => {
-                x = o.state;
-                eprintln!("STEP {k}: q {:.5?} v {:.4?} iters {} ncont {}", &x.q.as_slice()[..3], x.v.as_slice(), o.stats.iterations, o.stats.contacts);
-            }
-            Err(e) => panic!("step {k}: {e:?} state {:?}", x),
-        }
-    }
-}
-
 // ---------------------------------------------------------------- piles
 
 fn plane(name: &str, n: [f64; 3], offset: f64) -> StaticGeometry<f64> {

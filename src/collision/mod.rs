@@ -115,6 +115,31 @@ pub fn bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
     }
 }
 
+/// Contact `feature` of [`pair_contacts`] alone (box–plane and
+/// capsule–plane compute only that vertex or end sphere).
+pub fn pair_contact<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+    feature: usize,
+) -> Option<Contact<T>> {
+    use Shape::*;
+    match (a, b) {
+        (Box { half_extents }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            Some(box_plane::box_plane_vertex(pose_a, half_extents, &n, d, feature))
+        }
+        (Capsule { radius, half_length }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            let e = if feature == 0 { e0 } else { e1 };
+            Some(sphere_plane::sphere_plane(&e, *radius, &n, d))
+        }
+        _ => pair_contacts(a, pose_a, b, pose_b).and_then(|v| v.get(feature).copied()),
+    }
+}
+
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`,
 /// in a fixed order (the index of a contact in the list identifies its
 /// feature, e.g. the box vertex). `None` when the pair has no closed form

@@ -15,7 +15,7 @@
 
 use super::residual::{Candidate, Partner};
 use crate::collision::frame::tangent_basis_from;
-use crate::collision::{pair_contacts, Contact};
+use crate::collision::{pair_contact, Contact};
 use crate::contact::StepProblem;
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
@@ -127,11 +127,11 @@ pub fn contact_kinematics<S: Scalar>(
         Other::Body { shape, q, v } => {
             let pb = pose_after(q, v, h)
                 .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
-            (pair_contacts(shape_a, &pa, shape, &pb), Some((pb, v)))
+            (pair_contact(shape_a, &pa, shape, &pb, feature), Some((pb, v)))
         }
-        Other::Static { shape, pose } => (pair_contacts(shape_a, &pa, shape, pose), None),
+        Other::Static { shape, pose } => (pair_contact(shape_a, &pa, shape, pose, feature), None),
     };
-    let contact = contact.expect("candidate pairs are supported")[feature];
+    let contact = contact.expect("candidate pairs are supported");
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
     let frame = [&n, &t1, &t2];
