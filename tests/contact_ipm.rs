@@ -438,3 +438,32 @@ fn capsule_pile_settles_without_penetration() {
         assert!(traj.last().q[7 * b + 2] > 0.05 - 1e-6, "capsule {b} below ground");
     }
 }
+
+#[test]
+fn unrolled_derivative_matches_finite_differences() {
+    // Sliding box (pyramid and exact): d(final x, final vx)/d(initial vx)
+    // by unrolling the solver in DualSVec64<1>, against central
+    // differences (δ = 1e-6, tolerance 1e-4 relative).
+    for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
+        let (w, x0, _) = sliding_box(cone, 1e-6);
+        let steps = 200;
+        let f = |vx: f64| {
+            let mut x = x0.clone();
+            x.v[0] = vx;
+            let t = run(&w, &x, steps);
+            (t.last().q[0], t.last().v[0])
+        };
+        let d = 1e-6;
+        let (p, m) = (f(2.0 + d), f(2.0 - d));
+        let fd = ((p.0 - m.0) / (2.0 * d), (p.1 - m.1) / (2.0 * d));
+        let wd = w.cast::<DualSVec64<1>>();
+        let mut xd = x0.cast::<DualSVec64<1>>();
+        xd.v[0] = DualSVec64::from_re(2.0).derivative(0);
+        let t = rollout(&wd, &xd, &Controls::Constant(wd.zero_control()), steps).unwrap();
+        let g = |x: &DualSVec64<1>| x.eps.unwrap_generic(nalgebra::U1, nalgebra::U1)[0];
+        let ad = (g(&t.last().q[0]), g(&t.last().v[0]));
+        println!("{cone:?}: d(x, vx)/d vx0 unrolled {ad:?}, fd {fd:?}");
+        assert!((ad.0 - fd.0).abs() <= 1e-4 * (1.0 + fd.0.abs()));
+        assert!((ad.1 - fd.1).abs() <= 1e-4 * (1.0 + fd.1.abs()));
+    }
+}
