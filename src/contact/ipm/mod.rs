@@ -28,8 +28,12 @@
 //! directions `d = ±t₁, ±t₂`): `βₖ ≥ 0`, `ηₖ = ψ + dₖᵀ v_t ≥ 0`,
 //! `s_ψ = μγ − Σβₖ ≥ 0`, `βₖ ηₖ = κ`, `ψ s_ψ = κ`, tangential impulse
 //! `Σ βₖ dₖ`. `W_c` maps the contact-frame impulse to generalized impulses
-//! (`[d; r × d]` on body a, the negative on body b, `r` the lever arm at
-//! `q⁺`). A contact with `μ = 0` has no friction variables.
+//! (rows `[n; L(hω)ᵀ (r × n)] = ∂φ/∂v⁺ / h` and `[t; r × t]` on body a,
+//! the negative on body b, `r` the lever arm at `q⁺`, `L` the differential
+//! of the retraction; see below). The tangent frame is built from a world
+//! axis fixed per candidate for the whole step
+//! (`collision::frame::tangent_basis_from`), so it is smooth in the
+//! iterates. A contact with `μ = 0` has no friction variables.
 //!
 //! The solution returned is the point of the central path with `κ = ρ`
 //! (`SolverParams::rho`): complementarity is relaxed to ρ, which makes the
