@@ -16,6 +16,7 @@
 //! Each one documents the formulation it solves.
 
 pub mod free_flight;
+pub mod ipm;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;

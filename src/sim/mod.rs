@@ -19,7 +19,7 @@
 //! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
 //! ```
 
-use crate::contact::free_flight::FreeFlight;
+use crate::contact::ipm::{Ipm, Params as IpmParams};
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
     SolverParams, StepProblem,
@@ -52,6 +52,8 @@ pub struct World<T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Backend tuning.
     pub params: SolverParams,
+    /// Tuning specific to the `ipm` backend.
+    pub ipm: IpmParams,
     /// Friction combination rule.
     pub friction_combine: Combine,
     /// Restitution combination rule.
@@ -71,6 +73,7 @@ impl<T: Scalar> World<T> {
             solver: SolverKind::default(),
             friction_cone: FrictionCone::default(),
             params: SolverParams::default(),
+            ipm: IpmParams::default(),
             friction_combine: Combine::Average,
             restitution_combine: Combine::Average,
         }
@@ -128,6 +131,7 @@ impl<T: Scalar> World<T> {
             solver: self.solver,
             friction_cone: self.friction_cone,
             params: self.params,
+            ipm: self.ipm,
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
         }
@@ -252,9 +256,9 @@ pub fn step<T: Scalar>(
     }
     let problem = world.problem(state, u);
     let sol = match world.solver {
-        // The interior-point contact backend plugs in here; until a scene
-        // has contact geometry the step is the free-flight dynamics.
-        SolverKind::Ipm => FreeFlight::default().solve(&problem)?,
+        // With no contact candidate the interior point reduces to
+        // `FreeFlight` exactly.
+        SolverKind::Ipm => Ipm { params: world.ipm }.solve(&problem)?,
     };
     let next = State { q: sol.q_next, v: sol.v_next };
     if !next.is_finite() {

@@ -1,0 +1,195 @@
+//! Collision detection: contact frames, closed-form pairs and the broad phase.
+//!
+//! Every narrow-phase function is generic over [`Scalar`] and returns a
+//! [`Contact`] in the conventions of Nimble (Werling et al. 2021, App. C):
+//!
+//! * `gap` is the signed distance between the shapes along `normal`
+//!   (negative: penetration depth);
+//! * `point_a`, `point_b` are the witness points on the surfaces of `a` and
+//!   `b` (world frame), so that `gap = normal · (point_a − point_b)`;
+//! * `normal` is the unit contact normal pointing **from b to a**, so moving
+//!   `a` along `normal` increases the gap.
+//!
+//! To first order the gap varies with the witness points moving rigidly
+//! with their bodies, `δgap = normal · (δpoint_a − δpoint_b)` (envelope
+//! theorem for the smooth closed-form pairs); the contact backends build
+//! their contact Jacobians from that.
+//!
+//! Closed-form pairs, one file each (`<a>_<b>.rs` holding the function
+//! `<a>_<b>`): [`sphere_plane`](sphere_plane::sphere_plane),
+//! [`sphere_sphere`](sphere_sphere::sphere_sphere),
+//! [`box_plane`](box_plane::box_plane) (one contact per vertex),
+//! [`capsule_plane`](capsule_plane::capsule_plane) (one per end sphere),
+//! [`capsule_sphere`](capsule_sphere::capsule_sphere),
+//! [`capsule_capsule`](capsule_capsule::capsule_capsule),
+//! [`sphere_box`](sphere_box::sphere_box). [`pair_contacts`] dispatches on
+//! the two shapes (swapping and flipping as needed); unsupported pairs
+//! return `None`.
+//!
+//! Zero-safety: every normal is built with
+//! [`safe_normalize`](crate::scalar::safe_normalize); a coincident pair of
+//! centres falls back to the world `z` axis (decided on primal values).
+//!
+//! [`broad_phase`] finds candidate body pairs by sweep and prune on
+//! axis-aligned bounding boxes (f64), so piles of hundreds of bodies do not
+//! test every pair.
+
+pub mod box_plane;
+pub mod broad_phase;
+pub mod capsule_capsule;
+pub mod capsule_plane;
+pub mod capsule_sphere;
+pub mod frame;
+pub mod sphere_box;
+pub mod sphere_plane;
+pub mod sphere_sphere;
+
+pub use frame::tangent_basis;
+
+use crate::geometry::Shape;
+use crate::math::{so3, Pose, Vec3};
+use crate::scalar::safe_normalize;
+use crate::Scalar;
+
+/// One contact between shapes `a` and `b` (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact<T: Scalar> {
+    /// Signed gap (negative: penetration).
+    pub gap: T,
+    /// Witness point on `a` (world frame).
+    pub point_a: Vec3<T>,
+    /// Witness point on `b` (world frame).
+    pub point_b: Vec3<T>,
+    /// Unit normal from `b` to `a` (world frame).
+    pub normal: Vec3<T>,
+}
+
+impl<T: Scalar> Contact<T> {
+    /// The same contact seen with `a` and `b` exchanged.
+    ///
+    /// ```
+    /// use dualsim::collision::sphere_sphere::sphere_sphere;
+    /// use dualsim::math::Vec3;
+    /// let c = sphere_sphere(&Vec3::new(0.0, 0.0, 2.0), 0.5, &Vec3::zeros(), 0.5);
+    /// let f = c.flip();
+    /// assert_eq!((f.gap, f.normal.z, f.point_a.z), (1.0, -1.0, 0.5));
+    /// ```
+    pub fn flip(&self) -> Self {
+        Contact { gap: self.gap, point_a: self.point_b, point_b: self.point_a, normal: -self.normal }
+    }
+}
+
+/// Unit vector along `d`, or `+z` when `d` is zero (decided on primal values).
+pub(crate) fn direction_or_z<T: Scalar>(d: &Vec3<T>) -> (Vec3<T>, T) {
+    match safe_normalize(d) {
+        Some((n, len)) => (n, len),
+        None => (Vec3::new(T::zero(), T::zero(), T::one()), T::zero()),
+    }
+}
+
+/// A plane `normal · x ≤ offset` given in the frame `pose`, in world
+/// coordinates: `(unit normal, offset)`.
+pub fn world_plane<T: Scalar>(normal: &Vec3<T>, offset: T, pose: &Pose<T>) -> (Vec3<T>, T) {
+    let n = so3::rotate(&pose.rotation, normal);
+    (n, offset + n.dot(&pose.translation))
+}
+
+/// End points of a capsule's segment (body z axis) in the world.
+pub fn capsule_segment<T: Scalar>(half_length: T, pose: &Pose<T>) -> (Vec3<T>, Vec3<T>) {
+    let axis = so3::rotate(&pose.rotation, &Vec3::new(T::zero(), T::zero(), half_length));
+    (pose.translation - axis, pose.translation + axis)
+}
+
+/// Radius of a ball about the shape's origin that contains it (`None` for
+/// unbounded or unsupported shapes). Used for bounding boxes.
+pub fn bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
+    match shape {
+        Shape::Sphere { radius } => Some(radius.re()),
+        Shape::Box { half_extents } => Some(half_extents.map(|x| x.re()).norm()),
+        Shape::Capsule { radius, half_length } => Some(radius.re() + half_length.re()),
+        Shape::Cylinder { radius, half_length } => {
+            Some((radius.re().powi(2) + half_length.re().powi(2)).sqrt())
+        }
+        Shape::Ellipsoid { radii } => Some(radii.map(|x| x.re()).amax()),
+        _ => None,
+    }
+}
+
+/// Contact `feature` of [`pair_contacts`] alone (box–plane and
+/// capsule–plane compute only that vertex or end sphere).
+pub fn pair_contact<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+    feature: usize,
+) -> Option<Contact<T>> {
+    use Shape::*;
+    match (a, b) {
+        (Box { half_extents }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            Some(box_plane::box_plane_vertex(pose_a, half_extents, &n, d, feature))
+        }
+        (Capsule { radius, half_length }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            let e = if feature == 0 { e0 } else { e1 };
+            Some(sphere_plane::sphere_plane(&e, *radius, &n, d))
+        }
+        _ => pair_contacts(a, pose_a, b, pose_b).and_then(|v| v.get(feature).copied()),
+    }
+}
+
+/// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`,
+/// in a fixed order (the index of a contact in the list identifies its
+/// feature, e.g. the box vertex). `None` when the pair has no closed form
+/// here. Planes are supported as `b` only.
+pub fn pair_contacts<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+) -> Option<Vec<Contact<T>>> {
+    use Shape::*;
+    let pa = &pose_a.translation;
+    let pb = &pose_b.translation;
+    Some(match (a, b) {
+        (Sphere { radius }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            vec![sphere_plane::sphere_plane(pa, *radius, &n, d)]
+        }
+        (Box { half_extents }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            box_plane::box_plane(pose_a, half_extents, &n, d).to_vec()
+        }
+        (Capsule { radius, half_length }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            capsule_plane::capsule_plane(&e0, &e1, *radius, &n, d).to_vec()
+        }
+        (Sphere { radius: ra }, Sphere { radius: rb }) => {
+            vec![sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)]
+        }
+        (Capsule { radius, half_length }, Sphere { radius: rb }) => {
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            vec![capsule_sphere::capsule_sphere(&e0, &e1, *radius, pb, *rb)]
+        }
+        (Sphere { .. }, Capsule { .. }) => {
+            return pair_contacts(b, pose_b, a, pose_a)
+                .map(|v| v.iter().map(|c| c.flip()).collect())
+        }
+        (Capsule { radius: ra, half_length: la }, Capsule { radius: rb, half_length: lb }) => {
+            let (a0, a1) = capsule_segment(*la, pose_a);
+            let (b0, b1) = capsule_segment(*lb, pose_b);
+            vec![capsule_capsule::capsule_capsule(&a0, &a1, *ra, &b0, &b1, *rb)]
+        }
+        (Sphere { radius }, Box { half_extents }) => {
+            vec![sphere_box::sphere_box(pa, *radius, pose_b, half_extents)]
+        }
+        (Box { .. }, Sphere { .. }) => {
+            return pair_contacts(b, pose_b, a, pose_a)
+                .map(|v| v.iter().map(|c| c.flip()).collect())
+        }
+        _ => return None,
+    })
+}

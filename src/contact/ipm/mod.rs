@@ -1,0 +1,467 @@
+//! `ipm`: primal–dual interior point on the nonlinear complementarity
+//! problem of a time step (Dojo, Howell et al. 2022; Silico, Le Cleac'h et
+//! al. 2023, §III-B).
+//!
+//! # The step residual
+//!
+//! Unknowns: the next velocity `v⁺` and, per contact candidate `c`, the
+//! normal impulse `γ`, its slack `s` and the friction variables. With
+//! `q⁺ = q ⊕ h v⁺`, the gap `φ_c(q⁺)` (nonlinear, re-evaluated by the
+//! closed-form pair at every iterate), the tangential velocity
+//! `v_t = [t₁ t₂]ᵀ (v_a(p_a) − v_b(p_b))` of the contact points at `v⁺`
+//! and the contact frame `(n, t₁, t₂)` at `q⁺`:
+//!
+//! ```text
+//! r_dyn(v⁺) − Σ_c W_cᵀ (γ, b₁, b₂) = 0          (dynamics::free, impulse units)
+//! s − φ_c(q⁺(v⁺)) = 0,        γ s = κ          (impact, orthant)
+//! ```
+//!
+//! Exact Coulomb friction (maximum dissipation as a second-order cone
+//! complementarity, Dojo/Silico): `β = (β₀, b) ∈ Q³`, `η = (ψ, η_t) ∈ Q³`,
+//!
+//! ```text
+//! β₀ − μ γ = 0,   η_t − v_t = 0,   β ∘ η = κ e,   e = (1, 0, 0)
+//! ```
+//!
+//! (`β ∘ η = 0` with both in the cone means `‖b‖ ≤ μγ`, and when sliding
+//! `b = −μγ v_t/‖v_t‖`). Pyramidal friction (`FrictionCone::Pyramid`,
+//! directions `d = ±t₁, ±t₂`): `βₖ ≥ 0`, `ηₖ = ψ + dₖᵀ v_t ≥ 0`,
+//! `s_ψ = μγ − Σβₖ ≥ 0`, `βₖ ηₖ = κ`, `ψ s_ψ = κ`, tangential impulse
+//! `Σ βₖ dₖ`. `W_c` maps the contact-frame impulse to generalized impulses
+//! (rows `[n; L(hω)ᵀ (r × n)] = ∂φ/∂v⁺ / h` and `[t; r × t]` on body a,
+//! the negative on body b, `r` the lever arm at `q⁺`, `L` the differential
+//! of the retraction; see below). The tangent frame is built from a world
+//! axis fixed per candidate for the whole step
+//! (`collision::frame::tangent_basis_from`), so it is smooth in the
+//! iterates. A contact with `μ = 0` has no friction variables.
+//!
+//! The solution returned is the point of the central path with `κ = ρ`
+//! (`SolverParams::rho`): complementarity is relaxed to ρ, which makes the
+//! solution unique and smooth in the problem data (Silico). Small ρ is
+//! accurate forward simulation; the gap of a resting contact is `ρ/γ`.
+//!
+//! # The solver: Mehrotra predictor–corrector
+//!
+//! Each iteration linearizes the residual exactly in its primal values:
+//! `∂r_dyn/∂v⁺` analytically (`dynamics::free::rotational_jacobian`), the
+//! contact blocks `K = ∂y/∂v⁺` and the geometric stiffness
+//! `G = ∂(Wᵀ f)/∂v⁺` (witness points, lever arms and the contact frame
+//! move with `q⁺`) by one forward-mode dual evaluation of the contact
+//! kinematics (see [`kinematics`]). The normal row of `W` is
+//! `∂φ/∂v⁺ / h = [n; L(hω)ᵀ (r × n)]`, `L` the differential of the
+//! retraction, so the normal impulse is variationally consistent with the
+//! gap at `q⁺`; the friction rows are `∂v_t/∂v⁺`. Then
+//!
+//! 1. the affine direction (`κ = 0`) and the largest step `α_aff ≤ 1` to
+//!    the cone boundaries;
+//! 2. `σ = clamp(ν_aff/ν, 0, 1)³` with `ν` the mean complementarity
+//!    (`Σ zᵢsᵢ + Σ zᵀs` over the barrier degree) and the centering target
+//!    `κ = max(σ ν, ρ)`;
+//! 3. the corrector with the same factorization, complementarity rows
+//!    `z ∘ s + dz_aff ∘ ds_aff − κ e` (once `σν ≤ ρ` the second-order term
+//!    is dropped: it is of the order of ρ and would keep the iterate off
+//!    the central point);
+//! 4. `α = min(1, τ α_max)` (fraction to the boundary, τ = 0.95 for the
+//!    orthant and the second-order cone alike) and backtracking on the
+//!    residual norm `‖r_κ‖₂` (Armijo). If the corrector gives no decrease,
+//!    the plain Newton direction of `r_κ` is tried, and (with Nesterov–Todd
+//!    scaling on) the unscaled Newton direction, which is a descent
+//!    direction of `‖r_κ‖²`.
+//!
+//! Second-order-cone rows use Nesterov–Todd scaling for the search
+//! directions (`λ = W η = W⁻¹ β`, rows `Arw(λ)(W⁻¹ dβ + W dη) = κe − λ∘λ`,
+//! [`cone::nt_scaling`]); without it the Jordan-product linearization
+//! stalls against the cone boundary when a contact slides at small ρ.
+//!
+//! It stops when the equality residual is `≤ tolerance` (∞-norm) and the
+//! complementarity rows are within `complementarity_tolerance · ρ` of
+//! `ρ e`, or fails with `SolveError::MaxIterations`. Every decision
+//! (candidates, step lengths, centering, convergence, fallbacks) is taken
+//! on primal values, so the same iterates run in a dual scalar (the
+//! `unrolled` derivative method); the Newton matrix is primal (lifted into
+//! `T` with zero derivative parts), which does not change the fixed point
+//! of the iteration or of its derivative parts.
+//!
+//! # The KKT reduction
+//!
+//! Linearized, the system is `[H, −Σ WᵀE; C K, A] [dv; dx] = −[r_d; r_c]`,
+//! block diagonal in the contact unknowns: contact `c` has a small local
+//! Jacobian `A_c` (2 × 2, 8 × 8 or 12 × 12) and sees `v⁺` only through
+//! `y_c = (φ, v_t1, v_t2)`, `dy_c = K_c dv`. Eliminating `dx_c =
+//! −A_c⁻¹ (r_c + C_c K_c dv)` leaves the reduced system in `v⁺`:
+//!
+//! ```text
+//! (H + Σ_c W_cᵀ E A_c⁻¹ C_c K_c) dv = −r_d − Σ_c W_cᵀ E A_c⁻¹ r_c,
+//! ```
+//!
+//! `H` block diagonal per body; each contact adds a 6 × 6 block per pair of
+//! its bodies. Bodies are further split into islands (connected by
+//! contact candidates) that are solved independently; bodies without a
+//! candidate take the free-flight velocity, so with no candidate at all
+//! the step is exactly `FreeFlight`.
+//!
+//! # Candidates
+//!
+//! At `q`, a sweep and prune over bounding boxes (`collision::broad_phase`)
+//! and the closed-form pairs select features whose gap is below
+//! `margin + h (speed bound of both bodies) + h² ‖g‖` (a speculative
+//! margin, so a falling body is caught before it passes through). Their
+//! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. After a
+//! solve, features that were no candidate but penetrate at `q⁺` are added
+//! and the step is solved again (`max_candidate_rounds`). Unsupported
+//! shape pairs are ignored.
+//!
+//! # Initial point
+//!
+//! `v⁺₀ = v` (warm start) or the free-flight velocity; every cone variable
+//! at `initial_scale · e`, then the linear equalities are satisfied where
+//! the cones allow it (`s = φ` when the gap is larger than the scale,
+//! `β₀ = μγ`, `η_t = v_t`, `ψ = ‖v_t‖ + scale`).
+
+pub mod cone;
+pub mod kinematics;
+pub mod residual;
+pub mod solve;
+
+use self::residual::{body_pose, Candidate, Island, Law, Partner};
+use super::{
+    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem,
+    StepSolution,
+};
+use crate::collision::broad_phase::{sweep_and_prune, Aabb};
+use crate::collision::frame::least_aligned_axis;
+use crate::collision::{bounding_radius, pair_contacts};
+use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
+use crate::math::DVec;
+use crate::Scalar;
+
+/// Tuning of the interior point (the shared `SolverParams` carry ρ, the
+/// tolerance and the iteration cap).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// Fraction to the boundary τ for orthant and second-order cone
+    /// variables. Default 0.95 (Dojo, Silico).
+    pub fraction_to_boundary: f64,
+    /// Convergence needs `‖z ∘ s − ρ e‖∞ ≤ complementarity_tolerance · ρ`.
+    /// Default 1e-6: a loose band lets each step stop at a different point
+    /// of it, which shows up as a step-to-step chatter of resting bodies
+    /// (impulse error ∝ this tolerance); the final Newton phase converges
+    /// quadratically, so a tight value costs one or two iterations.
+    pub complementarity_tolerance: f64,
+    /// Line search: step shrink factor. Default 0.5.
+    pub backtrack_factor: f64,
+    /// Line search: maximum number of halvings (the last trial is
+    /// accepted). Default 10.
+    pub max_backtracks: usize,
+    /// Armijo constant of the sufficient decrease `‖r‖² ≤ (1 − c α) ‖r₀‖²`.
+    /// Default 1e-4.
+    pub armijo: f64,
+    /// When no direction achieves a sufficient decrease with a step of at
+    /// least this length (the iterate is pinned against a cone boundary),
+    /// a pure centering step towards `κ = ν` is taken instead. Default 1e-3.
+    pub recenter_below: f64,
+    /// Contact candidate distance at `q` (m), added to the speculative
+    /// motion bound. Default 0.02.
+    pub margin: f64,
+    /// Initial value of every cone variable (`scale · e`, Dojo initializes
+    /// at a multiple of the cone identity). Default 0.01: of the order of
+    /// the impulse `m ‖g‖ h` of a unit mass at h = 0.001…0.01; a start at 1
+    /// lets large first Newton steps reach spurious far solutions of the
+    /// nonlinear problem at large h (box toss at h = 0.1).
+    pub initial_scale: f64,
+    /// Warm start: initial `v⁺` is the previous velocity `v` (good for
+    /// resting contact). Otherwise the free-flight velocity. Default true.
+    pub warm_start: bool,
+    /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
+    /// system (search directions only). Default true: without it the
+    /// Jordan-product linearization stalls against the cone boundary when
+    /// a contact slides at small ρ.
+    pub nesterov_todd: bool,
+    /// Newton tuning of the free-flight solve of bodies without contact.
+    pub newton: NewtonParams,
+    /// After a solve, features that were not candidates but penetrate at
+    /// `q⁺` are added and the step is solved again, at most this many
+    /// times. Default 4.
+    pub max_candidate_rounds: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            fraction_to_boundary: 0.95,
+            complementarity_tolerance: 1e-6,
+            backtrack_factor: 0.5,
+            max_backtracks: 10,
+            armijo: 1e-4,
+            recenter_below: 1e-3,
+            margin: 0.02,
+            initial_scale: 0.01,
+            warm_start: true,
+            nesterov_todd: true,
+            newton: NewtonParams::default(),
+            max_candidate_rounds: 4,
+        }
+    }
+}
+
+/// The interior-point contact backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ipm {
+    /// Tuning.
+    pub params: Params,
+}
+
+/// Speed bound of a body's surface (‖ṗ‖ + ‖ω‖ R) on primal values.
+fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 {
+    let k = p.model.bodies[i].idx_v;
+    let lin = (0..3).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
+    let ang = (3..6).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
+    lin + ang * radius
+}
+
+/// Contact candidates at `q` (see the module docs): every supported
+/// feature whose gap at the start of the step is below
+/// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`.
+pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Candidate<T>> {
+    let h = p.h.re();
+    let g = p.gravity.map(|x| x.re()).norm();
+    let reach: Vec<f64> = (0..p.model.bodies.len())
+        .map(|i| match p.shapes[i].as_ref().and_then(bounding_radius) {
+            Some(r) => h * speed_bound(p, i, r) + h * h * g,
+            None => 0.0,
+        })
+        .collect();
+    detect(p, p.q, &reach, params.margin)
+}
+
+/// Features whose gap at configuration `q` is below
+/// `margin + reach_a + reach_b` (broad phase on bounding balls inflated by
+/// the same amounts).
+pub fn detect<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    q: &DVec<T>,
+    reach: &[f64],
+    margin: f64,
+) -> Vec<Candidate<T>> {
+    let nb = p.model.bodies.len();
+    let mut out = Vec::new();
+    let mut push = |a: usize, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
+        let mu = match b {
+            Partner::Body(j) => {
+                p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction)
+            }
+            Partner::Static(j) => {
+                p.friction_combine.apply(p.materials[a].friction, p.statics[j].material.friction)
+            }
+        };
+        let law = if mu.re() <= 0.0 {
+            Law::Frictionless
+        } else {
+            match p.friction_cone {
+                FrictionCone::Exact => Law::Exact,
+                FrictionCone::Pyramid => Law::Pyramid,
+            }
+        };
+        for (feature, c) in list.iter().enumerate() {
+            if c.gap.re() < limit {
+                let axis = least_aligned_axis(&c.normal);
+                out.push(Candidate { a, b, feature, mu, law, axis });
+            }
+        }
+    };
+    // Bodies against static geometry (few statics: every pair).
+    for i in 0..nb {
+        let Some(sa) = &p.shapes[i] else { continue };
+        let pose = body_pose(p, q, i);
+        for (j, st) in p.statics.iter().enumerate() {
+            if let Some(list) = pair_contacts(sa, &pose, &st.shape, &st.pose) {
+                push(i, Partner::Static(j), list, margin + reach[i]);
+            }
+        }
+    }
+    // Body pairs through the broad phase.
+    let mut ids = Vec::new();
+    let mut boxes = Vec::new();
+    for i in 0..nb {
+        if let Some(r) = p.shapes[i].as_ref().and_then(bounding_radius) {
+            let k = p.model.bodies[i].idx_q;
+            let c = [q[k].re(), q[k + 1].re(), q[k + 2].re()];
+            ids.push(i);
+            boxes.push(Aabb::ball(c, r + 0.5 * margin + reach[i]));
+        }
+    }
+    for (bi, bj) in sweep_and_prune(&boxes) {
+        let (i, j) = (ids[bi], ids[bj]);
+        let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
+        if let Some(list) = pair_contacts(sa, &body_pose(p, q, i), sb, &body_pose(p, q, j)) {
+            push(i, Partner::Body(j), list, margin + reach[i] + reach[j]);
+        }
+    }
+    out
+}
+
+/// Splits candidates into islands of bodies connected by contact.
+pub fn islands<T: Scalar>(nb: usize, cands: Vec<Candidate<T>>) -> Vec<Island<T>> {
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut parent: Vec<usize> = (0..nb).collect();
+    for c in &cands {
+        if let Partner::Body(j) = c.b {
+            let (ra, rb) = (find(&mut parent, c.a), find(&mut parent, j));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+    }
+    let mut island_of = vec![usize::MAX; nb];
+    let mut out: Vec<Island<T>> = Vec::new();
+    for c in cands {
+        let root = find(&mut parent, c.a);
+        if island_of[root] == usize::MAX {
+            island_of[root] = out.len();
+            out.push(Island { bodies: Vec::new(), contacts: Vec::new(), local: Vec::new() });
+        }
+        out[island_of[root]].contacts.push(c);
+    }
+    let mut local = vec![usize::MAX; nb];
+    for i in 0..nb {
+        let root = find(&mut parent, i);
+        if island_of[root] != usize::MAX {
+            let isl = &mut out[island_of[root]];
+            local[i] = isl.bodies.len();
+            isl.bodies.push(i);
+        }
+    }
+    for isl in &mut out {
+        isl.local = local.clone();
+    }
+    out
+}
+
+impl ContactBackend for Ipm {
+    fn name(&self) -> &'static str {
+        "ipm"
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        let params = &self.params;
+        let (v_free, ff_iters) =
+            free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        let mut cands = candidates(p, params);
+        let zero_reach = vec![0.0; p.model.bodies.len()];
+        let mut total_iters = 0;
+        let mut round = 0;
+        let mut warm = Warm { v: None, xs: Vec::new() };
+        loop {
+            if cands.is_empty() {
+                // Exactly the free-flight step.
+                let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
+                let stats = SolveStats { iterations: ff_iters, ..Default::default() };
+                let penetrating = detect(p, &q_next, &zero_reach, 0.0);
+                if penetrating.is_empty() || round >= params.max_candidate_rounds {
+                    return Ok(StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats });
+                }
+                cands = penetrating;
+                round += 1;
+                continue;
+            }
+            let mut sol = self.solve_candidates(p, &cands, v_free.clone(), &mut warm)?;
+            total_iters += sol.stats.iterations;
+            // Features that were no candidate but penetrate at q⁺: add them
+            // and solve again.
+            let extra: Vec<_> = detect(p, &sol.q_next, &zero_reach, 0.0)
+                .into_iter()
+                .filter(|c| !cands.iter().any(|d| d.a == c.a && d.b == c.b && d.feature == c.feature))
+                .collect();
+            if extra.is_empty() || round >= params.max_candidate_rounds {
+                sol.stats.iterations = total_iters;
+                return Ok(sol);
+            }
+            cands.extend(extra);
+            round += 1;
+        }
+    }
+}
+
+/// Warm start of a candidate round from the previous round's solution.
+struct Warm<T: Scalar> {
+    /// `v⁺` of every body.
+    v: Option<DVec<T>>,
+    /// Contact unknowns by `(a, b, feature)`.
+    xs: Vec<((usize, Partner, usize), DVec<T>)>,
+}
+
+impl Ipm {
+    /// Solves the step for a fixed candidate set; `v_free` is the
+    /// free-flight velocity of every body. `warm` holds the previous
+    /// round's solution (used to start this one) and receives this one's.
+    fn solve_candidates<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        cands: &[Candidate<T>],
+        v_free: DVec<T>,
+        warm: &mut Warm<T>,
+    ) -> Result<StepSolution<T>, SolveError> {
+        let params = &self.params;
+        let mut v_next = v_free;
+        let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
+        let mut contacts = Vec::new();
+        let mut new_xs = Vec::new();
+        for island in islands(p.model.bodies.len(), cands.to_vec()) {
+            let nbi = island.bodies.len();
+            let mut v0 = DVec::zeros(6 * nbi);
+            for (li, &g) in island.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                let src = match &warm.v {
+                    Some(v) => v,
+                    None if params.warm_start => p.v,
+                    None => &v_next,
+                };
+                v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
+            }
+            let x0 = island
+                .contacts
+                .iter()
+                .map(|c| {
+                    warm.xs.iter().find(|(key, _)| *key == (c.a, c.b, c.feature)).map(|w| w.1.clone())
+                })
+                .collect();
+            let sol = solve::solve_island(p, &island, v0, x0, params)?;
+            for (c, x) in island.contacts.iter().zip(&sol.xs) {
+                new_xs.push(((c.a, c.b, c.feature), x.clone()));
+            }
+            for (li, &g) in island.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                v_next.fixed_rows_mut::<6>(k).copy_from(&sol.v.fixed_rows::<6>(6 * li));
+            }
+            stats.iterations = stats.iterations.max(sol.iterations);
+            stats.residual = stats.residual.max(sol.residual);
+            stats.complementarity = stats.complementarity.max(sol.complementarity);
+            for ((cand, x), ce) in island.contacts.iter().zip(&sol.xs).zip(&sol.eval.contacts) {
+                let f = cand.law.impulse(x);
+                let (t1, t2) = ce.tangents;
+                stats.max_penetration = stats.max_penetration.max(-ce.contact.gap.re());
+                contacts.push(ContactImpulse {
+                    body_a: cand.a,
+                    body_b: match cand.b {
+                        Partner::Body(j) => Some(j),
+                        Partner::Static(_) => None,
+                    },
+                    point: ce.contact.point_a,
+                    normal: ce.contact.normal,
+                    normal_impulse: f[0],
+                    tangent_impulse: t1 * f[1] + t2 * f[2],
+                    gap: ce.contact.gap,
+                });
+            }
+        }
+        let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+        *warm = Warm { v: Some(v_next.clone()), xs: new_xs };
+        Ok(StepSolution { q_next, v_next, contacts, stats })
+    }
+}

@@ -1,0 +1,409 @@
+//! The step residual of one island: dynamics rows, per-contact equality
+//! rows and relaxed complementarity rows, with the blocks of its Jacobian.
+//!
+//! See the [module docs](super) for the maths. Contact `c` has local
+//! unknowns `x_c` (layout per [`Law`]) and sees the island velocity only
+//! through its contact-space quantities `y_c = (φ_c(q⁺), v_t1, v_t2)`
+//! (see [`super::kinematics`]); the impulse it
+//! applies is `f_c = E x_c = (γ, b₁, b₂)` in the contact frame, mapped to
+//! generalized impulses by `W_cᵀ`.
+
+use super::cone::{arrow, jordan, nt_scaling};
+use super::kinematics::{contact_kinematics, Other};
+use crate::collision::Contact;
+use crate::contact::{SolveError, StepProblem};
+use crate::dynamics::free::{orientation, position, rotational_jacobian, world_inertia, DynamicsError};
+use crate::math::integrate::phi_scalar;
+use crate::math::{DMat, DVec, Pose, Vec3};
+use crate::Scalar;
+use nalgebra::{Matrix3x6, Matrix6, Vector6};
+
+/// A contact's friction law and with it the layout of its local unknowns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Law {
+    /// `x = (γ, s)`: normal impulse and gap slack only (μ = 0).
+    Frictionless,
+    /// `x = (γ, s, β₀, b₁, b₂, ψ, η₁, η₂)`: exact Coulomb cone,
+    /// `β = (β₀, b) ∈ Q³`, `η = (ψ, η_t) ∈ Q³`.
+    Exact,
+    /// `x = (γ, s, β₁..β₄, η₁..η₄, ψ, s_ψ)`: four-sided pyramid.
+    Pyramid,
+}
+
+impl Law {
+    /// Number of local unknowns (= local residual rows).
+    pub fn size(&self) -> usize {
+        match self {
+            Law::Frictionless => 2,
+            Law::Exact => 8,
+            Law::Pyramid => 12,
+        }
+    }
+    /// Number of equality rows (the rest are complementarity rows).
+    pub fn equalities(&self) -> usize {
+        match self {
+            Law::Frictionless => 1,
+            Law::Exact => 4,
+            Law::Pyramid => 6,
+        }
+    }
+    /// Orthant pairs `(z, s)` as indices into `x`.
+    pub fn orthant_pairs(&self) -> &'static [(usize, usize)] {
+        match self {
+            Law::Frictionless | Law::Exact => &[(0, 1)],
+            Law::Pyramid => &[(0, 1), (2, 6), (3, 7), (4, 8), (5, 9), (10, 11)],
+        }
+    }
+    /// Second-order cone pairs `(z, s)`: first index of each 3-block.
+    pub fn soc_pairs(&self) -> &'static [(usize, usize)] {
+        match self {
+            Law::Exact => &[(2, 5)],
+            _ => &[],
+        }
+    }
+    /// Number of complementarity blocks (the barrier degree).
+    pub fn degree(&self) -> usize {
+        self.orthant_pairs().len() + self.soc_pairs().len()
+    }
+    /// The impulse in the contact frame, `E x = (γ, b₁, b₂)`.
+    pub fn impulse<T: Scalar>(&self, x: &DVec<T>) -> Vec3<T> {
+        match self {
+            Law::Frictionless => Vec3::new(x[0], T::zero(), T::zero()),
+            Law::Exact => Vec3::new(x[0], x[3], x[4]),
+            Law::Pyramid => Vec3::new(x[0], x[2] - x[3], x[4] - x[5]),
+        }
+    }
+    /// `E` as a `3 × n` matrix.
+    pub fn impulse_map<T: Scalar>(&self) -> DMat<T> {
+        let mut e = DMat::zeros(3, self.size());
+        e[(0, 0)] = T::one();
+        match self {
+            Law::Frictionless => {}
+            Law::Exact => {
+                e[(1, 3)] = T::one();
+                e[(2, 4)] = T::one();
+            }
+            Law::Pyramid => {
+                e[(1, 2)] = T::one();
+                e[(1, 3)] = -T::one();
+                e[(2, 4)] = T::one();
+                e[(2, 5)] = -T::one();
+            }
+        }
+        e
+    }
+    /// Initial point: every cone variable at `scale · e` (`e = 1` for the
+    /// orthant, `(1, 0, 0)` for `Q³`).
+    pub fn initial<T: Scalar>(&self, scale: f64) -> DVec<T> {
+        let mut x = DVec::zeros(self.size());
+        for &(z, s) in self.orthant_pairs() {
+            x[z] = T::from_re(scale);
+            x[s] = T::from_re(scale);
+        }
+        for &(z, s) in self.soc_pairs() {
+            x[z] = T::from_re(scale);
+            x[s] = T::from_re(scale);
+        }
+        x
+    }
+}
+
+/// Local residual of one contact: equality rows, then complementarity rows
+/// `z ∘ s − κ e` (plus the Mehrotra second-order term `dz ∘ ds` of the
+/// affine direction when `corrector` is given).
+///
+/// With `nt = true` the second-order-cone rows are written in
+/// Nesterov–Todd scaled form, `λ ∘ λ − κ e (+ (W ds) ∘ (W⁻¹ dz))` with
+/// `λ = W s = W⁻¹ z`: the right-hand side of the scaled Newton system used
+/// for search directions (the merit and the convergence test use the
+/// unscaled rows, which vanish at the same points).
+pub fn local_residual<T: Scalar>(
+    law: Law,
+    x: &DVec<T>,
+    y: &Vec3<T>,
+    mu: T,
+    kappa: T,
+    corrector: Option<&DVec<T>>,
+    nt: bool,
+) -> DVec<T> {
+    let n = law.size();
+    let mut r = DVec::zeros(n);
+    r[0] = x[1] - y[0];
+    match law {
+        Law::Frictionless => {}
+        Law::Exact => {
+            r[1] = x[2] - mu * x[0];
+            r[2] = x[6] - y[1];
+            r[3] = x[7] - y[2];
+        }
+        Law::Pyramid => {
+            let psi = x[10];
+            r[1] = x[6] - psi - y[1];
+            r[2] = x[7] - psi + y[1];
+            r[3] = x[8] - psi - y[2];
+            r[4] = x[9] - psi + y[2];
+            r[5] = x[11] - mu * x[0] + x[2] + x[3] + x[4] + x[5];
+        }
+    }
+    let mut row = law.equalities();
+    for &(z, s) in law.orthant_pairs() {
+        let mut c = x[z] * x[s] - kappa;
+        if let Some(d) = corrector {
+            c += d[z] * d[s];
+        }
+        r[row] = c;
+        row += 1;
+    }
+    for &(z, s) in law.soc_pairs() {
+        let zz = Vec3::new(x[z], x[z + 1], x[z + 2]);
+        let ss = Vec3::new(x[s], x[s + 1], x[s + 2]);
+        let scaling = if nt { Some(nt_scaling(&zz, &ss)) } else { None };
+        let mut c = match &scaling {
+            Some((_, _, lambda)) => jordan(lambda, lambda),
+            None => jordan(&zz, &ss),
+        };
+        c[0] -= kappa;
+        if let Some(d) = corrector {
+            let dz = Vec3::new(d[z], d[z + 1], d[z + 2]);
+            let ds = Vec3::new(d[s], d[s + 1], d[s + 2]);
+            c += match &scaling {
+                Some((w, winv, _)) => jordan(&(winv * dz), &(w * ds)),
+                None => jordan(&dz, &ds),
+            };
+        }
+        r.fixed_rows_mut::<3>(row).copy_from(&c);
+        row += 3;
+    }
+    r
+}
+
+/// Jacobians of [`local_residual`]: `A = ∂r/∂x` (`n × n`) and
+/// `C = ∂r/∂y` (`n × 3`). With `nt = true` the cone rows are the
+/// Nesterov–Todd scaled linearization `Arw(λ) (W⁻¹ dz + W ds)`.
+pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T, nt: bool) -> (DMat<T>, DMat<T>) {
+    let n = law.size();
+    let one = T::one();
+    let mut a = DMat::zeros(n, n);
+    let mut c = DMat::zeros(n, 3);
+    a[(0, 1)] = one;
+    c[(0, 0)] = -one;
+    match law {
+        Law::Frictionless => {}
+        Law::Exact => {
+            a[(1, 2)] = one;
+            a[(1, 0)] = -mu;
+            a[(2, 6)] = one;
+            c[(2, 1)] = -one;
+            a[(3, 7)] = one;
+            c[(3, 2)] = -one;
+        }
+        Law::Pyramid => {
+            for k in 0..4 {
+                a[(1 + k, 6 + k)] = one;
+                a[(1 + k, 10)] = -one;
+            }
+            c[(1, 1)] = -one;
+            c[(2, 1)] = one;
+            c[(3, 2)] = -one;
+            c[(4, 2)] = one;
+            a[(5, 11)] = one;
+            a[(5, 0)] = -mu;
+            for k in 2..6 {
+                a[(5, k)] = one;
+            }
+        }
+    }
+    let mut row = law.equalities();
+    for &(z, s) in law.orthant_pairs() {
+        a[(row, z)] = x[s];
+        a[(row, s)] = x[z];
+        row += 1;
+    }
+    for &(z, s) in law.soc_pairs() {
+        let zz = Vec3::new(x[z], x[z + 1], x[z + 2]);
+        let ss = Vec3::new(x[s], x[s + 1], x[s + 2]);
+        if nt {
+            let (w, winv, lambda) = nt_scaling(&zz, &ss);
+            let al = arrow(&lambda);
+            a.fixed_view_mut::<3, 3>(row, z).copy_from(&(al * winv));
+            a.fixed_view_mut::<3, 3>(row, s).copy_from(&(al * w));
+        } else {
+            a.fixed_view_mut::<3, 3>(row, z).copy_from(&arrow(&ss));
+            a.fixed_view_mut::<3, 3>(row, s).copy_from(&arrow(&zz));
+        }
+        row += 3;
+    }
+    (a, c)
+}
+
+/// The other side of a contact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partner {
+    /// Another body (global index).
+    Body(usize),
+    /// A static geometry (index into `statics`).
+    Static(usize),
+}
+
+/// A contact candidate: a feature of a pair of shapes that may touch
+/// during the step.
+#[derive(Clone, Debug)]
+pub struct Candidate<T: Scalar> {
+    /// First body (global index).
+    pub a: usize,
+    /// The other side.
+    pub b: Partner,
+    /// Index of the contact in `collision::pair_contacts`' list for this pair.
+    pub feature: usize,
+    /// Combined friction coefficient.
+    pub mu: T,
+    /// Friction law.
+    pub law: Law,
+    /// World axis the tangent frame is built from, fixed for the step
+    /// (`collision::frame::tangent_basis_from`).
+    pub axis: usize,
+}
+
+/// Pose of body `i` from a configuration vector.
+pub fn body_pose<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, i: usize) -> Pose<T> {
+    let k = p.model.bodies[i].idx_q;
+    Pose::new(orientation(q, k), position(q, k))
+}
+
+/// Dynamics residual (6) and its Jacobian (6 × 6) of one body at `v⁺`,
+/// without contact impulses (see `dynamics::free`):
+/// `r = (m(ṗ⁺ − ṗ) − h(m g + f), P⁺(ω⁺) − P⁻(ω) − h τ)`.
+pub fn body_dynamics<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    i: usize,
+    v_next: &Vector6<T>,
+) -> Result<(Vector6<T>, Matrix6<T>), DynamicsError> {
+    let b = &p.model.bodies[i];
+    let k = b.idx_v;
+    let m = b.inertia.mass;
+    let h = p.h;
+    let half_h = h * T::from_re(0.5);
+    let mut r = Vector6::zeros();
+    for d in 0..3 {
+        r[d] = (v_next[d] - p.v[k + d]) * m - (p.gravity[d] * m + p.u[k + d]) * h;
+    }
+    let iw = world_inertia(p.model, i, p.q);
+    let err = |source| DynamicsError::Retraction { body: i, source };
+    let w0 = Vec3::new(p.v[k + 3], p.v[k + 4], p.v[k + 5]);
+    let w1 = Vec3::new(v_next[3], v_next[4], v_next[5]);
+    let c1 = phi_scalar(&w1, h).map_err(err)?;
+    let c0 = phi_scalar(&w0, h).map_err(err)?;
+    let iw1 = iw * w1;
+    let iw0 = iw * w0;
+    let p_plus = iw1 * c1 + w1.cross(&iw1) * half_h;
+    let p_minus = iw0 * c0 - w0.cross(&iw0) * half_h;
+    let tau = Vec3::new(p.u[k + 3], p.u[k + 4], p.u[k + 5]);
+    r.fixed_rows_mut::<3>(3).copy_from(&(p_plus - p_minus - tau * h));
+    let mut jac = Matrix6::zeros();
+    for d in 0..3 {
+        jac[(d, d)] = m;
+    }
+    jac.fixed_view_mut::<3, 3>(3, 3).copy_from(&rotational_jacobian(&iw, &w1, h).map_err(err)?);
+    Ok((r, jac))
+}
+
+/// One contact evaluated at `q⁺(v⁺)`.
+#[derive(Clone, Debug)]
+pub struct ContactEval<T: Scalar> {
+    /// The contact at `q⁺`.
+    pub contact: Contact<T>,
+    /// Tangent basis.
+    pub tangents: (Vec3<T>, Vec3<T>),
+    /// Contact-space quantities `y = (φ, v_t1, v_t2)`.
+    pub y: Vec3<T>,
+    /// `(island-local body, W block)` for each body of the pair: impulse
+    /// `f` → generalized impulse `Wᵀ f`.
+    pub blocks: Vec<(usize, Matrix3x6<T>)>,
+}
+
+/// Island evaluation: the dynamics residual including contact impulses,
+/// the per-body dynamics Jacobians and the contact geometry at `q⁺`.
+#[derive(Clone, Debug)]
+pub struct Eval<T: Scalar> {
+    /// `r_dyn(v⁺) − Σ W_cᵀ E x_c` (6 per island body).
+    pub r_dyn: DVec<T>,
+    /// `∂r_dyn/∂v⁺` per island body (without contact terms).
+    pub jac: Vec<Matrix6<T>>,
+    /// Contacts in island order.
+    pub contacts: Vec<ContactEval<T>>,
+}
+
+/// An island: its bodies (global indices) and contact candidates.
+#[derive(Clone, Debug)]
+pub struct Island<T: Scalar> {
+    /// Global body indices.
+    pub bodies: Vec<usize>,
+    /// Candidates touching these bodies.
+    pub contacts: Vec<Candidate<T>>,
+    /// Global → local body index (`usize::MAX` for bodies of other islands).
+    pub local: Vec<usize>,
+}
+
+/// Island-local velocity of one body as an array.
+pub fn local_v<T: Scalar>(v: &DVec<T>, li: usize) -> [T; 6] {
+    core::array::from_fn(|k| v[6 * li + k])
+}
+
+/// Evaluates the island at velocity `v` (6 per island body) and contact
+/// unknowns `xs`.
+pub fn evaluate<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+) -> Result<Eval<T>, SolveError> {
+    let nb = island.bodies.len();
+    let mut r_dyn = DVec::zeros(6 * nb);
+    let mut jac = Vec::with_capacity(nb);
+    for (li, &g) in island.bodies.iter().enumerate() {
+        let vb: Vector6<T> = v.fixed_rows::<6>(6 * li).into_owned();
+        let (r, j) = body_dynamics(p, g, &vb)?;
+        r_dyn.fixed_rows_mut::<6>(6 * li).copy_from(&r);
+        jac.push(j);
+    }
+    let mut contacts = Vec::with_capacity(island.contacts.len());
+    for (cand, x) in island.contacts.iter().zip(xs) {
+        let la = island.local[cand.a];
+        let ba = &p.model.bodies[cand.a];
+        let qa: [T; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
+        let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
+        let (other, lb, jb) = match cand.b {
+            Partner::Body(j) => {
+                let bb = &p.model.bodies[j];
+                let lb = island.local[j];
+                (
+                    Other::Body {
+                        shape: p.shapes[j].as_ref().expect("candidate bodies have shapes"),
+                        q: core::array::from_fn(|k| p.q[bb.idx_q + k]),
+                        v: local_v(v, lb),
+                    },
+                    Some(lb),
+                    j,
+                )
+            }
+            Partner::Static(j) => (
+                Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose },
+                None,
+                cand.a,
+            ),
+        };
+        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
+        let mut blocks = vec![(la, kin.w_a)];
+        if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
+            blocks.push((lb, wb));
+        }
+        let f = cand.law.impulse(x);
+        for (li, w) in &blocks {
+            let gen = w.transpose() * f;
+            let mut seg = r_dyn.fixed_rows_mut::<6>(6 * li);
+            seg -= gen;
+        }
+        contacts.push(ContactEval { contact: kin.contact, tangents: kin.tangents, y: kin.y, blocks });
+    }
+    Ok(Eval { r_dyn, jac, contacts })
+}

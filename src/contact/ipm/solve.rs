@@ -1,0 +1,404 @@
+//! Mehrotra predictor–corrector on one island (see the [module docs](super)).
+
+use super::cone::{orthant_step, soc_step};
+use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island, Law};
+use crate::scalar::safe_norm;
+use super::Params;
+use crate::contact::{SolveError, StepProblem};
+use crate::math::{DMat, DVec, Vec3};
+use crate::Scalar;
+use super::kinematics::contact_jacobian;
+use nalgebra::{Matrix3, Matrix3x6, Matrix6};
+
+/// The result of one island's solve.
+#[derive(Clone, Debug)]
+pub struct IslandSolution<T: Scalar> {
+    /// Velocity of the island bodies (6 each, island order).
+    pub v: DVec<T>,
+    /// Contact unknowns.
+    pub xs: Vec<DVec<T>>,
+    /// Final evaluation (contact geometry at q⁺).
+    pub eval: Eval<T>,
+    /// Iterations (Newton directions computed).
+    pub iterations: usize,
+    /// Final equality residual (∞-norm).
+    pub residual: f64,
+    /// Final complementarity `max zᵢ sᵢ`.
+    pub complementarity: f64,
+}
+
+/// Measures of a point: equality residual ‖·‖∞, deviation of the
+/// complementarity rows from `κ e` (‖·‖∞), largest `z s`, and the merit
+/// `‖r_κ‖²`.
+struct Measures {
+    eq: f64,
+    comp_dev: f64,
+    comp_max: f64,
+    merit: f64,
+}
+
+fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: f64) -> Measures {
+    let mut eq: f64 = 0.0;
+    let mut merit = 0.0;
+    for r in ev.r_dyn.iter() {
+        eq = eq.max(r.re().abs());
+        merit += r.re() * r.re();
+    }
+    let mut comp_dev: f64 = 0.0;
+    let mut comp_max: f64 = 0.0;
+    let k = T::from_re(kappa);
+    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
+        let r = local_residual(cand.law, x, &ce.y, cand.mu, k, None, false);
+        let ne = cand.law.equalities();
+        for (i, ri) in r.iter().enumerate() {
+            let a = ri.re().abs();
+            merit += a * a;
+            if i < ne {
+                eq = eq.max(a);
+            } else {
+                comp_dev = comp_dev.max(a);
+            }
+        }
+        for &(z, s) in cand.law.orthant_pairs() {
+            comp_max = comp_max.max(x[z].re() * x[s].re());
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            let d: f64 = (0..3).map(|i| x[z + i].re() * x[s + i].re()).sum();
+            comp_max = comp_max.max(d);
+        }
+    }
+    Measures { eq, comp_dev, comp_max, merit }
+}
+
+/// Mean complementarity `ν = (Σ zᵢsᵢ + Σ zᵀs) / degree` of `x + α dx`.
+fn mean_comp<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: Option<(&[DVec<T>], f64)>) -> f64 {
+    let mut sum = 0.0;
+    let mut deg = 0;
+    for (c, cand) in island.contacts.iter().enumerate() {
+        let val = |i: usize| {
+            let mut v = xs[c][i].re();
+            if let Some((d, a)) = dxs {
+                v += a * d[c][i].re();
+            }
+            v
+        };
+        for &(z, s) in cand.law.orthant_pairs() {
+            sum += val(z) * val(s);
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            sum += (0..3).map(|i| val(z + i) * val(s + i)).sum::<f64>();
+        }
+        deg += cand.law.degree();
+    }
+    sum / deg.max(1) as f64
+}
+
+/// Largest step keeping every cone variable in its cone (may be ∞).
+fn boundary_step<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: &[DVec<T>]) -> f64 {
+    let mut alpha = f64::INFINITY;
+    for ((cand, x), d) in island.contacts.iter().zip(xs).zip(dxs) {
+        for &(z, s) in cand.law.orthant_pairs() {
+            alpha = alpha.min(orthant_step(x[z].re(), d[z].re()));
+            alpha = alpha.min(orthant_step(x[s].re(), d[s].re()));
+        }
+        for &(z, s) in cand.law.soc_pairs() {
+            for base in [z, s] {
+                let xv = [x[base].re(), x[base + 1].re(), x[base + 2].re()];
+                let dv = [d[base].re(), d[base + 1].re(), d[base + 2].re()];
+                alpha = alpha.min(soc_step(xv, dv));
+            }
+        }
+    }
+    alpha
+}
+
+/// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
+/// and the per-contact blocks needed to recover `dx_c`.
+struct Factored<T: Scalar> {
+    reduced: nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>,
+    /// LU of each `A_c`.
+    local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
+    /// `C_c` of each contact.
+    c_mats: Vec<DMat<T>>,
+    /// `(island-local body, K block)` of each contact, `K = ∂y/∂v⁺`.
+    k_blocks: Vec<Vec<(usize, Matrix3x6<T>)>>,
+}
+
+fn factor<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    ev: &Eval<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+    nt: bool,
+) -> Result<Factored<T>, SolveError> {
+    let nb = island.bodies.len();
+    let mut r = DMat::zeros(6 * nb, 6 * nb);
+    for (li, j) in ev.jac.iter().enumerate() {
+        r.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(j);
+    }
+    let mut local = Vec::with_capacity(xs.len());
+    let mut c_mats = Vec::with_capacity(xs.len());
+    let mut k_blocks = Vec::with_capacity(xs.len());
+    let lift3 = |m: &Matrix3x6<f64>| m.map(T::from_re);
+    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
+        let (a, c) = local_jacobian(cand.law, x, cand.mu, nt);
+        let lu = a.lu();
+        let ainv_c = lu.solve(&c).ok_or(SolveError::Singular("contact block"))?;
+        let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
+        let n3 = Matrix3::from_fn(|i, j| n3[(i, j)]);
+        // Exact primal K and geometric stiffness G of the contact.
+        let la = ce.blocks[0].0;
+        let lb = ce.blocks.get(1).map(|b| b.0);
+        let re6 = |li: usize| -> [f64; 6] { core::array::from_fn(|k| v[6 * li + k].re()) };
+        let va = re6(la);
+        let vb = lb.map(re6).unwrap_or([0.0; 6]);
+        let f = cand.law.impulse(x).map(|e| e.re());
+        let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
+        let mut ks = vec![(la, lift3(&ka))];
+        if let Some(lb) = lb {
+            ks.push((lb, lift3(&kb)));
+        }
+        for (i, (lw, w)) in ce.blocks.iter().enumerate() {
+            let wn = w.transpose() * n3;
+            for (j, (lk, k)) in ks.iter().enumerate() {
+                let add: Matrix6<T> = wn * k - g[i][j].map(T::from_re);
+                let mut blk = r.fixed_view_mut::<6, 6>(6 * lw, 6 * lk);
+                blk += add;
+            }
+        }
+        local.push(lu);
+        c_mats.push(c);
+        k_blocks.push(ks);
+    }
+    Ok(Factored { reduced: r.lu(), local, c_mats, k_blocks })
+}
+
+/// Newton direction for the local residuals `rc` (dynamics residual from
+/// `ev`): `(H + Σ Wᵀ E A⁻¹ C K) dv = −r_d − Σ Wᵀ E A⁻¹ r_c`,
+/// `dx_c = −A_c⁻¹ (r_c + C_c K_c dv)`.
+fn direction<T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    f: &Factored<T>,
+    rc: &[DVec<T>],
+) -> Result<(DVec<T>, Vec<DVec<T>>), SolveError> {
+    let mut rhs = -ev.r_dyn.clone();
+    let mut ainv_r = Vec::with_capacity(rc.len());
+    for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
+        let u = f.local[c].solve(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
+        let eu = cand.law.impulse(&u);
+        for (lw, w) in &ce.blocks {
+            let mut seg = rhs.fixed_rows_mut::<6>(6 * lw);
+            seg -= w.transpose() * eu;
+        }
+        ainv_r.push(u);
+    }
+    let dv = f.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
+    let mut dxs = Vec::with_capacity(rc.len());
+    for c in 0..ev.contacts.len() {
+        let mut dy = Vec3::zeros();
+        for (lk, k) in &f.k_blocks[c] {
+            dy += k * dv.fixed_rows::<6>(6 * lk);
+        }
+        let cdy = &f.c_mats[c] * dy;
+        let corr = f.local[c].solve(&cdy).ok_or(SolveError::Singular("contact block"))?;
+        dxs.push(-(&ainv_r[c] + corr));
+    }
+    Ok((dv, dxs))
+}
+
+fn local_residuals<T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    xs: &[DVec<T>],
+    kappa: T,
+    corrector: Option<&[DVec<T>]>,
+    nt: bool,
+) -> Vec<DVec<T>> {
+    island
+        .contacts
+        .iter()
+        .zip(xs)
+        .zip(&ev.contacts)
+        .enumerate()
+        .map(|(c, ((cand, x), ce))| {
+            local_residual(cand.law, x, &ce.y, cand.mu, kappa, corrector.map(|d| &d[c]), nt)
+        })
+        .collect()
+}
+
+/// Solves one island from the initial velocity `v0` (6 per island body)
+/// and, where given, initial contact unknowns `x0` (e.g. the solution of
+/// a previous candidate round; they must be interior).
+pub fn solve_island<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v0: DVec<T>,
+    x0: Vec<Option<DVec<T>>>,
+    params: &Params,
+) -> Result<IslandSolution<T>, SolveError> {
+    let sp = p.params;
+    let rho = sp.rho;
+    let mut v = v0;
+    let warm: Vec<bool> = x0.iter().map(|x| x.is_some()).collect();
+    let mut xs: Vec<DVec<T>> = island
+        .contacts
+        .iter()
+        .zip(x0)
+        .map(|(c, x)| x.unwrap_or_else(|| c.law.initial(params.initial_scale)))
+        .collect();
+    // Start on the linear equalities where the cones allow it: the gap
+    // slack at the gap of the initial velocity (when larger than the
+    // scale), β₀ = μγ, η_t = v_t with ψ = ‖v_t‖ + scale (exact cone),
+    // ηₖ = ψ + dₖᵀv_t with ψ = ‖v_t‖₁ + scale and s_ψ = μγ − Σβₖ > 0
+    // (pyramid).
+    let mut ev = evaluate(p, island, &v, &xs)?;
+    let scale = T::from_re(params.initial_scale);
+    for (((x, ce), cand), _) in
+        xs.iter_mut().zip(&ev.contacts).zip(&island.contacts).zip(&warm).filter(|w| !*w.1)
+    {
+        let y = ce.y;
+        if y[0].re() > x[1].re() {
+            x[1] = y[0];
+        }
+        match cand.law {
+            Law::Frictionless => {}
+            Law::Exact => {
+                x[2] = cand.mu * x[0];
+                x[6] = y[1];
+                x[7] = y[2];
+                x[5] = safe_norm(&Vec3::new(y[1], y[2], T::zero())) + scale;
+            }
+            Law::Pyramid => {
+                let psi = y[1].abs() + y[2].abs() + scale;
+                let beta = cand.mu * x[0] * T::from_re(0.125);
+                for k in 0..4 {
+                    x[2 + k] = beta;
+                }
+                x[6] = psi + y[1];
+                x[7] = psi - y[1];
+                x[8] = psi + y[2];
+                x[9] = psi - y[2];
+                x[10] = psi;
+                x[11] = cand.mu * x[0] * T::from_re(0.5);
+            }
+        }
+    }
+    ev = evaluate(p, island, &v, &xs)?;
+    let mut iter = 0;
+    loop {
+        let m = measures(island, &ev, &xs, rho);
+        if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
+            return Ok(IslandSolution {
+                v,
+                xs,
+                eval: ev,
+                iterations: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+            });
+        }
+        if iter >= sp.max_iterations {
+            return Err(SolveError::MaxIterations {
+                iters: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+            });
+        }
+        iter += 1;
+        let nt = params.nesterov_todd;
+        let fac = factor(p, island, &ev, &v, &xs, nt)?;
+        // Predictor (affine scaling, κ = 0).
+        let r_aff = local_residuals(island, &ev, &xs, T::zero(), None, nt);
+        let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
+        let alpha_aff = boundary_step(island, &xs, &dx_aff).min(1.0);
+        let nu = mean_comp(island, &xs, None);
+        let nu_aff = mean_comp(island, &xs, Some((&dx_aff, alpha_aff)));
+        let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
+        let kappa = (sigma * nu).max(rho);
+        // Corrector (centering + second-order term). Once the target has
+        // reached ρ the affine term `dz ∘ ds` is of the order of ρ itself
+        // and would keep the iterate off the central point, so the final
+        // phase takes pure Newton steps on r_ρ.
+        let second_order = if sigma * nu > rho { Some(dx_aff.as_slice()) } else { None };
+        let merit0 = measures(island, &ev, &xs, kappa).merit;
+        // Backtracking line search on ‖r_κ‖² along the corrector; when it
+        // finds no sufficient decrease (the second-order term can make the
+        // corrector an ascent direction far from the solution), along the
+        // pure Newton direction of r_κ; failing that, the shortest trial
+        // of the Newton direction is taken.
+        // (second-order term, Nesterov–Todd scaled): the corrector, then the
+        // Newton direction, then (when NT scaling is on) the unscaled
+        // Newton direction, which is a descent direction of ‖r_κ‖².
+        let mut candidates_dirs = vec![(second_order, nt)];
+        if second_order.is_some() {
+            candidates_dirs.push((None, nt));
+        }
+        if nt {
+            candidates_dirs.push((None, false));
+        }
+        let mut step_taken = None;
+        let mut fallback = None;
+        let mut accepted_alpha = 0.0;
+        let mut plain_fac = None;
+        for (so, scaled) in candidates_dirs.into_iter() {
+            let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so, scaled);
+            let f = if scaled == nt {
+                &fac
+            } else {
+                plain_fac.get_or_insert(factor(p, island, &ev, &v, &xs, scaled)?)
+            };
+            let (dv, dxs) = direction(island, &ev, f, &r_dir)?;
+            let mut alpha =
+                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+            for _ in 0..=params.max_backtracks {
+                let a = T::from_re(alpha);
+                let v_t = &v + &dv * a;
+                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
+                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
+                    let merit = measures(island, &ev_t, &xs_t, kappa).merit;
+                    if merit <= (1.0 - params.armijo * alpha) * merit0 {
+                        accepted_alpha = alpha;
+                        step_taken = Some((v_t, xs_t, ev_t));
+                        break;
+                    }
+                    if fallback.as_ref().is_none_or(|(m, _)| merit < *m) {
+                        fallback = Some((merit, (v_t, xs_t, ev_t)));
+                    }
+                }
+                alpha *= params.backtrack_factor;
+            }
+            if step_taken.is_some() {
+                break;
+            }
+        }
+        if accepted_alpha < params.recenter_below {
+            // Blocked against a cone boundary (a badly centred pair): take
+            // a pure centering step towards κ = ν instead, accepted without
+            // the merit test, so the next iterations can make progress.
+            let kc = T::from_re(nu.max(rho));
+            let r_c = local_residuals(island, &ev, &xs, kc, None, nt);
+            let (dv, dxs) = direction(island, &ev, &fac, &r_c)?;
+            let mut alpha =
+                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+            for _ in 0..=params.max_backtracks {
+                let a = T::from_re(alpha);
+                let v_t = &v + &dv * a;
+                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
+                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
+                    step_taken = Some((v_t, xs_t, ev_t));
+                    break;
+                }
+                alpha *= params.backtrack_factor;
+            }
+        }
+        let Some((v_n, xs_n, ev_n)) = step_taken.or(fallback.map(|f| f.1)) else {
+            // Every trial point failed to evaluate.
+            return Err(SolveError::Singular("line search: no trial point could be evaluated"));
+        };
+        v = v_n;
+        xs = xs_n;
+        ev = ev_n;
+    }
+}
