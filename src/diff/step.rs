@@ -4,7 +4,7 @@ use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
-use crate::contact::free_flight::FreeFlight;
+use crate::contact::ipm::Ipm;
 use crate::contact::SolverKind;
 use crate::dynamics::free::{difference_model, integrate_model};
 use crate::dynamics::Model;
@@ -39,6 +39,14 @@ pub struct StepJacobian {
     pub next: State<f64>,
     /// `∂x⁺/∂θ`.
     pub jacobian: DMat<f64>,
+    /// `fd` only: columns where the step map is not smooth within ±ε, so
+    /// that the difference quotient is not a derivative: the ±ε
+    /// perturbation changed the solver's structure (the contact candidate
+    /// set), or the one-sided differences disagree by more than 0.1% of
+    /// `max(1, ‖column‖∞)` (a kink — e.g. a contact exactly at a capsule's
+    /// segment end — or a curvature scale below ε, as for resting contact
+    /// at very small ρ, where the relaxed gap ρ/γ is shorter than ε).
+    pub nonsmooth: Vec<usize>,
 }
 
 /// `(q ⊖ q_nominal, v)` as one vector of length `2 nv`.
@@ -69,7 +77,7 @@ macro_rules! with_backend {
     ($world:expr, |$b:ident| $body:expr) => {
         match $world.solver {
             SolverKind::Ipm => {
-                let $b = FreeFlight::default();
+                let $b = Ipm { params: $world.ipm };
                 $body
             }
         }
@@ -83,6 +91,7 @@ fn residual_jacobian<B: ImplicitStep>(
     world: &World<f64>,
     state: &State<f64>,
     u: &DVec<f64>,
+    st: &B::Structure,
     y: &DVec<f64>,
 ) -> Result<DMat<f64>, DiffError> {
     let n = y.len();
@@ -96,7 +105,7 @@ fn residual_jacobian<B: ImplicitStep>(
         for j in 0..BLOCK.min(n - start) {
             yd[start + j] = D::from_re(y[start + j]).derivative(j);
         }
-        let r = b.residual(&pd, &yd)?;
+        let r = b.residual(&pd, st, &yd)?;
         for (i, ri) in r.iter().enumerate() {
             let g = eps_column(ri);
             for j in 0..BLOCK.min(n - start) {
@@ -115,9 +124,9 @@ fn ift<B: ImplicitStep>(
     params: &[Param],
 ) -> Result<StepJacobian, DiffError> {
     let p = world.problem(state, u);
-    let y = b.solve_root(&p)?;
+    let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
-    let jy = residual_jacobian(b, world, state, u, &y)?;
+    let jy = residual_jacobian(b, world, state, u, &st, &y)?;
     let lu = jy.lu();
     if !lu.is_invertible() {
         return Err(DiffError::Singular);
@@ -132,7 +141,7 @@ fn ift<B: ImplicitStep>(
         let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
         let pd = wd.problem(&sd, &ud);
         // ∂r/∂θ for this block
-        let r = b.residual(&pd, &y.map(D::from_re))?;
+        let r = b.residual(&pd, &st, &y.map(D::from_re))?;
         let mut jth = DMat::zeros(n, chunk.len());
         for (i, ri) in r.iter().enumerate() {
             let g = eps_column(ri);
@@ -160,7 +169,7 @@ fn ift<B: ImplicitStep>(
             }
         }
     }
-    Ok(StepJacobian { next: State { q: q_next, v: v_next }, jacobian: jac })
+    Ok(StepJacobian { next: State { q: q_next, v: v_next }, jacobian: jac, nonsmooth: Vec::new() })
 }
 
 /// Solves `J x = r` in the scalar `T` with the f64 LU factors of `J`
@@ -200,8 +209,8 @@ fn lift_step_with<B: ImplicitStep, T: Scalar>(
     let w0 = world.cast::<f64>();
     let s0 = state.cast::<f64>();
     let u0 = u.map(|x| x.re());
-    let y = b.solve_root(&w0.problem(&s0, &u0))?;
-    let jy = residual_jacobian(b, &w0, &s0, &u0, &y)?;
+    let (y, st) = b.solve_root(&w0.problem(&s0, &u0))?;
+    let jy = residual_jacobian(b, &w0, &s0, &u0, &st, &y)?;
     let lu = jy.lu();
     if !lu.is_invertible() {
         return Err(DiffError::Singular);
@@ -209,7 +218,7 @@ fn lift_step_with<B: ImplicitStep, T: Scalar>(
     let p = world.problem(state, u);
     let mut yt = y.map(T::from_re);
     for _ in 0..order {
-        let r = b.residual(&p, &yt)?;
+        let r = b.residual(&p, &st, &yt)?;
         yt -= solve_lifted(&lu, &r);
     }
     let nv = world.model.nv;
@@ -241,29 +250,46 @@ fn unrolled(
             }
         }
     }
-    Ok(StepJacobian { next: nominal, jacobian: jac })
+    Ok(StepJacobian { next: nominal, jacobian: jac, nonsmooth: Vec::new() })
 }
 
-fn fd(
+fn fd<B: ImplicitStep>(
+    b: &B,
     world: &World<f64>,
     state: &State<f64>,
     u: &DVec<f64>,
     params: &[Param],
     eps: f64,
 ) -> Result<StepJacobian, DiffError> {
-    let nominal = step(world, state, u)?.state;
     let nv = world.model.nv;
+    let solve = |w: &World<f64>, s: &State<f64>, uu: &DVec<f64>| -> Result<(State<f64>, B::Structure), DiffError> {
+        let (y, st) = b.solve_root(&w.problem(s, uu))?;
+        let v = y.rows(0, nv).into_owned();
+        let q = integrate_model(&w.model, &s.q, &v, w.dt).map_err(SimError::from)?;
+        Ok((State { q, v }, st))
+    };
+    let (nominal, st0) = solve(world, state, u)?;
+    let zero = tangent(&world.model, &nominal.q, &nominal);
     let mut jac = DMat::zeros(2 * nv, params.len());
+    let mut changed = Vec::new();
     for (c, p) in params.iter().enumerate() {
-        let run = |d: f64| -> Result<DVec<f64>, DiffError> {
+        let run = |d: f64| -> Result<(DVec<f64>, B::Structure), DiffError> {
             let (w, s, uu) = seeded(world, state, u, &[*p], &[d])?;
-            let next = step(&w, &s, &uu)?.state;
-            Ok(tangent(&w.model, &nominal.q, &next))
+            let (next, st) = solve(&w, &s, &uu)?;
+            Ok((tangent(&w.model, &nominal.q, &next), st))
         };
-        let col = (run(eps)? - run(-eps)?) / (2.0 * eps);
-        jac.set_column(c, &col);
+        let (plus, sp) = run(eps)?;
+        let (minus, sm) = run(-eps)?;
+        let central = (&plus - &minus) / (2.0 * eps);
+        let forward = (&plus - &zero) / eps;
+        let backward = (&zero - &minus) / eps;
+        let kink = (&forward - &backward).amax() > 1e-3 * central.amax().max(1.0);
+        if kink || !B::same_structure(&sp, &st0) || !B::same_structure(&sm, &st0) {
+            changed.push(c);
+        }
+        jac.set_column(c, &central);
     }
-    Ok(StepJacobian { next: nominal, jacobian: jac })
+    Ok(StepJacobian { next: nominal, jacobian: jac, nonsmooth: changed })
 }
 
 /// The Jacobian of one step with respect to `params` by `method`.
@@ -292,6 +318,6 @@ pub fn step_jacobian(
         Method::Ift => with_backend!(w, |b| ift(&b, &w, state, u, params)),
         Method::Lift => unrolled(&w, state, u, params, true),
         Method::Unrolled => unrolled(&w, state, u, params, false),
-        Method::Fd => fd(&w, state, u, params, opts.fd_eps),
+        Method::Fd => with_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),
     }
 }

@@ -183,6 +183,11 @@ pub struct Params {
     /// `q⁺` are added and the step is solved again, at most this many
     /// times. Default 4.
     pub max_candidate_rounds: usize,
+    /// Full Newton steps on `r_ρ` with the exact Jacobian after
+    /// convergence. Default 2: in a dual scalar each one makes one more
+    /// derivative order exact (the `unrolled` method's gradients and
+    /// Hessians), and it tightens the primal residual to round-off.
+    pub polish_steps: usize,
 }
 
 impl Default for Params {
@@ -200,6 +205,7 @@ impl Default for Params {
             nesterov_todd: true,
             newton: NewtonParams::default(),
             max_candidate_rounds: 4,
+            polish_steps: 2,
         }
     }
 }
@@ -349,6 +355,28 @@ impl ContactBackend for Ipm {
     }
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        Ok(self.solve_structured(p)?.0)
+    }
+}
+
+/// The contact structure a solve settled on: the final candidate set and
+/// each candidate's unknowns (in candidate order). Every decision behind it
+/// was taken on primal values.
+#[derive(Clone, Debug)]
+pub struct Structure<T: Scalar> {
+    /// Final candidates.
+    pub candidates: Vec<Candidate<T>>,
+    /// Their unknowns `x_c` at the solution.
+    pub xs: Vec<DVec<T>>,
+}
+
+impl Ipm {
+    /// Solves the step and also returns the final candidate set and the
+    /// contact unknowns (used by the implicit-function derivatives).
+    pub fn solve_structured<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         let params = &self.params;
         let (v_free, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
@@ -364,7 +392,8 @@ impl ContactBackend for Ipm {
                 let stats = SolveStats { iterations: ff_iters, ..Default::default() };
                 let penetrating = detect(p, &q_next, &zero_reach, 0.0);
                 if penetrating.is_empty() || round >= params.max_candidate_rounds {
-                    return Ok(StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats });
+                    let sol = StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats };
+                    return Ok((sol, Structure { candidates: Vec::new(), xs: Vec::new() }));
                 }
                 cands = penetrating;
                 round += 1;
@@ -380,7 +409,17 @@ impl ContactBackend for Ipm {
                 .collect();
             if extra.is_empty() || round >= params.max_candidate_rounds {
                 sol.stats.iterations = total_iters;
-                return Ok(sol);
+                let xs = cands
+                    .iter()
+                    .map(|c| {
+                        warm.xs
+                            .iter()
+                            .find(|(key, _)| *key == (c.a, c.b, c.feature))
+                            .map(|w| w.1.clone())
+                            .expect("every candidate was solved")
+                    })
+                    .collect();
+                return Ok((sol, Structure { candidates: cands, xs }));
             }
             cands.extend(extra);
             round += 1;
