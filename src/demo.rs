@@ -88,3 +88,43 @@ pub fn derivative_check(scene: &Scene) -> Result<DerivativeCheck, DiffError> {
     let tolerance = 1e-6;
     Ok(DerivativeCheck { max_rel_diff: diff, tolerance, passed: diff <= tolerance, jacobian_norm: norm })
 }
+
+/// Silico V-D's smoothing example: a flat block (m = 1, μ = 1) resting on
+/// the ground with g = 1 and h = 0.1, simulated and differentiated at the
+/// relaxation `rho`. The world's only control is the horizontal force.
+pub fn push_world(rho: f64) -> (crate::sim::World<f64>, crate::sim::State<f64>) {
+    use crate::geometry::{Material, Shape, StaticGeometry};
+    use crate::math::{Mat3, Pose, Vec3};
+    let mut w = crate::sim::World::<f64>::new(0.1);
+    w.gravity = Vec3::new(0.0, 0.0, -1.0);
+    w.params.rho = rho;
+    let half = Vec3::new(0.5, 0.5, 0.05);
+    let inertia = Mat3::from_diagonal(&Vec3::new(
+        (half.y * half.y + half.z * half.z) / 3.0,
+        (half.x * half.x + half.z * half.z) / 3.0,
+        (half.x * half.x + half.y * half.y) / 3.0,
+    ));
+    let mat = Material { friction: 1.0, restitution: 0.0 };
+    w.add_body("block", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat)
+        .expect("valid block");
+    w.statics.push(StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        pose: Pose::identity(),
+        material: mat,
+    });
+    let x = crate::sim::State::at_rest(&w.model, &[[0.0, 0.0, half.z]]);
+    (w, x)
+}
+
+/// `∂x⁺/∂F` of one step of [`push_world`] under the horizontal force `f`,
+/// by `ift` at the relaxation `rho`.
+pub fn push_gradient(f: f64, rho: f64) -> Result<f64, DiffError> {
+    use crate::diff::{step_jacobian, DiffOptions, Method, Param};
+    let (w, x) = push_world(rho);
+    let mut u = w.zero_control();
+    u[0] = f;
+    let opts = DiffOptions { rho: Some(rho), ..Default::default() };
+    let j = step_jacobian(&w, &x, &u, &[Param::U(0)], Method::Ift, &opts)?;
+    Ok(j.jacobian[(0, 0)])
+}
