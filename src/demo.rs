@@ -1,92 +1,42 @@
-//! The built-in demonstration run by `dualsim` with no arguments.
+//! The built-in demonstration run by `dualsim` with no arguments, and the
+//! small worlds used by examples and tests.
 
-use serde_json::json;
-
-use crate::diff::{fd, unrolled, DiffError, Input};
+use crate::diff::{check, CheckOptions, CheckReport, DiffError, DiffOptions};
 use crate::scene::Scene;
 
 /// What the demonstration shows.
-pub const DESCRIPTION: &str = "a T-handle spun about its intermediate axis (Dzhanibekov flip) \
-     and a thrown ball, 10 s of free flight at h = 0.01; then d(final state)/d(initial \
-     velocity) by dual numbers vs central finite differences";
+pub const DESCRIPTION: &str = "box toss: a cube (edge 0.5, m = 1, mu = 0.1) thrown with a spin \
+     onto the ground, 5 s at h = 0.01 with the ipm backend (exact Coulomb cone, rho = 1e-6); \
+     then the one-step Jacobian w.r.t. state, control and parameters by ift, lift, unrolled and \
+     central differences at three states (start, middle and end of the run)";
 
-/// The embedded scene.
-pub const SCENE: &str = r#"
-[sim]
-dt = 0.01
-steps = 1000
-gravity = [0.0, 0.0, -9.81]
+/// The embedded scene (`examples/scenes/box_toss.toml`).
+pub const SCENE: &str = include_str!("../examples/scenes/box_toss.toml");
 
-[[body]]
-name = "handle"
-mass = 1.0
-inertia = [0.4, 0.9, 1.2]
-position = [0.0, 0.0, 60.0]
-angular_velocity = [0.001, 5.0, 0.001]
-velocity = [0.0, 0.0, 49.05]
-shape = { type = "capsule", radius = 0.1, half_length = 0.5 }
-
-[[body]]
-name = "ball"
-mass = 0.5
-inertia = [0.008, 0.008, 0.008]
-position = [2.0, 0.0, 0.0]
-velocity = [3.0, 0.0, 49.05]
-angular_velocity = [0.0, 0.0, 1.0]
-shape = { type = "sphere", radius = 0.2 }
-"#;
-
-/// Result of the demonstration's derivative check.
-#[derive(Clone, Debug)]
-pub struct DerivativeCheck {
-    /// Largest |J_unrolled − J_fd| / max(1, ‖J‖∞).
-    pub max_rel_diff: f64,
-    /// Tolerance used.
-    pub tolerance: f64,
-    /// Whether the methods agree.
-    pub passed: bool,
-    /// ‖J‖∞ of the dual-number Jacobian.
-    pub jacobian_norm: f64,
+/// Compares the derivative methods on the demonstration scene: at three
+/// states along the trajectory (`diff::check`, FD step 1e-7).
+pub fn derivative_check(scene: &Scene) -> Result<CheckReport, DiffError> {
+    let opts = CheckOptions {
+        samples: 3,
+        diff: DiffOptions { rho: None, fd_eps: 1e-7 },
+        ..Default::default()
+    };
+    check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts)
 }
 
-impl DerivativeCheck {
-    /// One-line summary.
-    pub fn summary(&self) -> String {
-        format!(
-            "derivative check, d(final state)/d(initial velocity of `handle`): unrolled \
-             (DualSVec64<6>) vs central FD (eps 1e-6): max relative difference {:.2e} \
-             (tolerance {:.0e}) -> {}",
-            self.max_rel_diff,
-            self.tolerance,
-            if self.passed { "agree" } else { "DISAGREE" }
-        )
-    }
-    /// As JSON.
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "methods": ["unrolled", "fd"],
-            "of": "final state (tangent)",
-            "wrt": "handle.velocity, handle.angular_velocity",
-            "max_rel_diff": self.max_rel_diff,
-            "tolerance": self.tolerance,
-            "jacobian_inf_norm": self.jacobian_norm,
-            "passed": self.passed,
-        })
-    }
-}
-
-/// Compares dual-number and finite-difference derivatives of the final
-/// state with respect to the first body's initial velocity.
-pub fn derivative_check(scene: &Scene) -> Result<DerivativeCheck, DiffError> {
-    let k = scene.world.model.bodies[0].idx_v;
-    let inputs: Vec<Input> = (0..6).map(|i| Input::Velocity(k + i)).collect();
-    let steps = scene.steps.min(300);
-    let ju = unrolled::<6>(&scene.world, &scene.initial, &scene.controls, steps, &inputs)?;
-    let jf = fd(&scene.world, &scene.initial, &scene.controls, steps, &inputs, 1e-6)?;
-    let norm = ju.abs().max();
-    let diff = (&ju - &jf).abs().max() / norm.max(1.0);
-    let tolerance = 1e-6;
-    Ok(DerivativeCheck { max_rel_diff: diff, tolerance, passed: diff <= tolerance, jacobian_norm: norm })
+/// A one-line summary of a check report.
+pub fn summary(r: &CheckReport) -> String {
+    let worst = |k: &str| r.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
+    format!(
+        "derivative check at steps {:?} (rho = {:e}): largest relative difference from ift: \
+         lift {:.1e}, unrolled {:.1e}, fd {:.1e} -> {}",
+        r.sample_steps,
+        r.rho,
+        worst("ift_vs_lift"),
+        worst("ift_vs_unrolled"),
+        worst("ift_vs_fd"),
+        if r.passed { "all methods agree" } else { "DISAGREE" }
+    )
 }
 
 /// Silico V-D's smoothing example: a flat block (m = 1, μ = 1) resting on

@@ -254,13 +254,15 @@ fn demo() -> ExitCode {
             return ExitCode::from(EXIT_SIM);
         }
     };
-    println!("{}", check.summary());
+    println!("{}", dualsim::demo::summary(&check));
     let dir = Path::new("dualsim-out");
     let written = write_json(dir, "trajectory.json", &trajectory_json(&scene, &traj))
         .and_then(|_| {
             write_json(dir, "run.json", &serde_json::to_value(&report).expect("report serializes"))
         })
-        .and_then(|_| write_json(dir, "derivative_check.json", &check.to_json()));
+        .and_then(|_| {
+            write_json(dir, "check.json", &serde_json::to_value(&check).expect("report serializes"))
+        });
     if let Err(e) = written {
         eprintln!("error: writing results: {e}");
         return ExitCode::from(EXIT_SIM);
