@@ -347,6 +347,25 @@ pub fn horner<T: Scalar>(t: T, coefficients: &[f64]) -> T {
     acc
 }
 
+/// `x` clamped to `[0, 1]`, the branch taken on the primal part (the
+/// derivative parts are those of `x` inside, zero outside).
+///
+/// ```
+/// use dualsim::scalar::clamp01;
+/// assert_eq!(clamp01(1.5_f64), 1.0);
+/// assert_eq!(clamp01(0.25_f64), 0.25);
+/// ```
+#[inline]
+pub fn clamp01<T: Scalar>(x: T) -> T {
+    if x.re() <= 0.0 {
+        T::zero()
+    } else if x.re() >= 1.0 {
+        T::one()
+    } else {
+        x
+    }
+}
+
 /// max(x, 0) with the branch taken on the primal part.
 ///
 /// ```

@@ -3,17 +3,8 @@
 use super::sphere_sphere::sphere_sphere;
 use super::Contact;
 use crate::math::Vec3;
+use crate::scalar::clamp01;
 use crate::Scalar;
-
-fn clamp01<T: Scalar>(t: T) -> T {
-    if t.re() <= 0.0 {
-        T::zero()
-    } else if t.re() >= 1.0 {
-        T::one()
-    } else {
-        t
-    }
-}
 
 /// Closest points of segments `[a0, a1]` and `[b0, b1]` as parameters
 /// `(s, t) ∈ [0, 1]²` (Ericson, *Real-Time Collision Detection* §5.1.9;

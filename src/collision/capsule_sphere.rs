@@ -3,6 +3,7 @@
 use super::sphere_sphere::sphere_sphere;
 use super::Contact;
 use crate::math::Vec3;
+use crate::scalar::clamp01;
 use crate::Scalar;
 
 /// Parameter `t ∈ [0, 1]` of the point of segment `[e0, e1]` closest to `p`
@@ -13,14 +14,7 @@ pub fn closest_on_segment<T: Scalar>(e0: &Vec3<T>, e1: &Vec3<T>, p: &Vec3<T>) ->
     if dd.re() <= 0.0 {
         return T::zero();
     }
-    let t = (p - e0).dot(&d) / dd;
-    if t.re() <= 0.0 {
-        T::zero()
-    } else if t.re() >= 1.0 {
-        T::one()
-    } else {
-        t
-    }
+    clamp01((p - e0).dot(&d) / dd)
 }
 
 /// Capsule `([e0, e1], ra)` against sphere `(cb, rb)`: the closest point of

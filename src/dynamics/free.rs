@@ -197,20 +197,43 @@ pub fn momentum_residual<T: Scalar>(
             continue;
         }
         let k = b.idx_v;
-        let m = b.inertia.mass;
-        for d in 0..3 {
-            out[k + d] = (v_next[k + d] - v[k + d]) * m - (gravity[d] * m + u[k + d]) * h;
-        }
-        let iw = world_inertia(model, i, q);
-        let w0 = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
-        let w1 = Vec3::new(v_next[k + 3], v_next[k + 4], v_next[k + 5]);
-        let err = |source| DynamicsError::Retraction { body: i, source };
-        let r = discrete_momentum_rot(&iw, &w1, h, 1.0).map_err(err)?
-            - discrete_momentum_rot(&iw, &w0, h, -1.0).map_err(err)?
-            - Vec3::new(u[k + 3], u[k + 4], u[k + 5]) * h;
-        out.fixed_rows_mut::<3>(k + 3).copy_from(&r);
+        let vn = nalgebra::Vector6::from_fn(|d, _| v_next[k + d]);
+        let r = body_residual(model, i, q, v, &vn, u, gravity, h)?;
+        out.fixed_rows_mut::<6>(k).copy_from(&r);
     }
     Ok(())
+}
+
+/// The six rows of [`momentum_residual`] for the free body `i` at its next
+/// velocity `v_next` (linear, angular; world frame). Shared by every
+/// backend that builds its own per-body blocks.
+#[allow(clippy::too_many_arguments)]
+pub fn body_residual<T: Scalar>(
+    model: &Model<T>,
+    i: usize,
+    q: &DVec<T>,
+    v: &DVec<T>,
+    v_next: &nalgebra::Vector6<T>,
+    u: &DVec<T>,
+    gravity: &Vec3<T>,
+    h: T,
+) -> Result<nalgebra::Vector6<T>, DynamicsError> {
+    let b = &model.bodies[i];
+    let k = b.idx_v;
+    let m = b.inertia.mass;
+    let mut out = nalgebra::Vector6::zeros();
+    for d in 0..3 {
+        out[d] = (v_next[d] - v[k + d]) * m - (gravity[d] * m + u[k + d]) * h;
+    }
+    let iw = world_inertia(model, i, q);
+    let w0 = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
+    let w1 = Vec3::new(v_next[3], v_next[4], v_next[5]);
+    let err = |source| DynamicsError::Retraction { body: i, source };
+    let r = discrete_momentum_rot(&iw, &w1, h, 1.0).map_err(err)?
+        - discrete_momentum_rot(&iw, &w0, h, -1.0).map_err(err)?
+        - Vec3::new(u[k + 3], u[k + 4], u[k + 5]) * h;
+    out.fixed_rows_mut::<3>(3).copy_from(&r);
+    Ok(out)
 }
 
 /// The 3×3 block `∂P⁺/∂ω` at `ω` (world frame).

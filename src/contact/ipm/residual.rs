@@ -12,8 +12,7 @@ use super::cone::{arrow, jordan, nt_scaling};
 use super::kinematics::{contact_kinematics, Other};
 use crate::collision::Contact;
 use crate::contact::{SolveError, StepProblem};
-use crate::dynamics::free::{orientation, position, rotational_jacobian, world_inertia, DynamicsError};
-use crate::math::integrate::phi_scalar;
+use crate::dynamics::free::{body_residual, orientation, position, rotational_jacobian, world_inertia, DynamicsError};
 use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 use nalgebra::{Matrix3x6, Matrix6, Vector6};
@@ -278,32 +277,16 @@ pub fn body_dynamics<T: Scalar>(
     i: usize,
     v_next: &Vector6<T>,
 ) -> Result<(Vector6<T>, Matrix6<T>), DynamicsError> {
-    let b = &p.model.bodies[i];
-    let k = b.idx_v;
-    let m = b.inertia.mass;
-    let h = p.h;
-    let half_h = h * T::from_re(0.5);
-    let mut r = Vector6::zeros();
-    for d in 0..3 {
-        r[d] = (v_next[d] - p.v[k + d]) * m - (p.gravity[d] * m + p.u[k + d]) * h;
-    }
+    let r = body_residual(p.model, i, p.q, p.v, v_next, p.u, &p.gravity, p.h)?;
+    let m = p.model.bodies[i].inertia.mass;
     let iw = world_inertia(p.model, i, p.q);
-    let err = |source| DynamicsError::Retraction { body: i, source };
-    let w0 = Vec3::new(p.v[k + 3], p.v[k + 4], p.v[k + 5]);
     let w1 = Vec3::new(v_next[3], v_next[4], v_next[5]);
-    let c1 = phi_scalar(&w1, h).map_err(err)?;
-    let c0 = phi_scalar(&w0, h).map_err(err)?;
-    let iw1 = iw * w1;
-    let iw0 = iw * w0;
-    let p_plus = iw1 * c1 + w1.cross(&iw1) * half_h;
-    let p_minus = iw0 * c0 - w0.cross(&iw0) * half_h;
-    let tau = Vec3::new(p.u[k + 3], p.u[k + 4], p.u[k + 5]);
-    r.fixed_rows_mut::<3>(3).copy_from(&(p_plus - p_minus - tau * h));
     let mut jac = Matrix6::zeros();
     for d in 0..3 {
         jac[(d, d)] = m;
     }
-    jac.fixed_view_mut::<3, 3>(3, 3).copy_from(&rotational_jacobian(&iw, &w1, h).map_err(err)?);
+    let err = |source| DynamicsError::Retraction { body: i, source };
+    jac.fixed_view_mut::<3, 3>(3, 3).copy_from(&rotational_jacobian(&iw, &w1, p.h).map_err(err)?);
     Ok((r, jac))
 }
 
