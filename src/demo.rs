@@ -46,7 +46,7 @@ pub fn push_world(rho: f64) -> (crate::sim::World<f64>, crate::sim::State<f64>) 
     use crate::geometry::{Material, Shape, StaticGeometry};
     use crate::math::{Mat3, Pose, Vec3};
     let mut w = crate::sim::World::<f64>::new(0.1);
-    w.gravity = Vec3::new(0.0, 0.0, -1.0);
+    w.set_gravity(Vec3::new(0.0, 0.0, -1.0));
     w.params.rho = rho;
     let half = Vec3::new(0.5, 0.5, 0.05);
     let inertia = Mat3::from_diagonal(&Vec3::new(

@@ -4,6 +4,7 @@
 //! is selected.
 
 use super::{ContactBackend, SolveError, SolveStats, StepProblem, StepSolution};
+use crate::dynamics::articulated::articulated_velocity;
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
 use crate::Scalar;
 
@@ -20,8 +21,9 @@ impl ContactBackend for FreeFlight {
     }
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
-        let (v_next, iterations) =
+        let (mut v_next, iterations) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &self.newton)?;
+        articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_next);
         let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
         Ok(StepSolution {
             q_next,

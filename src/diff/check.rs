@@ -98,7 +98,8 @@ pub struct CheckReport {
 
 fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
     let mut out = Vec::new();
-    let bodies = world.model.bodies.iter().enumerate().take(max_bodies);
+    let bodies =
+        world.model.bodies.iter().enumerate().filter(|(_, b)| b.is_free_root()).take(max_bodies);
     for (b, body) in bodies {
         let k = body.idx_v;
         out.extend((0..3).map(|i| ("position", Param::Q(k + i))));
@@ -118,6 +119,11 @@ fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
             _ => 0,
         };
         out.extend((0..nshape).map(|i| ("shape", Param::Shape(b, i))));
+    }
+    for r in world.robots.iter().take(max_bodies) {
+        out.extend((r.idx_v..r.idx_v + r.nv).map(|i| ("robot_q", Param::Q(i))));
+        out.extend((r.idx_v..r.idx_v + r.nv).map(|i| ("robot_v", Param::V(i))));
+        out.extend((r.idx_v..r.idx_v + r.nv).map(|i| ("control", Param::U(i))));
     }
     out.extend((0..3).map(|i| ("gravity", Param::Gravity(i))));
     out.push(("dt", Param::Dt));
@@ -141,14 +147,15 @@ pub fn check(
     let named = inputs(world, opts.max_bodies);
     let params: Vec<Param> = named.iter().map(|(_, p)| *p).collect();
     let nv = world.model.nv;
-    let of_rows: [(&str, Vec<usize>); 4] = [
-        ("position", world.model.bodies.iter().flat_map(|b| b.idx_v..b.idx_v + 3).collect()),
-        ("orientation", world.model.bodies.iter().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect()),
-        ("velocity", world.model.bodies.iter().flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3).collect()),
-        (
-            "angular_velocity",
-            world.model.bodies.iter().flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6).collect(),
-        ),
+    let free = || world.model.bodies.iter().filter(|b| b.is_free_root());
+    let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);
+    let of_rows: [(&str, Vec<usize>); 6] = [
+        ("position", free().flat_map(|b| b.idx_v..b.idx_v + 3).collect()),
+        ("orientation", free().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect()),
+        ("velocity", free().flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3).collect()),
+        ("angular_velocity", free().flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6).collect()),
+        ("robot_q", robot_dofs().collect()),
+        ("robot_v", robot_dofs().map(|i| nv + i).collect()),
     ];
     let mut kinds: Vec<&str> = Vec::new();
     for (k, _) in &named {
@@ -174,6 +181,9 @@ pub fn check(
             for (wi, kind) in kinds.iter().enumerate() {
                 let cols: Vec<usize> =
                     named.iter().enumerate().filter(|(_, (n, _))| n == kind).map(|(c, _)| c).collect();
+                if rows.is_empty() || cols.is_empty() {
+                    continue;
+                }
                 let entry = acc.entry((oi, wi)).or_insert((0.0, [0.0; 3]));
                 for &r in rows {
                     for &c in &cols {

@@ -4,6 +4,7 @@ use crate::contact::free_flight::FreeFlight;
 use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, Partner};
 use crate::contact::ipm::{islands, Ipm};
 use crate::contact::{SolveError, StepProblem};
+use crate::dynamics::articulated::articulated_residual;
 use crate::dynamics::free::{free_flight_velocity, momentum_residual};
 use crate::math::DVec;
 use crate::Scalar;
@@ -48,6 +49,7 @@ impl ImplicitStep for FreeFlight {
     fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, _: &(), y: &DVec<T>) -> Result<DVec<T>, SolveError> {
         let mut r = DVec::zeros(p.model.nv);
         momentum_residual(p.model, p.q, p.v, y, p.u, &p.gravity, p.h, &mut r)?;
+        articulated_residual(p.model, p.q, p.v, y, p.u, p.h, &mut r);
         Ok(r)
     }
 
@@ -89,6 +91,7 @@ impl ImplicitStep for Ipm {
         let v_next = y.rows(0, nv).into_owned();
         let mut r_dyn = DVec::zeros(nv);
         momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
+        articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
         r.rows_mut(0, nv).copy_from(&r_dyn);
         // Offsets of each candidate's unknowns in y, by key.
         let mut offsets = Vec::with_capacity(cands.len());

@@ -12,7 +12,7 @@ use crate::sim::{State, World};
 pub struct Output {
     /// `NAME.FIELD`.
     pub label: String,
-    /// Body index.
+    /// Body index (robot index for robot fields).
     pub body: usize,
     /// Which field.
     pub field: OutputField,
@@ -29,6 +29,11 @@ pub enum OutputField {
     Velocity,
     /// Angular velocity (3).
     AngularVelocity,
+    /// A robot's joint coordinates (rows in its tangent space: one per
+    /// velocity coordinate).
+    RobotQ,
+    /// A robot's joint velocities.
+    RobotV,
 }
 
 fn body(world: &World<f64>, name: &str, full: &str) -> Result<usize, DiffError> {
@@ -47,6 +52,18 @@ pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, Diff
             let (name, field) = item.split_once('.').ok_or_else(|| {
                 DiffError::BadParam(format!("`{item}`: expected NAME.FIELD"))
             })?;
+            if let Some(r) = world.robot_index(name) {
+                let field = match field {
+                    "q" => OutputField::RobotQ,
+                    "v" => OutputField::RobotV,
+                    other => {
+                        return Err(DiffError::BadParam(format!(
+                            "`{item}`: unknown robot output `{other}` (expected q or v)"
+                        )))
+                    }
+                };
+                return Ok(Output { label: item.to_string(), body: r, field });
+            }
             let b = body(world, name, item)?;
             let field = match field {
                 "position" => OutputField::Position,
@@ -81,6 +98,24 @@ pub fn parse_inputs(
                 let (name, field) = item.split_once('.').ok_or_else(|| {
                     DiffError::BadParam(format!("`{item}`: expected NAME.FIELD"))
                 })?;
+                if let Some(ri) = world.robot_index(name) {
+                    let r = &world.robots[ri];
+                    let dofs = r.idx_v..r.idx_v + r.nv;
+                    let inputs: Vec<Input> = match field {
+                        "q" => dofs.map(Input::Config).collect(),
+                        "v" => dofs.map(Input::Velocity).collect(),
+                        "control" => (0..steps)
+                            .flat_map(|s| dofs.clone().map(move |i| Input::Control { step: s, index: i }))
+                            .collect(),
+                        other => {
+                            return Err(DiffError::BadParam(format!(
+                                "`{item}`: unknown robot input `{other}` (expected q, v or control)"
+                            )))
+                        }
+                    };
+                    out.push((item.to_string(), inputs));
+                    continue;
+                }
                 let b = body(world, name, item)?;
                 let k = world.model.bodies[b].idx_v;
                 let shape_params = |keys: &[(&str, usize)], key: &str| -> Result<Vec<Input>, DiffError> {
@@ -161,6 +196,16 @@ pub fn output_rows(
     let mut values = Vec::new();
     let mut rows: Vec<nalgebra::RowDVector<f64>> = Vec::new();
     for o in outputs {
+        if let OutputField::RobotQ | OutputField::RobotV = o.field {
+            let r = &world.robots[o.body];
+            let (row0, src) = if o.field == OutputField::RobotQ { (r.idx_v, &last.q) } else { (nv + r.idx_v, &last.v) };
+            let (vi, n) = if o.field == OutputField::RobotQ { (r.idx_q, r.nq) } else { (r.idx_v, r.nv) };
+            values.extend(src.rows(vi, n).iter().copied());
+            for i in 0..r.nv {
+                rows.push(jacobian.row(row0 + i).into_owned());
+            }
+            continue;
+        }
         let b = &world.model.bodies[o.body];
         let (kq, kv) = (b.idx_q, b.idx_v);
         match o.field {
@@ -180,6 +225,7 @@ pub fn output_rows(
                     rows.push(jr.row(i).into_owned());
                 }
             }
+            OutputField::RobotQ | OutputField::RobotV => unreachable!("handled above"),
             OutputField::Velocity | OutputField::AngularVelocity => {
                 let off = if o.field == OutputField::Velocity { 0 } else { 3 };
                 for i in 0..3 {

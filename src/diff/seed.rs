@@ -90,7 +90,10 @@ pub fn seeded<T: Scalar>(
                 let s = w.shapes[b].as_mut().and_then(|s| shape_param(s, k)).ok_or_else(|| bad(p))?;
                 *s += d;
             }
-            Param::Gravity(k) if k < 3 => w.gravity[k] += d,
+            Param::Gravity(k) if k < 3 => {
+                w.gravity[k] += d;
+                w.model.gravity[k] += d;
+            }
             Param::Dt => w.dt += d,
             _ => return Err(bad(p)),
         }

@@ -338,6 +338,10 @@ pub fn integrate_model<T: Scalar>(
     v: &DVec<T>,
     h: T,
 ) -> Result<DVec<T>, DynamicsError> {
+    if super::articulated::has_articulated(model) {
+        return super::configuration::integrate(model, q, v, h)
+            .map_err(|source| DynamicsError::Retraction { body: 0, source });
+    }
     let mut out = q.clone();
     for (i, b) in model.bodies.iter().enumerate() {
         if !b.is_free_root() {
@@ -357,6 +361,9 @@ pub fn integrate_model<T: Scalar>(
 /// Tangent difference `d` with `q1 = q0 ⊕ d` (per body, see
 /// [`crate::math::difference`]).
 pub fn difference_model<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>) -> DVec<T> {
+    if super::articulated::has_articulated(model) {
+        return super::configuration::difference(model, q0, q1);
+    }
     let mut out = DVec::zeros(model.nv);
     for b in &model.bodies {
         if !b.is_free_root() {

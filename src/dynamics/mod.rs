@@ -27,6 +27,7 @@ pub mod aba_derivatives;
 pub mod cholesky;
 pub mod configuration;
 pub mod crba;
+pub mod articulated;
 pub mod free;
 pub mod kinematics;
 pub mod model;

@@ -24,6 +24,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
 
 use crate::contact::{FrictionCone, SolverKind};
+use crate::dynamics::urdf::{self, BaseJoint};
 use crate::geometry::{BundleOp, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
 use crate::sim::{Controls, State, World};
@@ -307,7 +308,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             steps = x as usize;
         }
         if let Some((g, _, _)) = sim.vec_opt::<3>("gravity")? {
-            world.gravity = Vec3::from(g);
+            world.set_gravity(Vec3::from(g));
         }
         let solver = sim.str_opt("solver")?;
         if let Some((name, span, path)) = solver {
@@ -446,12 +447,66 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     }
 
     // [[robot]]
-    if let Some((val, p)) = root.get("robot") {
-        return Err(cx.error(
-            val.span(),
-            &p,
-            "articulated robots are not available in this build yet",
-        ));
+    // [[robot]]
+    for mut r in root.array_of_tables("robot")? {
+        let Some((name, _, _)) = r.str_opt("name")? else { return Err(r.missing("name")) };
+        let name = name.to_string();
+        let Some((file, fspan, fpath)) = r.str_opt("urdf")? else { return Err(r.missing("urdf")) };
+        let base_dir = Path::new(cx.file).parent().unwrap_or(Path::new("."));
+        let base = choose(
+            cx,
+            r.str_opt("base")?,
+            &[("fixed", BaseJoint::Fixed), ("floating", BaseJoint::Floating)],
+            BaseJoint::Fixed,
+        )?;
+        let urdf = urdf::load_file(base_dir.join(file), base)
+            .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
+        let pos = r.vec_opt::<3>("base_position")?.map(|x| x.0).unwrap_or([0.0; 3]);
+        let rot = match r.vec_opt::<4>("base_orientation")? {
+            None => Quat::new(1.0, 0.0, 0.0, 0.0),
+            Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
+        };
+        let (rq, rv) = (urdf.model.nq, urdf.model.nv);
+        let mut q0: Vec<f64> = urdf.model.neutral().iter().copied().collect();
+        let placement = match base {
+            BaseJoint::Fixed => Pose::new(rot, Vec3::from(pos)),
+            BaseJoint::Floating => {
+                q0[..3].copy_from_slice(&pos);
+                q0[3..7].copy_from_slice(&[rot.w, rot.i, rot.j, rot.k]);
+                Pose::identity()
+            }
+        };
+        if let Some((val, p)) = r.get("q") {
+            let given = num_list(cx, val, &p)?;
+            if given.len() != rq {
+                return Err(cx.error(val.span(), &p, format!("expected {rq} joint positions, found {}", given.len())));
+            }
+            if base == BaseJoint::Floating {
+                let n = given[3..7].iter().map(|x| x * x).sum::<f64>().sqrt();
+                if (n - 1.0).abs() > 1e-6 {
+                    return Err(cx.error(val.span(), &p, format!("the base quaternion q[3..7] must have unit norm, its norm is {n}")));
+                }
+            }
+            q0 = given;
+        }
+        let v0 = match r.get("v") {
+            None => vec![0.0; rv],
+            Some((val, p)) => {
+                let given = num_list(cx, val, &p)?;
+                if given.len() != rv {
+                    return Err(cx.error(val.span(), &p, format!("expected {rv} joint velocities, found {}", given.len())));
+                }
+                given
+            }
+        };
+        let span = r.span.clone();
+        let path = r.path.clone();
+        r.finish()?;
+        world
+            .add_robot(&name, &urdf.model, &placement)
+            .map_err(|e| cx.error(span, &path, e.to_string()))?;
+        q.extend_from_slice(&q0);
+        v.extend_from_slice(&v0);
     }
 
     // [[control]]
@@ -462,21 +517,27 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         let Some((target, tspan, tpath)) = c.str_opt("target")? else {
             return Err(c.missing("target"));
         };
-        let Some(bi) = world.model.body_index(target) else {
-            return Err(cx.error(tspan, &tpath, format!("no body named `{target}`")));
+        let (k, width) = if let Some(ri) = world.robot_index(target) {
+            (world.robots[ri].idx_v, world.robots[ri].nv)
+        } else if let Some(bi) = world.model.body_index(target).filter(|&b| world.model.bodies[b].is_free_root()) {
+            (world.model.bodies[bi].idx_v, 6)
+        } else {
+            return Err(cx.error(tspan, &tpath, format!("no body or robot named `{target}`")));
         };
-        let k = world.model.bodies[bi].idx_v;
         let values = c.get("values");
         let rows = c.get("per_step");
         match (values, rows) {
             (Some((val, p)), None) => {
-                let u = nums::<6>(cx, val, &p)?;
-                for d in 0..6 {
+                let u = num_list(cx, val, &p)?;
+                if u.len() != width {
+                    return Err(cx.error(val.span(), &p, format!("expected {width} numbers, found {}", u.len())));
+                }
+                for d in 0..width {
                     constant[k + d] += u[d];
                 }
                 if let Some(ps) = per_step.as_mut() {
                     for row in ps.iter_mut() {
-                        for d in 0..6 {
+                        for d in 0..width {
                             row[k + d] += u[d];
                         }
                     }
@@ -494,14 +555,14 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                 }
                 for (i, row) in list.iter().enumerate() {
                     let u = num_list(cx, row, &format!("{p}[{i}]"))?;
-                    if u.len() != 6 {
+                    if u.len() != width {
                         return Err(cx.error(
                             row.span(),
                             &format!("{p}[{i}]"),
-                            format!("expected 6 numbers, found {}", u.len()),
+                            format!("expected {width} numbers, found {}", u.len()),
                         ));
                     }
-                    for d in 0..6 {
+                    for d in 0..width {
                         ps[i][k + d] += u[d];
                     }
                 }

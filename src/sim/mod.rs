@@ -42,7 +42,9 @@ pub struct World<T: Scalar> {
     pub materials: Vec<Material<T>>,
     /// Fixed geometry.
     pub statics: Vec<StaticGeometry<T>>,
-    /// Gravity (default (0, 0, −9.81)).
+    /// Gravity (default (0, 0, −9.81)). Change it with
+    /// [`World::set_gravity`], which keeps `model.gravity` (used by the
+    /// articulated algorithms) equal to it.
     pub gravity: Vec3<T>,
     /// Time step h > 0.
     pub dt: T,
@@ -58,6 +60,28 @@ pub struct World<T: Scalar> {
     pub friction_combine: Combine,
     /// Restitution combination rule.
     pub restitution_combine: Combine,
+    /// Articulated robots (their links are bodies of `model`).
+    pub robots: Vec<Robot>,
+}
+
+/// An articulated robot of a world: a range of bodies and coordinates of
+/// the world's model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Robot {
+    /// Name (scene files and `grad` refer to it).
+    pub name: String,
+    /// Index of its first body (the root link) in the model.
+    pub first_body: usize,
+    /// Number of bodies (links).
+    pub bodies: usize,
+    /// First configuration index.
+    pub idx_q: usize,
+    /// Number of configuration coordinates.
+    pub nq: usize,
+    /// First velocity index.
+    pub idx_v: usize,
+    /// Number of velocity coordinates.
+    pub nv: usize,
 }
 
 impl<T: Scalar> World<T> {
@@ -76,7 +100,54 @@ impl<T: Scalar> World<T> {
             ipm: IpmParams::default(),
             friction_combine: Combine::Average,
             restitution_combine: Combine::Average,
+            robots: Vec::new(),
         }
+    }
+
+    /// Sets gravity (in the world and in the model).
+    pub fn set_gravity(&mut self, g: Vec3<T>) {
+        self.gravity = g;
+        self.model.gravity = g;
+    }
+
+    /// Adds an articulated robot: its links become bodies named
+    /// `NAME/LINK`, its root is attached to the world at `base` (for a
+    /// fixed base) or gets a free joint (floating base, as imported).
+    /// Robot links do not collide yet. Returns the robot's index.
+    pub fn add_robot(
+        &mut self,
+        name: &str,
+        robot: &Model<f64>,
+        base: &crate::math::Pose<f64>,
+    ) -> Result<usize, ModelError> {
+        if self.robots.iter().any(|r| r.name == name) || self.model.body_index(name).is_some() {
+            return Err(ModelError::DuplicateName(name.into()));
+        }
+        let mut renamed = robot.clone();
+        for b in renamed.bodies.iter_mut() {
+            b.name = format!("{name}/{}", b.name);
+        }
+        let (idx_q, idx_v) = (self.model.nq, self.model.nv);
+        let first_body = self.model.append(&renamed.cast::<T>(), None, &base.cast::<T>())?;
+        for _ in 0..robot.bodies.len() {
+            self.shapes.push(None);
+            self.materials.push(Material::default());
+        }
+        self.robots.push(Robot {
+            name: name.into(),
+            first_body,
+            bodies: robot.bodies.len(),
+            idx_q,
+            nq: self.model.nq - idx_q,
+            idx_v,
+            nv: self.model.nv - idx_v,
+        });
+        Ok(self.robots.len() - 1)
+    }
+
+    /// Index of the robot named `name`.
+    pub fn robot_index(&self, name: &str) -> Option<usize> {
+        self.robots.iter().position(|r| r.name == name)
     }
 
     /// Adds a free rigid body (centre of mass at its origin); returns its index.
@@ -134,6 +205,7 @@ impl<T: Scalar> World<T> {
             ipm: self.ipm,
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
+            robots: self.robots.clone(),
         }
     }
 }
@@ -148,12 +220,14 @@ pub struct State<T: Scalar> {
 }
 
 impl<T: Scalar> State<T> {
-    /// Bodies at the given positions, identity orientation, at rest.
+    /// Free bodies at the given positions, identity orientation, at rest
+    /// (articulated joints at their neutral configuration).
     #[track_caller]
     pub fn at_rest(model: &Model<T>, positions: &[[f64; 3]]) -> Self {
-        assert_eq!(positions.len(), model.bodies.len(), "one position per body");
-        let mut q = DVec::zeros(model.nq);
-        for (b, p) in model.bodies.iter().zip(positions) {
+        let free: Vec<_> = model.bodies.iter().filter(|b| b.is_free_root()).collect();
+        assert_eq!(positions.len(), free.len(), "one position per free body");
+        let mut q = model.neutral();
+        for (b, p) in free.into_iter().zip(positions) {
             for d in 0..3 {
                 q[b.idx_q + d] = T::from_re(p[d]);
             }

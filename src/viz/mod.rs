@@ -86,6 +86,7 @@ pub fn body_reports(scene: &Scene, state: &State<f64>) -> Vec<BodyReport> {
         .model
         .bodies
         .iter()
+        .filter(|b| b.is_free_root())
         .map(|b| {
             let p = position(&state.q, b.idx_q);
             let r = orientation(&state.q, b.idx_q);
@@ -98,6 +99,20 @@ pub fn body_reports(scene: &Scene, state: &State<f64>) -> Vec<BodyReport> {
                 velocity: [v[k], v[k + 1], v[k + 2]],
                 angular_velocity: [v[k + 3], v[k + 4], v[k + 5]],
             }
+        })
+        .collect()
+}
+
+/// The robots of `state` as reports.
+pub fn robot_reports(scene: &Scene, state: &State<f64>) -> Vec<RobotReport> {
+    scene
+        .world
+        .robots
+        .iter()
+        .map(|r| RobotReport {
+            name: r.name.clone(),
+            q: state.q.rows(r.idx_q, r.nq).iter().copied().collect(),
+            v: state.v.rows(r.idx_v, r.nv).iter().copied().collect(),
         })
         .collect()
 }
@@ -117,7 +132,7 @@ pub fn run_report(
         steps: stats.len(),
         dt: scene.world.dt,
         solver: scene.world.solver.name().to_string(),
-        r#final: FinalReport { bodies: body_reports(scene, &last), robots: Vec::new() },
+        r#final: FinalReport { bodies: body_reports(scene, &last), robots: robot_reports(scene, &last) },
         stats: StatsReport {
             mean_iterations: stats.iter().map(|s| s.iterations as f64).sum::<f64>() / n,
             max_iterations: stats.iter().map(|s| s.iterations).max().unwrap_or(0),
@@ -139,13 +154,15 @@ pub fn trajectory_json(scene: &Scene, traj: &Trajectory<f64>) -> serde_json::Val
             serde_json::json!({
                 "t": k as f64 * scene.world.dt,
                 "bodies": body_reports(scene, s),
+                "robots": robot_reports(scene, s),
             })
         })
         .collect();
     serde_json::json!({
         "dt": scene.world.dt,
         "solver": scene.world.solver.name(),
-        "bodies": scene.world.model.bodies.iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
+        "bodies": scene.world.model.bodies.iter().filter(|b| b.is_free_root()).map(|b| b.name.clone()).collect::<Vec<_>>(),
+        "robots": scene.world.robots.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
         "frames": frames,
     })
 }

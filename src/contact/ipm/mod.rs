@@ -378,8 +378,11 @@ impl Ipm {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         let params = &self.params;
-        let (v_free, ff_iters) =
+        let (mut v_free, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        // Articulated joints (robots) take their own explicit step; their
+        // links do not collide (yet), so no island contains them.
+        crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_free);
         let mut cands = candidates(p, params);
         let zero_reach = vec![0.0; p.model.bodies.len()];
         let mut total_iters = 0;
