@@ -28,6 +28,7 @@
 
 extern crate self as dualsim;
 
+pub mod collision;
 pub mod contact;
 pub mod demo;
 pub mod diff;

@@ -1,0 +1,3 @@
+//! Collision detection: conic proximity of convex primitives.
+
+pub mod conic;
