@@ -198,7 +198,31 @@ pub fn proximity_gradient(
     J.view_mut((n, n), (m, m)).fill_with_identity();
     J.view_mut((n + m, n), (m, m)).copy_from(&pr.layout.arrow(z));
     J.view_mut((n + m, n + m), (m, m)).copy_from(&pr.layout.arrow(s));
-    let lu = J.lu();
+    // Row equilibration (the complementarity rows mix O(1) and O(μ)
+    // entries) and two rounds of iterative refinement of every solve.
+    let row_scale: Vec<f64> = (0..n + 2 * m)
+        .map(|i| {
+            let r = J.row(i).amax();
+            if r > 0.0 {
+                1.0 / r
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    for (i, sc) in row_scale.iter().enumerate() {
+        J.row_mut(i).scale_mut(*sc);
+    }
+    let lu = J.clone().lu();
+    let solve = |b: &DVector<f64>| -> Option<DVector<f64>> {
+        let b = DVector::from_fn(b.len(), |i, _| b[i] * row_scale[i]);
+        let mut x = lu.solve(&b)?;
+        for _ in 0..2 {
+            let r = &b - &J * &x;
+            x += lu.solve(&r)?;
+        }
+        Some(x)
+    };
 
     let mut sa = shape_a.clone();
     let mut sb = shape_b.clone();
@@ -215,7 +239,7 @@ pub fn proximity_gradient(
         let mut rhs = DVector::zeros(n + 2 * m);
         rhs.rows_mut(0, n).copy_from(&(dg.transpose() * z));
         rhs.rows_mut(n, m).copy_from(&ds_fixed);
-        let dw = lu.solve(&(-rhs)).ok_or(ProximityError::NoConvergence {
+        let dw = solve(&(-rhs)).ok_or(ProximityError::NoConvergence {
             iters: prox.solution.iters,
             residual: f64::INFINITY,
         })?;
