@@ -39,6 +39,8 @@
 //!   `s ∘ z = tol_gap · e` return the central-path point of that fixed μ
 //!   (see [`ConicParams::centering`]): a smooth function of the data, with
 //!   duals accurate to O(μ) rather than O(√μ) on active second-order cones.
+//! * On a numerical breakdown far from the solution the solve is retried
+//!   once with τ = 0.9 and twice the iteration limit.
 //! * Fraction to boundary τ = 0.99 (DCOL's value) on one common step for
 //!   (s, z).
 //!
@@ -275,8 +277,10 @@ impl Scaling {
         for (st, d) in layout.soc_blocks() {
             let ss = s.rows(st, d);
             let zz = z.rows(st, d);
-            let sjs = ss[0] * ss[0] - ss.rows(1, d - 1).norm_squared();
-            let zjz = zz[0] * zz[0] - zz.rows(1, d - 1).norm_squared();
+            // (u₀ − ‖u₁‖)(u₀ + ‖u₁‖): less cancellation than u₀² − ‖u₁‖²
+            let (sn1, zn1) = (ss.rows(1, d - 1).norm(), zz.rows(1, d - 1).norm());
+            let sjs = (ss[0] - sn1) * (ss[0] + sn1);
+            let zjz = (zz[0] - zn1) * (zz[0] + zn1);
             if !(sjs > 0.0 && zjz > 0.0) {
                 return None;
             }
@@ -368,6 +372,26 @@ pub fn solve_conic(
     layout: &ConeLayout,
     params: &ConicParams,
 ) -> Result<ConicSolution, ProximityError> {
+    match solve_once(c, G, h, layout, params) {
+        Ok(sol) => Ok(sol),
+        // A numerical breakdown (rare: an apex or a nearly degenerate
+        // contact) is retried once with a more conservative fraction to the
+        // boundary.
+        Err(ProximityError::NoConvergence { .. }) if params.tau > 0.9 => {
+            let retry = ConicParams { tau: 0.9, max_iters: params.max_iters * 2, ..*params };
+            solve_once(c, G, h, layout, &retry)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn solve_once(
+    c: &DVector<f64>,
+    G: &DMatrix<f64>,
+    h: &DVector<f64>,
+    layout: &ConeLayout,
+    params: &ConicParams,
+) -> Result<ConicSolution, ProximityError> {
     let m = layout.dim();
     assert_eq!(G.nrows(), m, "G has one row per cone coordinate");
     assert_eq!(h.len(), m, "h has one entry per cone coordinate");
@@ -389,6 +413,11 @@ pub fn solve_conic(
         }
     }
 
+    let debug = |what: &str, iter: usize| {
+        if std::env::var("CONIC_DEBUG").is_ok() {
+            eprintln!("breakdown ({what}) at iteration {iter}");
+        }
+    };
     let mut residual = f64::INFINITY;
     // Some((μ, steps done)) once the tolerances are met: centering steps.
     let mut centering: Option<(f64, usize)> = None;
@@ -412,6 +441,8 @@ pub fn solve_conic(
                 }
                 return Err(no_conv(iter, residual));
             }
+        } else if iter >= params.max_iters {
+            return Err(no_conv(iter, residual));
         } else if mu <= params.tol_gap && residual <= 1e3 * params.tol_residual {
             if params.centering == 0 && residual <= params.tol_residual {
                 return Ok(ConicSolution { x, s, z, iters: iter, gap });
@@ -431,11 +462,17 @@ pub fn solve_conic(
             }
         };
 
-        let Some(W) = Scaling::new(layout, &s, &z) else { return fail(iter, residual) };
+        let Some(W) = Scaling::new(layout, &s, &z) else {
+            debug("scaling", iter);
+            return fail(iter, residual);
+        };
         let lambda = W.apply(layout, &z, false);
         let WiG = W.apply_inv_mat(layout, G);
         let H = WiG.transpose() * &WiG;
-        let Some(chol) = H.cholesky() else { return fail(iter, residual) };
+        let Some(chol) = H.cholesky() else {
+            debug("cholesky", iter);
+            return fail(iter, residual);
+        };
 
         // Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
         // reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
@@ -494,6 +531,7 @@ pub fn solve_conic(
             eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {:?}", x.as_slice());
         }
         if !(t.is_finite() && t > 0.0) || dx.iter().chain(ds.iter()).chain(dz.iter()).any(|v| !v.is_finite()) {
+            debug("step", iter);
             return fail(iter, residual);
         }
         x += dx * t;
