@@ -347,3 +347,29 @@ fn every_pair_symmetric_and_matches_finite_differences() {
     );
     assert!(total.failures.is_empty(), "{} failures, first: {:?}", total.failures.len(), &total.failures[..total.failures.len().min(10)]);
 }
+
+#[test]
+fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
+    use dualsim::collision::conic::proximity_gradient::alpha_lifted;
+    use num_dual::DualSVec64;
+    type D = DualSVec64<4>;
+    let a = Shape::Capsule { radius: 0.3, half_length: 0.6 };
+    let b = Shape::Box { half_extents: Vec3::new(0.6, 0.4, 0.8) };
+    let pa = Pose::new(so3::exp(&Vec3::new(0.3, -0.2, 0.5)), Vec3::new(0.1, 0.2, -0.1));
+    let pb = Pose::new(so3::exp(&Vec3::new(-0.4, 0.7, 0.1)), Vec3::new(1.5, -0.4, 0.6));
+    let params = ConicParams::default();
+    let (prox, jac) = proximity_gradient(&a, &pa, &b, &pb, &params).unwrap();
+    // seed the translation of b (3 directions) and the capsule radius
+    let mut pbd = pb.cast::<D>();
+    for i in 0..3 {
+        pbd.translation[i] = D::from_re(pb.translation[i]).derivative(i);
+    }
+    let ad = Shape::Capsule { radius: D::from_re(0.3).derivative(3), half_length: D::from_re(0.6) };
+    let alpha = alpha_lifted(&ad, &pa.cast::<D>(), &b.cast::<D>(), &pbd, &prox).unwrap();
+    let eps = alpha.eps.unwrap_generic(nalgebra::U4, nalgebra::U1);
+    assert!((alpha.re - prox.alpha).abs() < 1e-15);
+    for i in 0..3 {
+        assert!((eps[i] - jac.dalpha_dpose_b()[i]).abs() < 1e-9, "{i}: {} vs {}", eps[i], jac.dalpha_dpose_b()[i]);
+    }
+    assert!((eps[3] - jac.dalpha_dshape_a()[0]).abs() < 1e-9);
+}

@@ -326,12 +326,26 @@ impl Scaling {
         out
     }
 
-    /// `W⁻¹ A` column by column.
+    /// `W⁻¹ A` column by column (in place on a copy of A).
     fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
-        let mut out = DMatrix::zeros(A.nrows(), A.ncols());
+        let mut out = A.clone();
         for j in 0..A.ncols() {
-            let col = A.column(j).into_owned();
-            out.set_column(j, &self.apply(layout, &col, true));
+            let mut col = out.column_mut(j);
+            for i in 0..layout.n_orthant {
+                col[i] /= self.w_orth[i];
+            }
+            for ((st, d), (eta, wb)) in layout.soc_blocks().zip(self.w_soc.iter()) {
+                let v0 = col[st];
+                let mut w1v1 = 0.0;
+                for k in 1..d {
+                    w1v1 += wb[k] * col[st + k];
+                }
+                col[st] = (wb[0] * v0 - w1v1) / eta;
+                let c = -v0 + w1v1 / (1.0 + wb[0]);
+                for k in 1..d {
+                    col[st + k] = (col[st + k] + c * wb[k]) / eta;
+                }
+            }
         }
         out
     }
@@ -401,9 +415,9 @@ fn solve_once(
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
     // --- initial point
-    let GtG = G.transpose() * G;
+    let GtG = G.tr_mul(G);
     let chol0 = GtG.clone().cholesky().ok_or(no_conv(0, f64::INFINITY))?;
-    let mut x = chol0.solve(&(G.transpose() * h));
+    let mut x = chol0.solve(&(G.tr_mul(h)));
     let mut s = h - G * &x;
     let mut z = G * chol0.solve(&(-c));
     for u in [&mut s, &mut z] {
@@ -413,8 +427,9 @@ fn solve_once(
         }
     }
 
+    let verbose = cfg!(debug_assertions) && std::env::var_os("CONIC_DEBUG").is_some();
     let debug = |what: &str, iter: usize| {
-        if std::env::var("CONIC_DEBUG").is_ok() {
+        if verbose {
             eprintln!("breakdown ({what}) at iteration {iter}");
         }
     };
@@ -424,7 +439,7 @@ fn solve_once(
     // ‖Δx‖∞ of the last centering step
     let mut last_dx = f64::INFINITY;
     for iter in 0..params.max_iters + params.centering {
-        let rx = c + G.transpose() * &z;
+        let rx = c + G.tr_mul(&z);
         let rz = &s + G * &x - h;
         let gap = s.dot(&z);
         residual = rx.amax().max(rz.amax());
@@ -468,7 +483,7 @@ fn solve_once(
         };
         let lambda = W.apply(layout, &z, false);
         let WiG = W.apply_inv_mat(layout, G);
-        let H = WiG.transpose() * &WiG;
+        let H = WiG.tr_mul(&WiG);
         let Some(chol) = H.cholesky() else {
             debug("cholesky", iter);
             return fail(iter, residual);
@@ -478,20 +493,20 @@ fn solve_once(
         // reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
         let reduced = |bx: &DVector<f64>, bz: &DVector<f64>, bc: &DVector<f64>| {
             let t = W.apply(layout, bz, true) - bc;
-            let dx = chol.solve(&(bx + WiG.transpose() * &t));
+            let dx = chol.solve(&(bx + WiG.tr_mul(&t)));
             let dz = W.apply(layout, &(W.apply(layout, &(G * &dx - bz), true) + bc), true);
             let ds = W.apply(layout, &(bc - W.apply(layout, &dz, false)), false);
             (dx, ds, dz)
         };
         // The same with two rounds of iterative refinement on the unreduced
         // system (the reduced matrix is ill-conditioned near the solution).
-        let newton = |rc: &DVector<f64>| {
+        let newton = |rc: &DVector<f64>, rounds: usize| {
             let bx = -&rx;
             let bz = -&rz;
             let bc = layout.jordan_div(&lambda, rc);
             let (mut dx, mut ds, mut dz) = reduced(&bx, &bz, &bc);
-            for _ in 0..params.refinement {
-                let ex = &bx - G.transpose() * &dz;
+            for _ in 0..rounds {
+                let ex = &bx - G.tr_mul(&dz);
                 let ez = &bz - G * &dx - &ds;
                 let ec = &bc - W.apply(layout, &dz, false) - W.apply(layout, &ds, true);
                 let (cx, cs, cz) = reduced(&ex, &ez, &ec);
@@ -506,12 +521,13 @@ fn solve_once(
         let (dx, ds, dz, sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
-            let (dx, ds, dz) = newton(&(&e * mu_c - &ll));
+            let (dx, ds, dz) = newton(&(&e * mu_c - &ll), params.refinement);
             last_dx = dx.amax();
             (dx, ds, dz, 1.0, 0.0)
         } else {
         // predictor
-        let (_, ds_a, dz_a) = newton(&(-&ll));
+        // (the predictor only sets σ and the second-order term: no refinement)
+        let (_, ds_a, dz_a) = newton(&(-&ll), 0);
         let t_a = layout.max_step(&s, &ds_a).min(layout.max_step(&z, &dz_a)).min(1.0);
         let rho = (&s + &ds_a * t_a).dot(&(&z + &dz_a * t_a)) / gap;
         let sigma = rho.clamp(0.0, 1.0).powi(3);
@@ -522,12 +538,12 @@ fn solve_once(
             &W.apply(layout, &dz_a, false),
         );
         let rc = -&ll - corr + &e * (sigma * mu);
-        let (dx, ds, dz) = newton(&rc);
+        let (dx, ds, dz) = newton(&rc, params.refinement);
         (dx, ds, dz, sigma, t_a)
         };
         let t_max = layout.max_step(&s, &ds).min(layout.max_step(&z, &dz));
         let t = (params.tau * t_max).min(1.0);
-        if std::env::var("CONIC_DEBUG").is_ok() {
+        if verbose {
             eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {:?}", x.as_slice());
         }
         if !(t.is_finite() && t > 0.0) || dx.iter().chain(ds.iter()).chain(dz.iter()).any(|v| !v.is_finite()) {
@@ -555,7 +571,10 @@ mod tests {
         let b = w.apply(&layout, &s, true);
         assert!((&a - &b).norm() < 1e-12, "{a} {b}");
         let back = w.apply(&layout, &w.apply(&layout, &s, true), false);
-        assert!((back - s).norm() < 1e-12);
+        assert!((back - &s).norm() < 1e-12);
+        let m = DMatrix::from_columns(&[s.clone(), z.clone()]);
+        let wm = w.apply_inv_mat(&layout, &m);
+        assert!((wm.column(0) - w.apply(&layout, &s, true)).norm() < 1e-14);
     }
 
     #[test]
