@@ -94,9 +94,14 @@ fn bad_input_is_a_typed_error() {
     assert!(matches!(r, Err(ProximityError::NoConvergence { iters: 1, .. })), "{r:?}");
     // degenerate shapes and poses: an error or a finite answer, never a panic or NaN
     let zero = Shape::Sphere { radius: 0.0 };
-    for (sa, sb) in [(&zero, &zero), (&b, &zero)] {
-        if let Ok(p) = proximity(sa, &Pose::identity(), sb, &Pose::identity(), &ConicParams::default()) {
-            assert!(p.alpha.is_finite() && p.point.iter().all(|v| v.is_finite()));
+    let negative = Shape::Sphere { radius: -1.0 };
+    let open = Shape::Polytope { normals: vec![Vec3::x()], offsets: vec![1.0] };
+    let points = Shape::Points { points: vec![], normals: vec![] };
+    for (sa, sb) in [(&zero, &zero), (&b, &zero), (&negative, &b), (&negative, &negative), (&open, &open), (&open, &b), (&points, &b)] {
+        for pb in [Pose::identity(), at(2.0, 0.0, 0.0)] {
+            if let Ok(p) = proximity(sa, &Pose::identity(), sb, &pb, &ConicParams::default()) {
+                assert!(p.alpha.is_finite() && p.point.iter().all(|v| v.is_finite()), "{sa:?} {sb:?} {p:?}");
+            }
         }
     }
     let r = proximity(&b, &Pose::identity(), &b, &at(f64::INFINITY, 0.0, 0.0), &ConicParams::default());

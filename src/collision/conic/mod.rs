@@ -290,6 +290,10 @@ pub fn solve_problem(pr: &ConicProblem<f64>, params: &ConicParams) -> Result<Pro
 /// Proximity of two convex shapes at world poses (module docs).
 ///
 /// The shapes may be in any scalar; the solve uses their primal values.
+/// Poses must carry unit quaternions. Non-finite input gives
+/// [`ProximityError::NonFinite`]; an infeasible or unbounded problem
+/// (a zero-size shape away from its partner, an open polytope) gives
+/// [`ProximityError::NoConvergence`], never a panic or a NaN.
 ///
 /// ```
 /// use dualsim::collision::conic::{proximity, ConicParams};
