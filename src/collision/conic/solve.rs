@@ -519,6 +519,12 @@ fn solve_once(
                 let ex = &bx - G.tr_mul(&dz);
                 let ez = &bz - G * &dx - &ds;
                 let ec = &bc - W.apply(layout, &dz, false) - W.apply(layout, &ds, true);
+                // skip when the direction already solves the system to
+                // round-off (early, well-conditioned iterations)
+                let scale = bx.amax().max(bz.amax()).max(bc.amax()).max(1.0);
+                if ex.amax().max(ez.amax()).max(ec.amax()) <= 1e-15 * scale {
+                    break;
+                }
                 let (cx, cs, cz) = reduced(&ex, &ez, &ec);
                 dx += cx;
                 ds += cs;
