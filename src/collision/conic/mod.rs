@@ -35,7 +35,7 @@
 //! a matrix-vector product and no implicit-function theorem; the unit
 //! contact normal (pointing from a to b) is its direction. The full
 //! derivatives (rotation, shape parameters, the witness point) are in
-//! [`proximity_gradient`].
+//! [`mod@proximity_gradient`].
 //!
 //! # Bundles
 //!
@@ -49,7 +49,7 @@
 //! The constraint evaluation ([`primitive::lower`], [`assemble`]) is generic
 //! over `T: Scalar`; the solve runs in `f64` on primal values (the
 //! derivative parts are recovered by the envelope theorem or the IFT in
-//! [`proximity_gradient`], or lifted to any scalar by
+//! [`mod@proximity_gradient`], or lifted to any scalar by
 //! [`proximity_gradient::alpha_lifted`]).
 
 pub mod primitive;

@@ -7,7 +7,7 @@
 //! In this order: the tangent of pose a (6: `δr` then `δω`, the perturbed
 //! pose being `(exp(δω) ⊗ q_a, r_a + δr)`, i.e. world-frame rotation), the
 //! tangent of pose b (6), the parameters of shape a then of shape b in the
-//! order of [`shape_params_mut`](super::primitive::shape_params_mut).
+//! order of [`super::primitive::shape_params_mut`].
 //! `∂G/∂θ_k` and `∂h/∂θ_k` come from assembling the problem once per
 //! parameter with a [`Dual64`] seeded on that parameter (the assembly is
 //! generic, [`super::assemble`]).

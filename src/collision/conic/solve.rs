@@ -46,7 +46,7 @@
 //!
 //! Everything branches on `f64` values. A failed factorization, a non-finite
 //! iterate or the iteration limit gives
-//! [`ProximityError::NoConvergence`](super::ProximityError::NoConvergence).
+//! [`super::ProximityError::NoConvergence`].
 
 #![allow(non_snake_case)]
 
