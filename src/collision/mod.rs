@@ -36,6 +36,7 @@
 
 pub mod box_plane;
 pub mod broad_phase;
+pub mod conic;
 pub mod capsule_capsule;
 pub mod capsule_plane;
 pub mod capsule_sphere;
