@@ -187,3 +187,23 @@ fn rotate_gradient_at_zero_with_dualsvec() {
         }
     }
 }
+
+/// The contact solver runs in a user's own scalar type too: the sphere
+/// drop onto a fixed sphere, in `Counted` and in `HyperDual64`, gives the
+/// f64 trajectory.
+#[test]
+fn contact_steps_in_custom_and_dual_scalars() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/sphere_drop.toml");
+    let s = dualsim::scene::load(&path).unwrap();
+    let reference = rollout(&s.world, &s.initial, &s.controls, s.steps).unwrap();
+    fn run<T: Scalar>(s: &dualsim::scene::Scene) -> Vec<f64> {
+        let w = s.world.cast::<T>();
+        let x = s.initial.cast::<T>();
+        let c = Controls::Constant(w.zero_control());
+        rollout(&w, &x, &c, s.steps).unwrap().last().q.iter().map(|e| e.re()).collect()
+    }
+    let r: Vec<f64> = reference.last().q.iter().copied().collect();
+    assert!(max_diff(&run::<Counted>(&s), &r) < 1e-12);
+    assert!(max_diff(&run::<HyperDual64>(&s), &r) < 1e-12);
+    assert!((r[2] - 1.0).abs() < 1e-4, "the ball rests on the fixed sphere");
+}
