@@ -3,6 +3,7 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
+use super::implicit::dense_jacobian;
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
 use crate::contact::ipm::Ipm;
 use crate::contact::SolverKind;
@@ -84,38 +85,92 @@ macro_rules! with_backend {
     };
 }
 
-/// Exact `∂r/∂y` at `y` (f64), by dual-number evaluation of the residual
-/// in column blocks.
-fn residual_jacobian<B: ImplicitStep>(
+/// Maps a singular-system failure of the linear algebra to
+/// [`DiffError::Singular`].
+fn singular(e: crate::contact::SolveError) -> DiffError {
+    match e {
+        crate::contact::SolveError::Singular(_) => DiffError::Singular,
+        e => e.into(),
+    }
+}
+
+/// `∂r/∂θ` at `y` for `params` (f64, one column per parameter), by
+/// dual-number evaluation of the residual in column blocks of 8: the
+/// structure `st` and `y` are fixed, only the problem data is seeded.
+fn residual_param_jacobian<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
     state: &State<f64>,
     u: &DVec<f64>,
     st: &B::Structure,
     y: &DVec<f64>,
+    params: &[Param],
 ) -> Result<DMat<f64>, DiffError> {
     let n = y.len();
-    let wd = world.cast::<D>();
-    let sd = state.cast::<D>();
-    let ud = u.map(D::from_re);
-    let pd = wd.problem(&sd, &ud);
-    let mut jy = DMat::zeros(n, n);
-    for start in (0..n).step_by(BLOCK) {
-        let mut yd = y.map(D::from_re);
-        for j in 0..BLOCK.min(n - start) {
-            yd[start + j] = D::from_re(y[start + j]).derivative(j);
-        }
-        let r = b.residual(&pd, st, &yd)?;
+    let yd = y.map(D::from_re);
+    let mut jth = DMat::zeros(n, params.len());
+    for start in (0..params.len()).step_by(BLOCK) {
+        let chunk = &params[start..params.len().min(start + BLOCK)];
+        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
+        let r = b.residual(&wd.problem(&sd, &ud), st, &yd)?;
         for (i, ri) in r.iter().enumerate() {
             let g = eps_column(ri);
-            for j in 0..BLOCK.min(n - start) {
-                jy[(i, start + j)] = g[j];
+            for j in 0..chunk.len() {
+                jth[(i, start + j)] = g[j];
             }
         }
     }
-    Ok(jy)
+    Ok(jth)
 }
 
+/// Per free body, the Jacobian of its output tangent `q⁺ ⊖ q⁺₀` (6 rows),
+/// `q⁺ = (q ⊕ δ) ⊕ h v⁺`, with respect to `(δ, v⁺, h)` (13 columns) at
+/// `δ = 0` (one forward-mode evaluation per body); `None` for bodies that
+/// are not free roots (their tangent rows are zero).
+fn output_blocks(
+    model: &Model<f64>,
+    q: &DVec<f64>,
+    v_next: &DVec<f64>,
+    h: f64,
+    q_next: &DVec<f64>,
+) -> Result<Vec<Option<nalgebra::SMatrix<f64, 6, 13>>>, DiffError> {
+    type E = DualSVec64<13>;
+    let mut out = Vec::with_capacity(model.bodies.len());
+    for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            out.push(None);
+            continue;
+        }
+        let (kq, kv) = (b.idx_q, b.idx_v);
+        let err = |source| SimError::from(crate::dynamics::free::DynamicsError::Retraction { body: i, source });
+        let qb: [E; 7] = core::array::from_fn(|j| E::from_re(q[kq + j]));
+        let dq: [E; 6] = core::array::from_fn(|j| E::from_re(0.0).derivative(j));
+        let q0 = crate::math::integrate(&qb, &dq, E::from_re(1.0)).map_err(err)?;
+        let vb: [E; 6] = core::array::from_fn(|j| E::from_re(v_next[kv + j]).derivative(6 + j));
+        let q1 = crate::math::integrate(&q0, &vb, E::from_re(h).derivative(12)).map_err(err)?;
+        let qn: [E; 7] = core::array::from_fn(|j| E::from_re(q_next[kq + j]));
+        let t = crate::math::difference(&qn, &q1);
+        let mut m = nalgebra::SMatrix::<f64, 6, 13>::zeros();
+        for (r, tr) in t.iter().enumerate() {
+            m.set_row(r, &tr.eps.unwrap_generic(Const::<13>, U1).transpose());
+        }
+        out.push(Some(m));
+    }
+    Ok(out)
+}
+
+/// The implicit-function Jacobian of one step:
+///
+/// 1. `y*` and the structure from the f64 solve;
+/// 2. `∂r/∂θ` for every parameter ([`residual_param_jacobian`]);
+/// 3. `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ` by [`ImplicitStep::solve_jacobian`]
+///    (the backend's block-structured factorization at the solution,
+///    factored once for all columns);
+/// 4. the output map: `v⁺` rows are `dv⁺/dθ`; the tangent rows of body `b`
+///    are `T_δ dδ_b/dθ + T_v dv⁺_b/dθ + T_h dh/dθ` with the per-body
+///    blocks of [`output_blocks`] (`δ` moves only with `Param::Q`, `h` only
+///    with `Param::Dt`).
 fn ift<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -126,46 +181,30 @@ fn ift<B: ImplicitStep>(
     let p = world.problem(state, u);
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
-    let jy = residual_jacobian(b, world, state, u, &st, &y)?;
-    let lu = jy.lu();
-    if !lu.is_invertible() {
-        return Err(DiffError::Singular);
-    }
+    let jth = residual_param_jacobian(b, world, state, u, &st, &y, params)?;
+    let dy = -b.solve_jacobian(&p, &st, &y, &jth).map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
     let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
+    let blocks = output_blocks(&world.model, &state.q, &v_next, world.dt, &q_next)?;
     let mut jac = DMat::zeros(2 * nv, params.len());
-    let n = y.len();
-    for start in (0..params.len()).step_by(BLOCK) {
-        let chunk = &params[start..params.len().min(start + BLOCK)];
-        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
-        let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
-        let pd = wd.problem(&sd, &ud);
-        // ∂r/∂θ for this block
-        let r = b.residual(&pd, &st, &y.map(D::from_re))?;
-        let mut jth = DMat::zeros(n, chunk.len());
-        for (i, ri) in r.iter().enumerate() {
-            let g = eps_column(ri);
-            for j in 0..chunk.len() {
-                jth[(i, j)] = g[j];
-            }
-        }
-        let dy = -lu.solve(&jth).ok_or(DiffError::Singular)?;
-        // y(θ) to first order, then the output map in the same dual scalar.
-        let mut yd = y.map(D::from_re);
-        for i in 0..n {
-            let mut e = nalgebra::SVector::<f64, BLOCK>::zeros();
-            for j in 0..chunk.len() {
-                e[j] = dy[(i, j)];
-            }
-            yd[i].eps = num_dual::Derivative::some(e);
-        }
-        let vd = yd.rows(0, nv).into_owned();
-        let qd = integrate_model(&wd.model, &sd.q, &vd, wd.dt).map_err(SimError::from)?;
-        let t = tangent(&wd.model, &q_next.map(D::from_re), &State { q: qd, v: vd });
-        for (i, ti) in t.iter().enumerate() {
-            let g = eps_column(ti);
-            for j in 0..chunk.len() {
-                jac[(i, start + j)] = g[j];
+    jac.rows_mut(nv, nv).copy_from(&dy.rows(0, nv));
+    for (bi, blk) in blocks.iter().enumerate() {
+        let Some(t) = blk else { continue };
+        let kv = world.model.bodies[bi].idx_v;
+        let tv = t.fixed_view::<6, 6>(0, 6);
+        let rows = tv * dy.rows(kv, 6);
+        jac.rows_mut(kv, 6).copy_from(&rows);
+        for (j, prm) in params.iter().enumerate() {
+            match *prm {
+                Param::Q(i) if (kv..kv + 6).contains(&i) => {
+                    let mut col = jac.view_mut((kv, j), (6, 1));
+                    col += t.column(i - kv);
+                }
+                Param::Dt => {
+                    let mut col = jac.view_mut((kv, j), (6, 1));
+                    col += t.column(12);
+                }
+                _ => {}
             }
         }
     }
@@ -209,8 +248,9 @@ fn lift_step_with<B: ImplicitStep, T: Scalar>(
     let w0 = world.cast::<f64>();
     let s0 = state.cast::<f64>();
     let u0 = u.map(|x| x.re());
-    let (y, st) = b.solve_root(&w0.problem(&s0, &u0))?;
-    let jy = residual_jacobian(b, &w0, &s0, &u0, &st, &y)?;
+    let p0 = w0.problem(&s0, &u0);
+    let (y, st) = b.solve_root(&p0)?;
+    let jy = dense_jacobian(b, &p0, &st, &y)?;
     let lu = jy.lu();
     if !lu.is_invertible() {
         return Err(DiffError::Singular);

@@ -420,3 +420,78 @@ pub fn solve_island<T: Scalar>(
         ev = ev_n;
     }
 }
+
+/// The exact Jacobian `∂r_ρ/∂(v⁺, x)` of one island's residual at a point,
+/// factorized by the KKT reduction of the [module docs](super) (the same
+/// reduced system the solver's final Newton steps use, with unscaled
+/// cone rows), for solves with many right-hand sides: the
+/// implicit-function derivatives of a step.
+///
+/// With `J = [H − G, −Σ WᵀE; C K, A]`, a solve `J [X_v; X_c] = [B_d; B_c]`
+/// is
+///
+/// ```text
+/// (H − G + Σ_c W_cᵀ E A_c⁻¹ C_c K_c) X_v = B_d + Σ_c W_cᵀ E A_c⁻¹ B_c,
+/// X_c = A_c⁻¹ (B_c − C_c K_c X_v),
+/// ```
+///
+/// one LU of the reduced `6 n_b × 6 n_b` matrix and one of each contact's
+/// `A_c`, shared by every column.
+pub struct IslandJacobian {
+    ev: Eval<f64>,
+    fac: Factored<f64>,
+}
+
+impl IslandJacobian {
+    /// Evaluates and factors the island's Jacobian at velocity `v` (6 per
+    /// island body) and contact unknowns `xs`.
+    pub fn new(
+        p: &StepProblem<'_, f64>,
+        island: &Island<f64>,
+        v: &DVec<f64>,
+        xs: &[DVec<f64>],
+    ) -> Result<Self, SolveError> {
+        let ev = evaluate(p, island, v, xs)?;
+        let fac = factor(p, island, &ev, v, xs, false)?;
+        Ok(IslandJacobian { ev, fac })
+    }
+
+    /// Solves `J [X_v; X_c] = [B_d; B_c]` for every column at once: `bd`
+    /// holds the dynamics rows (6 per island body, island order), `bc[c]`
+    /// contact `c`'s rows (`law.size()` each). Returns `(X_v, X_c)` in the
+    /// same layout.
+    pub fn solve(
+        &self,
+        island: &Island<f64>,
+        bd: &DMat<f64>,
+        bc: &[DMat<f64>],
+    ) -> Result<(DMat<f64>, Vec<DMat<f64>>), SolveError> {
+        let m = bd.ncols();
+        let singular = || SolveError::Singular("contact block");
+        let mut rhs = bd.clone();
+        let mut ainv_b = Vec::with_capacity(bc.len());
+        for (c, (cand, ce)) in island.contacts.iter().zip(&self.ev.contacts).enumerate() {
+            let u = self.fac.local[c].solve(&bc[c]).ok_or_else(singular)?;
+            let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
+            for (lw, w) in &ce.blocks {
+                let add: DMat<f64> = DMat::from_fn(6, 3, |i, j| w[(j, i)]) * &eu;
+                let mut seg = rhs.rows_mut(6 * lw, 6);
+                seg += &add;
+            }
+            ainv_b.push(u);
+        }
+        let xv = self.fac.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
+        let mut xc = Vec::with_capacity(bc.len());
+        for (c, u) in ainv_b.into_iter().enumerate() {
+            let mut dy = DMat::zeros(3, m);
+            for (lk, k) in &self.fac.k_blocks[c] {
+                let kd = DMat::from_fn(3, 6, |i, j| k[(i, j)]);
+                dy += kd * xv.rows(6 * lk, 6);
+            }
+            let cdy = &self.fac.c_mats[c] * dy;
+            let corr = self.fac.local[c].solve(&cdy).ok_or_else(singular)?;
+            xc.push(u - corr);
+        }
+        Ok((xv, xc))
+    }
+}
