@@ -258,4 +258,58 @@ mod structured {
             }
         }
     }
+
+    /// `∂r/∂θ` by dual-number evaluation of the residual (blocks of 8).
+    fn dual_partials<B: ImplicitStep>(
+        b: &B,
+        w: &World<f64>,
+        x: &State<f64>,
+        u: &DVec<f64>,
+        st: &B::Structure,
+        y: &DVec<f64>,
+        params: &[Param],
+    ) -> DMat<f64> {
+        type D = num_dual::DualSVec64<8>;
+        let mut out = DMat::zeros(y.len(), params.len());
+        for (c, chunk) in params.chunks(8).enumerate() {
+            let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+            let (wd, sd, ud) = dualsim::diff::seeded(w, x, u, chunk, &seeds).unwrap();
+            let r = b.residual(&wd.problem(&sd, &ud), st, &y.map(D::from_re)).unwrap();
+            for (i, ri) in r.iter().enumerate() {
+                let g = ri.eps.unwrap_generic(nalgebra::Const::<8>, nalgebra::U1);
+                for j in 0..chunk.len() {
+                    out[(i, 8 * c + j)] = g[j];
+                }
+            }
+        }
+        out
+    }
+
+    fn closed_vs_dual<B: ImplicitStep>(b: &B, w: &World<f64>, x: &State<f64>, u: &DVec<f64>) -> f64 {
+        let p = w.problem(x, u);
+        let (y, st) = b.solve_root(&p).unwrap();
+        let nv = w.model.nv;
+        let sp = b.state_partials(&p, &st, &y).expect("closed forms").unwrap();
+        let dual = dual_partials(b, w, x, u, &st, &y, &state_control_params(nv));
+        let mut closed = DMat::zeros(y.len(), 3 * nv);
+        closed.columns_mut(0, nv).copy_from(&sp.dq);
+        closed.columns_mut(nv, nv).copy_from(&sp.dv);
+        closed.columns_mut(2 * nv, nv).copy_from(&sp.du);
+        rel(&dual, &closed)
+    }
+
+    #[test]
+    fn closed_form_state_partials_equal_dual_residual() {
+        for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
+            for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
+                let d = closed_vs_dual(&Ipm { params: w.ipm }, &w, &x, &u);
+                println!("{name} {cone:?}: closed-form ∂r/∂(q, v, u) vs dual {d:e}");
+                assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
+            }
+        }
+        let (w, x, u) = super::tumbler();
+        let d = closed_vs_dual(&FreeFlight::default(), &w, &x, &u);
+        println!("free flight: closed-form ∂r/∂(q, v, u) vs dual {d:e}");
+        assert!(d <= 1e-12, "free flight: {d:e}");
+    }
 }

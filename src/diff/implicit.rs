@@ -24,6 +24,7 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
+use super::partials::{contact_partials, dynamics_partials, StatePartials};
 use crate::contact::free_flight::FreeFlight;
 use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, Island, Partner};
 use crate::contact::ipm::solve::IslandJacobian;
@@ -179,6 +180,19 @@ pub trait ImplicitStep {
     ) -> Result<DMat<f64>, SolveError> {
         dense_solve(self, p, s, y, rhs)
     }
+
+    /// Closed-form `∂r/∂q` (directions `q ⊕ δ`), `∂r/∂v`, `∂r/∂u` at `y`
+    /// (see [`super::partials`]), where the backend has them. The default
+    /// `None` makes `ift` evaluate these columns like every other
+    /// parameter's, by dual numbers.
+    fn state_partials(
+        &self,
+        _p: &StepProblem<'_, f64>,
+        _s: &Self::Structure,
+        _y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        None
+    }
 }
 
 impl ImplicitStep for FreeFlight {
@@ -197,6 +211,16 @@ impl ImplicitStep for FreeFlight {
 
     fn same_structure(_: &(), _: &()) -> bool {
         true
+    }
+
+    fn state_partials(
+        &self,
+        p: &StepProblem<'_, f64>,
+        _: &(),
+        y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        let mut out = StatePartials::zeros(y.len(), p.model.nv);
+        Some(dynamics_partials(p, y, &mut out).map(|_| out))
     }
 
     /// Block diagonal: `diag(m 𝟙, ∂P⁺/∂ω⁺)` per body.
@@ -390,6 +414,21 @@ impl ImplicitStep for Ipm {
             free_body_solve(p, i, y, rhs, &mut out)?;
         }
         Ok(out)
+    }
+
+    fn state_partials(
+        &self,
+        p: &StepProblem<'_, f64>,
+        cands: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        let offsets: Vec<usize> = candidate_offsets(p.model.nv, cands).into_iter().map(|(_, o)| o).collect();
+        let mut out = StatePartials::zeros(y.len(), p.model.nv);
+        Some(
+            dynamics_partials(p, y, &mut out)
+                .and_then(|_| contact_partials(p, cands, &offsets, y, &mut out))
+                .map(|_| out),
+        )
     }
 
     fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {

@@ -28,6 +28,7 @@
 pub mod check;
 mod implicit;
 pub mod names;
+pub mod partials;
 pub mod rollout;
 mod seed;
 mod step;

@@ -124,6 +124,47 @@ fn residual_param_jacobian<B: ImplicitStep>(
     Ok(jth)
 }
 
+/// `∂r/∂θ` for `params`: the state and control columns (`Param::Q`,
+/// `Param::V`, `Param::U`) from the backend's closed forms
+/// ([`ImplicitStep::state_partials`]) where it has them, every other
+/// column by [`residual_param_jacobian`].
+#[allow(clippy::too_many_arguments)]
+fn param_partials<B: ImplicitStep>(
+    b: &B,
+    p: &crate::contact::StepProblem<'_, f64>,
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    st: &B::Structure,
+    y: &DVec<f64>,
+    params: &[Param],
+) -> Result<DMat<f64>, DiffError> {
+    let nv = world.model.nv;
+    let is_state = |q: &Param| matches!(q, Param::Q(i) | Param::V(i) | Param::U(i) if *i < nv);
+    let sp = if params.iter().any(is_state) { b.state_partials(p, st, y).transpose()? } else { None };
+    let Some(sp) = sp else {
+        return residual_param_jacobian(b, world, state, u, st, y, params);
+    };
+    let (idx, others): (Vec<usize>, Vec<Param>) =
+        params.iter().enumerate().filter(|(_, q)| !is_state(q)).map(|(j, q)| (j, *q)).unzip();
+    let mut jth = DMat::zeros(y.len(), params.len());
+    if !others.is_empty() {
+        let jo = residual_param_jacobian(b, world, state, u, st, y, &others)?;
+        for (c, &j) in idx.iter().enumerate() {
+            jth.set_column(j, &jo.column(c));
+        }
+    }
+    for (j, q) in params.iter().enumerate() {
+        match *q {
+            Param::Q(i) if i < nv => jth.set_column(j, &sp.dq.column(i)),
+            Param::V(i) if i < nv => jth.set_column(j, &sp.dv.column(i)),
+            Param::U(i) if i < nv => jth.set_column(j, &sp.du.column(i)),
+            _ => {}
+        }
+    }
+    Ok(jth)
+}
+
 /// Per free body, the Jacobian of its output tangent `q⁺ ⊖ q⁺₀` (6 rows),
 /// `q⁺ = (q ⊕ δ) ⊕ h v⁺`, with respect to `(δ, v⁺, h)` (13 columns) at
 /// `δ = 0` (one forward-mode evaluation per body); `None` for bodies that
@@ -181,7 +222,7 @@ fn ift<B: ImplicitStep>(
     let p = world.problem(state, u);
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
-    let jth = residual_param_jacobian(b, world, state, u, &st, &y, params)?;
+    let jth = param_partials(b, &p, world, state, u, &st, &y, params)?;
     let dy = -b.solve_jacobian(&p, &st, &y, &jth).map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
     let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
