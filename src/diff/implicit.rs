@@ -181,6 +181,19 @@ pub trait ImplicitStep {
         dense_solve(self, p, s, y, rhs)
     }
 
+    /// The first `nv` rows (the `v⁺` rows) of the solution of
+    /// `(∂r/∂y) X = rhs`: all the implicit-function derivative of a step
+    /// needs. Default: [`solve_jacobian`](Self::solve_jacobian), truncated.
+    fn solve_jacobian_velocity(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Self::Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        Ok(self.solve_jacobian(p, s, y, rhs)?.rows(0, p.model.nv).into_owned())
+    }
+
     /// Closed-form `∂r/∂q` (directions `q ⊕ δ`), `∂r/∂v`, `∂r/∂u` at `y`
     /// (see [`super::partials`]), where the backend has them. The default
     /// `None` makes `ift` evaluate these columns like every other
@@ -265,6 +278,50 @@ fn offset_in<T: Scalar>(offsets: &[((usize, Partner, usize), usize)], c: &Candid
         .find(|(k, _)| *k == (c.a, c.b, c.feature))
         .map(|(_, o)| *o)
         .ok_or(SolveError::Singular("unknown contact candidate"))
+}
+
+/// The structured solve of [`Ipm`]'s `∂r/∂y` (all rows of `X`, or with
+/// `contacts = false` only the `nv` rows of `v⁺`).
+fn ipm_solve(
+    p: &StepProblem<'_, f64>,
+    cands: &[Candidate<f64>],
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+    contacts: bool,
+) -> Result<DMat<f64>, SolveError> {
+    check_rows(y, rhs)?;
+    let nb = p.model.bodies.len();
+    let m = rhs.ncols();
+    let offsets = candidate_offsets(p.model.nv, cands);
+    let mut out = DMat::zeros(if contacts { rhs.nrows() } else { p.model.nv }, m);
+    let mut in_island = vec![false; nb];
+    for island in islands(nb, cands.to_vec()) {
+        let (v_local, xs) = island_point(p, &island, &offsets, y)?;
+        let jac = IslandJacobian::new(p, &island, &v_local, &xs)?;
+        let mut bd = DMat::zeros(6 * island.bodies.len(), m);
+        for (li, &g) in island.bodies.iter().enumerate() {
+            let k = p.model.bodies[g].idx_v;
+            bd.rows_mut(6 * li, 6).copy_from(&rhs.rows(k, 6));
+            in_island[g] = true;
+        }
+        let bc = island
+            .contacts
+            .iter()
+            .map(|c| Ok(rhs.rows(offset_in(&offsets, c)?, c.law.size()).into_owned()))
+            .collect::<Result<Vec<_>, SolveError>>()?;
+        let (xv, xc) = jac.solve(&island, &bd, &bc, contacts)?;
+        for (li, &g) in island.bodies.iter().enumerate() {
+            let k = p.model.bodies[g].idx_v;
+            out.rows_mut(k, 6).copy_from(&xv.rows(6 * li, 6));
+        }
+        for (c, x) in island.contacts.iter().zip(xc.iter().flatten()) {
+            out.rows_mut(offset_in(&offsets, c)?, x.nrows()).copy_from(x);
+        }
+    }
+    for (i, _) in in_island.iter().enumerate().filter(|(_, b)| !**b) {
+        free_body_solve(p, i, y, rhs, &mut out)?;
+    }
+    Ok(out)
 }
 
 /// Island-local velocity (6 per island body) and contact unknowns from `y`.
@@ -381,39 +438,18 @@ impl ImplicitStep for Ipm {
         y: &DVec<f64>,
         rhs: &DMat<f64>,
     ) -> Result<DMat<f64>, SolveError> {
-        check_rows(y, rhs)?;
-        let nb = p.model.bodies.len();
-        let m = rhs.ncols();
-        let offsets = candidate_offsets(p.model.nv, cands);
-        let mut out = DMat::zeros(rhs.nrows(), m);
-        let mut in_island = vec![false; nb];
-        for island in islands(nb, cands.clone()) {
-            let (v_local, xs) = island_point(p, &island, &offsets, y)?;
-            let jac = IslandJacobian::new(p, &island, &v_local, &xs)?;
-            let mut bd = DMat::zeros(6 * island.bodies.len(), m);
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                bd.rows_mut(6 * li, 6).copy_from(&rhs.rows(k, 6));
-                in_island[g] = true;
-            }
-            let bc = island
-                .contacts
-                .iter()
-                .map(|c| Ok(rhs.rows(offset_in(&offsets, c)?, c.law.size()).into_owned()))
-                .collect::<Result<Vec<_>, SolveError>>()?;
-            let (xv, xc) = jac.solve(&island, &bd, &bc)?;
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                out.rows_mut(k, 6).copy_from(&xv.rows(6 * li, 6));
-            }
-            for (c, x) in island.contacts.iter().zip(&xc) {
-                out.rows_mut(offset_in(&offsets, c)?, x.nrows()).copy_from(x);
-            }
-        }
-        for (i, _) in in_island.iter().enumerate().filter(|(_, b)| !**b) {
-            free_body_solve(p, i, y, rhs, &mut out)?;
-        }
-        Ok(out)
+        ipm_solve(p, cands, y, rhs, true)
+    }
+
+    /// As `solve_jacobian`, without recovering the contact rows.
+    fn solve_jacobian_velocity(
+        &self,
+        p: &StepProblem<'_, f64>,
+        cands: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        ipm_solve(p, cands, y, rhs, false)
     }
 
     fn state_partials(

@@ -223,7 +223,7 @@ fn ift<B: ImplicitStep>(
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
     let jth = param_partials(b, &p, world, state, u, &st, &y, params)?;
-    let dy = -b.solve_jacobian(&p, &st, &y, &jth).map_err(singular)?;
+    let dy = -b.solve_jacobian_velocity(&p, &st, &y, &jth).map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
     let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
     let blocks = output_blocks(&world.model, &state.q, &v_next, world.dt, &q_next)?;

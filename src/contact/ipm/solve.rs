@@ -458,40 +458,67 @@ impl IslandJacobian {
 
     /// Solves `J [X_v; X_c] = [B_d; B_c]` for every column at once: `bd`
     /// holds the dynamics rows (6 per island body, island order), `bc[c]`
-    /// contact `c`'s rows (`law.size()` each). Returns `(X_v, X_c)` in the
-    /// same layout.
+    /// contact `c`'s rows (`law.size()` each). Returns `X_v` and, when
+    /// `contacts` is set, `X_c` in the same layout (`X_c` costs one more
+    /// pass over the contacts; the implicit-function derivative of a step
+    /// needs only `X_v`).
+    ///
+    /// Columns where `B_c` is zero (e.g. derivatives with respect to
+    /// velocities and controls, or to the configuration of bodies not in
+    /// the contact) skip the contact's `A_c⁻¹ B_c`. With more columns than
+    /// the reduced system has rows, `X_v` is `R⁻¹` (from the LU factors)
+    /// times the reduced right-hand side, one matrix product, instead of a
+    /// pair of triangular solves per column.
     pub fn solve(
         &self,
         island: &Island<f64>,
         bd: &DMat<f64>,
         bc: &[DMat<f64>],
-    ) -> Result<(DMat<f64>, Vec<DMat<f64>>), SolveError> {
+        contacts: bool,
+    ) -> Result<(DMat<f64>, Option<Vec<DMat<f64>>>), SolveError> {
         let m = bd.ncols();
         let singular = || SolveError::Singular("contact block");
         let mut rhs = bd.clone();
+        // A_c⁻¹ B_c on the non-zero columns of B_c: (columns, values).
         let mut ainv_b = Vec::with_capacity(bc.len());
         for (c, (cand, ce)) in island.contacts.iter().zip(&self.ev.contacts).enumerate() {
-            let u = self.fac.local[c].solve(&bc[c]).ok_or_else(singular)?;
+            let cols: Vec<usize> = (0..m).filter(|&j| bc[c].column(j).iter().any(|x| *x != 0.0)).collect();
+            let b = DMat::from_fn(bc[c].nrows(), cols.len(), |i, j| bc[c][(i, cols[j])]);
+            let u = self.fac.local[c].solve(&b).ok_or_else(singular)?;
             let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
             for (lw, w) in &ce.blocks {
                 let add: DMat<f64> = DMat::from_fn(6, 3, |i, j| w[(j, i)]) * &eu;
-                let mut seg = rhs.rows_mut(6 * lw, 6);
-                seg += &add;
+                for (jj, &j) in cols.iter().enumerate() {
+                    let mut seg = rhs.view_mut((6 * lw, j), (6, 1));
+                    seg += add.column(jj);
+                }
             }
-            ainv_b.push(u);
+            ainv_b.push((cols, u));
         }
-        let xv = self.fac.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
+        let xv = if m > rhs.nrows() {
+            let inv = self.fac.reduced.try_inverse().ok_or(SolveError::Singular("reduced system"))?;
+            inv * rhs
+        } else {
+            self.fac.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?
+        };
+        if !contacts {
+            return Ok((xv, None));
+        }
         let mut xc = Vec::with_capacity(bc.len());
-        for (c, u) in ainv_b.into_iter().enumerate() {
+        for (c, (cols, u)) in ainv_b.into_iter().enumerate() {
             let mut dy = DMat::zeros(3, m);
             for (lk, k) in &self.fac.k_blocks[c] {
                 let kd = DMat::from_fn(3, 6, |i, j| k[(i, j)]);
                 dy += kd * xv.rows(6 * lk, 6);
             }
             let cdy = &self.fac.c_mats[c] * dy;
-            let corr = self.fac.local[c].solve(&cdy).ok_or_else(singular)?;
-            xc.push(u - corr);
+            let mut x = -self.fac.local[c].solve(&cdy).ok_or_else(singular)?;
+            for (jj, &j) in cols.iter().enumerate() {
+                let mut col = x.column_mut(j);
+                col += u.column(jj);
+            }
+            xc.push(x);
         }
-        Ok((xv, xc))
+        Ok((xv, Some(xc)))
     }
 }
