@@ -110,7 +110,8 @@ pub fn dynamics_partials(p: &StepProblem<'_, f64>, y: &DVec<f64>, out: &mut Stat
 
 /// The contact rows' and contact impulses' `∂/∂δ` of every candidate
 /// (offsets of the candidates' unknowns in `y` as `offsets`, in candidate
-/// order).
+/// order). A contact with static geometry is seeded in its body's 6
+/// directions only, a body pair in 12.
 pub fn contact_partials(
     p: &StepProblem<'_, f64>,
     cands: &[Candidate<f64>],
@@ -118,35 +119,53 @@ pub fn contact_partials(
     y: &DVec<f64>,
     out: &mut StatePartials,
 ) -> Result<(), SolveError> {
-    type E = DualSVec64<12>;
-    let grad = |x: &E| -> nalgebra::SVector<f64, 12> { x.eps.unwrap_generic(Const::<12>, U1) };
-    let h = E::from_re(p.h);
     for (cand, &off) in cands.iter().zip(offsets) {
+        match cand.b {
+            Partner::Body(_) => contact_partial::<12>(p, cand, off, y, out)?,
+            Partner::Static(_) => contact_partial::<6>(p, cand, off, y, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// [`contact_partials`] of one contact, in `N` = 6 (static partner) or 12
+/// (body pair) forward-mode directions.
+fn contact_partial<const N: usize>(
+    p: &StepProblem<'_, f64>,
+    cand: &Candidate<f64>,
+    off: usize,
+    y: &DVec<f64>,
+    out: &mut StatePartials,
+) -> Result<(), SolveError> {
+    type E<const M: usize> = DualSVec64<M>;
+    let grad = |x: &E<N>| -> nalgebra::SVector<f64, N> { x.eps.unwrap_generic(Const::<N>, U1) };
+    let h = E::<N>::from_re(p.h);
+    {
         let ba = &p.model.bodies[cand.a];
-        let body_q = |idx_q: usize, seed: usize, body: usize| -> Result<[E; 7], SolveError> {
-            let q: [E; 7] = core::array::from_fn(|k| E::from_re(p.q[idx_q + k]));
-            let d: [E; 6] = core::array::from_fn(|k| E::from_re(0.0).derivative(seed + k));
-            integrate(&q, &d, E::from_re(1.0)).map_err(retraction(body))
+        let body_q = |idx_q: usize, seed: usize, body: usize| -> Result<[E<N>; 7], SolveError> {
+            let q: [E<N>; 7] = core::array::from_fn(|k| E::<N>::from_re(p.q[idx_q + k]));
+            let d: [E<N>; 6] = core::array::from_fn(|k| E::<N>::from_re(0.0).derivative(seed + k));
+            integrate(&q, &d, E::<N>::from_re(1.0)).map_err(retraction(body))
         };
-        let body_v = |idx_v: usize| -> [E; 6] { core::array::from_fn(|k| E::from_re(y[idx_v + k])) };
+        let body_v = |idx_v: usize| -> [E<N>; 6] { core::array::from_fn(|k| E::<N>::from_re(y[idx_v + k])) };
         let qa = body_q(ba.idx_q, 0, cand.a)?;
-        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E>();
+        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E<N>>();
         let shape_b;
         let (other, jb, kb) = match cand.b {
             Partner::Body(j) => {
                 let bb = &p.model.bodies[j];
-                shape_b = p.shapes[j].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E>();
+                shape_b = p.shapes[j].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E<N>>();
                 (Other::Body { shape: &shape_b, q: body_q(bb.idx_q, 6, j)?, v: body_v(bb.idx_v) }, j, Some(bb.idx_v))
             }
             Partner::Static(j) => {
-                shape_b = p.statics[j].shape.cast::<E>();
-                (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<E>() }, cand.a, None)
+                shape_b = p.statics[j].shape.cast::<E<N>>();
+                (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<E<N>>() }, cand.a, None)
             }
         };
         let kin = contact_kinematics(&shape_a, &qa, &body_v(ba.idx_v), &other, h, cand.feature, cand.axis, cand.a, jb)?;
         let n = cand.law.size();
         let x = y.rows(off, n).into_owned();
-        let f = cand.law.impulse(&x).map(E::from_re);
+        let f = cand.law.impulse(&x).map(E::<N>::from_re);
         let (_, c) = local_jacobian(cand.law, &x, cand.mu, false);
         // Columns of each side's δ: (body, v offset, first seed).
         let mut sides = vec![(ba.idx_v, 0)];
@@ -154,7 +173,7 @@ pub fn contact_partials(
             sides.push((kb, 6));
         }
         // Contact rows: C ∂y/∂δ.
-        let dy = DMat::from_fn(3, 12, |r, j| grad(&kin.y[r])[j]);
+        let dy = DMat::from_fn(3, N, |r, j| grad(&kin.y[r])[j]);
         let rows = &c * dy;
         for &(kv, seed) in &sides {
             let mut blk = out.dq.view_mut((off, kv), (n, 6));

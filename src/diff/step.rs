@@ -64,12 +64,16 @@ fn eps_column<const N: usize>(x: &DualSVec64<N>) -> nalgebra::SVector<f64, N> {
     x.eps.unwrap_generic(Const::<N>, U1)
 }
 
-fn with_rho(world: &World<f64>, opts: &DiffOptions) -> World<f64> {
-    let mut w = world.clone();
-    if let Some(rho) = opts.rho {
-        w.params.rho = rho;
+/// The world with the derivative's ρ (borrowed when it is the world's own).
+fn with_rho<'a>(world: &'a World<f64>, opts: &DiffOptions) -> std::borrow::Cow<'a, World<f64>> {
+    match opts.rho {
+        Some(rho) if rho != world.params.rho => {
+            let mut w = world.clone();
+            w.params.rho = rho;
+            std::borrow::Cow::Owned(w)
+        }
+        _ => std::borrow::Cow::Borrowed(world),
     }
-    w
 }
 
 /// Calls `$body` with `$b` bound to the world's backend as an
