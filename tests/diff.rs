@@ -124,3 +124,200 @@ fn rollout_jacobians_agree_across_methods() {
     let expect = 0.05 * 0.05 * 13.0 / 1.3;
     assert!((ift[(0, 16)] - expect).abs() < 1e-12, "{} vs {expect}", ift[(0, 16)]);
 }
+
+// ------------------------------------------------- structured ∂r/∂y solves
+
+mod structured {
+    use super::rel;
+    use dualsim::contact::free_flight::FreeFlight;
+    use dualsim::contact::ipm::Ipm;
+    use dualsim::contact::FrictionCone;
+    use dualsim::diff::{dense_solve, step_jacobian, DiffOptions, ImplicitStep, Method, Param};
+    use dualsim::math::{DMat, Mat3, Pose, Vec3};
+    use dualsim::prelude::*;
+
+    fn mat(mu: f64) -> Material<f64> {
+        Material { friction: mu, restitution: 0.0 }
+    }
+
+    fn ground(mu: f64) -> StaticGeometry<f64> {
+        StaticGeometry {
+            name: "ground".into(),
+            shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+            pose: Pose::identity(),
+            material: mat(mu),
+        }
+    }
+
+    fn settle(w: &World<f64>, x0: &State<f64>, steps: usize) -> State<f64> {
+        rollout(w, x0, &Controls::Constant(w.zero_control()), steps).unwrap().last().clone()
+    }
+
+    /// A box (edge 0.5, m = 1, μ = 0.5) resting on the ground, slightly
+    /// tilted and pushed so that contacts are not symmetric.
+    pub fn box_on_plane(cone: FrictionCone) -> (World<f64>, State<f64>, DVec<f64>) {
+        let mut w = World::<f64>::new(0.01);
+        w.friction_cone = cone;
+        w.add_body(
+            "box",
+            1.0,
+            Mat3::identity() * (0.25 / 6.0),
+            Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+            mat(0.5),
+        )
+        .unwrap();
+        w.statics.push(ground(0.5));
+        let x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.25]]);
+        let x = settle(&w, &x0, 5);
+        let mut u = w.zero_control();
+        u.copy_from_slice(&[1.0, 0.5, 0.0, 0.02, -0.01, 0.03]);
+        (w, x, u)
+    }
+
+    /// Five spheres (r = 0.1): four on the ground in a 2 × 2 grid, one on top.
+    pub fn small_pile(cone: FrictionCone) -> (World<f64>, State<f64>, DVec<f64>) {
+        let mut w = World::<f64>::new(0.01);
+        w.friction_cone = cone;
+        let r = 0.1;
+        let pos = [[0.0, 0.0, r], [0.2, 0.0, r], [0.0, 0.2, r], [0.2, 0.2, r], [0.1, 0.1, 0.25]];
+        for (i, _) in pos.iter().enumerate() {
+            w.add_body(
+                &format!("s{i}"),
+                0.1,
+                Mat3::identity() * (0.4 * 0.1 * r * r),
+                Some(Shape::Sphere { radius: r }),
+                mat(0.5),
+            )
+            .unwrap();
+        }
+        w.statics.push(ground(0.5));
+        let x0 = State::at_rest(&w.model, &pos);
+        let x = settle(&w, &x0, 10);
+        let mut u = w.zero_control();
+        for (i, ui) in u.iter_mut().enumerate() {
+            *ui = 0.01 * ((i * 7 % 5) as f64 - 2.0);
+        }
+        (w, x, u)
+    }
+
+    /// Deterministic right-hand sides.
+    fn rhs(n: usize, m: usize) -> DMat<f64> {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        DMat::from_fn(n, m, |_, _| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 2001) as f64 / 1000.0 - 1.0
+        })
+    }
+
+    fn fast_vs_dense<B: ImplicitStep>(b: &B, w: &World<f64>, x: &State<f64>, u: &DVec<f64>) -> (f64, usize) {
+        let p = w.problem(x, u);
+        let (y, st) = b.solve_root(&p).unwrap();
+        // Few columns (triangular solves) and more columns than unknowns
+        // (the product with the inverse of the reduced system).
+        let mut worst: f64 = 0.0;
+        for m in [9, y.len() + 3] {
+            let r = rhs(y.len(), m);
+            let fast = b.solve_jacobian(&p, &st, &y, &r).unwrap();
+            let dense = dense_solve(b, &p, &st, &y, &r).unwrap();
+            let fast_v = b.solve_jacobian_velocity(&p, &st, &y, &r).unwrap();
+            let nv = w.model.nv;
+            worst = worst.max(rel(&dense, &fast)).max(rel(&dense.rows(0, nv).into_owned(), &fast_v));
+        }
+        (worst, y.len() - w.model.nv)
+    }
+
+    #[test]
+    fn structured_solve_equals_dense_on_contact_scenes() {
+        for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
+            for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
+                let (d, nc) = fast_vs_dense(&Ipm { params: w.ipm }, &w, &x, &u);
+                println!("{name} {cone:?}: {nc} contact unknowns, structured vs dense solve {d:e}");
+                assert!(nc > 0, "the scene has contacts");
+                assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
+            }
+        }
+        let (w, x, u) = super::tumbler();
+        let (d, _) = fast_vs_dense(&FreeFlight::default(), &w, &x, &u);
+        println!("free flight: structured vs dense solve {d:e}");
+        assert!(d <= 1e-12, "free flight: {d:e}");
+    }
+
+    pub fn state_control_params(nv: usize) -> Vec<Param> {
+        let mut p: Vec<Param> = (0..nv).map(Param::Q).collect();
+        p.extend((0..nv).map(Param::V));
+        p.extend((0..nv).map(Param::U));
+        p
+    }
+
+    #[test]
+    fn ift_equals_lift_on_contact_scenes() {
+        let o = DiffOptions::default();
+        for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
+            for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
+                let mut params = state_control_params(w.model.nv);
+                params.extend([Param::Mass(0), Param::Friction(0), Param::Inertia(0, 1), Param::Gravity(2), Param::Dt]);
+                let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap().jacobian;
+                let lift = step_jacobian(&w, &x, &u, &params, Method::Lift, &o).unwrap().jacobian;
+                let d = rel(&lift, &ift);
+                println!("{name} {cone:?}: ift vs lift {d:e} (‖J‖∞ {:e})", lift.amax());
+                assert!(d <= 1e-9, "{name} {cone:?}: {d:e}");
+            }
+        }
+    }
+
+    /// `∂r/∂θ` by dual-number evaluation of the residual (blocks of 8).
+    fn dual_partials<B: ImplicitStep>(
+        b: &B,
+        w: &World<f64>,
+        x: &State<f64>,
+        u: &DVec<f64>,
+        st: &B::Structure,
+        y: &DVec<f64>,
+        params: &[Param],
+    ) -> DMat<f64> {
+        type D = num_dual::DualSVec64<8>;
+        let mut out = DMat::zeros(y.len(), params.len());
+        for (c, chunk) in params.chunks(8).enumerate() {
+            let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+            let (wd, sd, ud) = dualsim::diff::seeded(w, x, u, chunk, &seeds).unwrap();
+            let r = b.residual(&wd.problem(&sd, &ud), st, &y.map(D::from_re)).unwrap();
+            for (i, ri) in r.iter().enumerate() {
+                let g = ri.eps.unwrap_generic(nalgebra::Const::<8>, nalgebra::U1);
+                for j in 0..chunk.len() {
+                    out[(i, 8 * c + j)] = g[j];
+                }
+            }
+        }
+        out
+    }
+
+    fn closed_vs_dual<B: ImplicitStep>(b: &B, w: &World<f64>, x: &State<f64>, u: &DVec<f64>) -> f64 {
+        let p = w.problem(x, u);
+        let (y, st) = b.solve_root(&p).unwrap();
+        let nv = w.model.nv;
+        let sp = b.state_partials(&p, &st, &y).expect("closed forms").unwrap();
+        let dual = dual_partials(b, w, x, u, &st, &y, &state_control_params(nv));
+        let mut closed = DMat::zeros(y.len(), 3 * nv);
+        closed.columns_mut(0, nv).copy_from(&sp.dq);
+        closed.columns_mut(nv, nv).copy_from(&sp.dv);
+        closed.columns_mut(2 * nv, nv).copy_from(&sp.du);
+        rel(&dual, &closed)
+    }
+
+    #[test]
+    fn closed_form_state_partials_equal_dual_residual() {
+        for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
+            for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
+                let d = closed_vs_dual(&Ipm { params: w.ipm }, &w, &x, &u);
+                println!("{name} {cone:?}: closed-form ∂r/∂(q, v, u) vs dual {d:e}");
+                assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
+            }
+        }
+        let (w, x, u) = super::tumbler();
+        let d = closed_vs_dual(&FreeFlight::default(), &w, &x, &u);
+        println!("free flight: closed-form ∂r/∂(q, v, u) vs dual {d:e}");
+        assert!(d <= 1e-12, "free flight: {d:e}");
+    }
+}

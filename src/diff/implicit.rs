@@ -1,13 +1,142 @@
 //! Backends whose step is the root of a residual.
+//!
+//! # Solving with `∂r/∂y`
+//!
+//! The implicit-function derivative `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ` needs
+//! solves with the residual Jacobian for many right-hand sides (one per
+//! parameter). [`ImplicitStep::solve_jacobian`] does them; its default is
+//! the dense path (`∂r/∂y` by dual-number evaluation of the residual in
+//! column blocks of 8, one dense LU), kept as the fallback and as the test
+//! oracle of the structured solves:
+//!
+//! * [`FreeFlight`]: `∂r/∂v⁺` is block diagonal, per free body
+//!   `diag(m 𝟙, ∂P⁺/∂ω⁺)` (`dynamics::free::rotational_jacobian` at the
+//!   solution, world inertia at `q`).
+//! * [`Ipm`]: per island, the reduced Newton system in `v⁺` with the
+//!   per-contact eliminations (`contact::ipm::solve::IslandJacobian`,
+//!   exact contact Jacobian `K` and geometric stiffness `G`, unscaled cone
+//!   rows, i.e. the exact Jacobian of `r_ρ`), factored once at the
+//!   solution; bodies in no island have the free-body block above.
+//!
+//! Both are exact: they are the same matrix as the dense path, factored
+//! by its block structure.
 
+use nalgebra::{Const, U1};
+use num_dual::DualSVec64;
+
+use super::partials::{contact_partials, dynamics_partials, StatePartials};
 use crate::contact::free_flight::FreeFlight;
-use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, Partner};
+use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, Island, Partner};
+use crate::contact::ipm::solve::IslandJacobian;
 use crate::contact::ipm::{islands, Ipm};
 use crate::contact::{SolveError, StepProblem};
-use crate::dynamics::articulated::articulated_residual;
-use crate::dynamics::free::{free_flight_velocity, momentum_residual};
-use crate::math::DVec;
+use crate::dynamics::articulated::{articulated_residual, has_articulated};
+use crate::dynamics::free::{
+    free_flight_velocity, momentum_residual, rotational_jacobian, world_inertia, DynamicsError,
+};
+use crate::geometry::Shape;
+use crate::math::{DMat, DVec, Vec3};
 use crate::Scalar;
+
+/// Width of the dual-number column blocks of the dense path.
+const BLOCK: usize = 8;
+type D = DualSVec64<BLOCK>;
+
+/// Exact `∂r/∂y` at `y` (f64) by dual-number evaluation of the residual in
+/// column blocks of 8 (the dense path).
+pub(crate) fn dense_jacobian<B: ImplicitStep + ?Sized>(
+    b: &B,
+    p: &StepProblem<'_, f64>,
+    s: &B::Structure,
+    y: &DVec<f64>,
+) -> Result<DMat<f64>, SolveError> {
+    let model = p.model.cast::<D>();
+    let shapes: Vec<Option<Shape<D>>> = p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect();
+    let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
+    let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
+    let (q, v, u) = (p.q.map(D::from_re), p.v.map(D::from_re), p.u.map(D::from_re));
+    let pd = StepProblem {
+        model: &model,
+        shapes: &shapes,
+        materials: &materials,
+        statics: &statics,
+        friction_combine: p.friction_combine,
+        restitution_combine: p.restitution_combine,
+        q: &q,
+        v: &v,
+        u: &u,
+        gravity: p.gravity.map(D::from_re),
+        h: D::from_re(p.h),
+        friction_cone: p.friction_cone,
+        params: p.params,
+    };
+    let n = y.len();
+    let mut jy = DMat::zeros(n, n);
+    for start in (0..n).step_by(BLOCK) {
+        let mut yd = y.map(D::from_re);
+        let w = BLOCK.min(n - start);
+        for j in 0..w {
+            yd[start + j] = D::from_re(y[start + j]).derivative(j);
+        }
+        let r = b.residual(&pd, s, &yd)?;
+        for (i, ri) in r.iter().enumerate() {
+            let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
+            for j in 0..w {
+                jy[(i, start + j)] = g[j];
+            }
+        }
+    }
+    Ok(jy)
+}
+
+/// The dense path of [`ImplicitStep::solve_jacobian`] (its default, and
+/// the oracle of the structured solves): `∂r/∂y` by dual-number
+/// evaluation of the residual in column blocks of 8, one dense LU.
+pub fn dense_solve<B: ImplicitStep + ?Sized>(
+    b: &B,
+    p: &StepProblem<'_, f64>,
+    s: &B::Structure,
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+) -> Result<DMat<f64>, SolveError> {
+    let lu = dense_jacobian(b, p, s, y)?.lu();
+    if !lu.is_invertible() {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    lu.solve(rhs).ok_or(SolveError::Singular("residual Jacobian"))
+}
+
+/// Solves the free body `i`'s block `diag(m 𝟙, ∂P⁺/∂ω⁺)` of `∂r/∂v⁺` at
+/// `v⁺ = y[..nv]`: rows `idx_v..idx_v + 6` of `rhs` into the same rows of
+/// `out`.
+fn free_body_solve(
+    p: &StepProblem<'_, f64>,
+    i: usize,
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+    out: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let b = &p.model.bodies[i];
+    // Rows of bodies that are not free roots are not part of the residual
+    // (zero rows), and a massless body has a zero block: singular.
+    if !b.is_free_root() || b.inertia.mass == 0.0 {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    let k = b.idx_v;
+    let m = b.inertia.mass;
+    for d in 0..3 {
+        let row = rhs.row(k + d) / m;
+        out.row_mut(k + d).copy_from(&row);
+    }
+    let iw = world_inertia(p.model, i, p.q);
+    let w1 = Vec3::new(y[k + 3], y[k + 4], y[k + 5]);
+    let jr = rotational_jacobian(&iw, &w1, p.h)
+        .map_err(|source| SolveError::from(DynamicsError::Retraction { body: i, source }))?;
+    let b3: DMat<f64> = rhs.rows(k + 3, 3).into_owned();
+    let x = jr.lu().solve(&b3).ok_or(SolveError::Singular("residual Jacobian"))?;
+    out.rows_mut(k + 3, 3).copy_from(&x);
+    Ok(())
+}
 
 /// A step that is the root `y*` of a residual `r(y; θ) = 0`, with `v⁺` the
 /// first `nv` entries of `y` and `q⁺ = q ⊕ h v⁺`.
@@ -36,6 +165,48 @@ pub trait ImplicitStep {
     /// Whether two solves settled on the same structure (the step map is
     /// differentiable only where it does not change).
     fn same_structure(a: &Self::Structure, b: &Self::Structure) -> bool;
+
+    /// Solves `(∂r/∂y) X = rhs` at `y` (f64, `rhs` with `y.len()` rows
+    /// and any number of columns). The default is the dense path (exact
+    /// `∂r/∂y` by dual-number evaluation of [`residual`](Self::residual),
+    /// one LU); backends override it with a solve by their own block
+    /// structure, factored once for all columns (see the module docs).
+    /// A singular Jacobian is `SolveError::Singular`.
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Self::Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        dense_solve(self, p, s, y, rhs)
+    }
+
+    /// The first `nv` rows (the `v⁺` rows) of the solution of
+    /// `(∂r/∂y) X = rhs`: all the implicit-function derivative of a step
+    /// needs. Default: [`solve_jacobian`](Self::solve_jacobian), truncated.
+    fn solve_jacobian_velocity(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Self::Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        Ok(self.solve_jacobian(p, s, y, rhs)?.rows(0, p.model.nv).into_owned())
+    }
+
+    /// Closed-form `∂r/∂q` (directions `q ⊕ δ`), `∂r/∂v`, `∂r/∂u` at `y`
+    /// (see [`super::partials`]), where the backend has them. The default
+    /// `None` makes `ift` evaluate these columns like every other
+    /// parameter's, by dual numbers.
+    fn state_partials(
+        &self,
+        _p: &StepProblem<'_, f64>,
+        _s: &Self::Structure,
+        _y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        None
+    }
 }
 
 impl ImplicitStep for FreeFlight {
@@ -56,6 +227,130 @@ impl ImplicitStep for FreeFlight {
     fn same_structure(_: &(), _: &()) -> bool {
         true
     }
+
+    fn state_partials(
+        &self,
+        p: &StepProblem<'_, f64>,
+        _: &(),
+        y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        if has_articulated(p.model) {
+            // closed forms cover free bodies only; robots use the dual path
+            return None;
+        }
+        let mut out = StatePartials::zeros(y.len(), p.model.nv);
+        Some(dynamics_partials(p, y, &mut out).map(|_| out))
+    }
+
+    /// Block diagonal: `diag(m 𝟙, ∂P⁺/∂ω⁺)` per body.
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        _: &(),
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        if has_articulated(p.model) {
+            return dense_solve(self, p, &(), y, rhs);
+        }
+        check_rows(y, rhs)?;
+        let mut out = DMat::zeros(rhs.nrows(), rhs.ncols());
+        for i in 0..p.model.bodies.len() {
+            free_body_solve(p, i, y, rhs, &mut out)?;
+        }
+        Ok(out)
+    }
+}
+
+fn check_rows(y: &DVec<f64>, rhs: &DMat<f64>) -> Result<(), SolveError> {
+    if rhs.nrows() != y.len() {
+        return Err(SolveError::Singular("right-hand side rows do not match the unknowns"));
+    }
+    Ok(())
+}
+
+/// Offset in `y` of each candidate's unknowns, in candidate order, keyed
+/// by `(a, b, feature)`.
+fn candidate_offsets(nv: usize, cands: &[Candidate<f64>]) -> Vec<((usize, Partner, usize), usize)> {
+    let mut offsets = Vec::with_capacity(cands.len());
+    let mut off = nv;
+    for c in cands {
+        offsets.push(((c.a, c.b, c.feature), off));
+        off += c.law.size();
+    }
+    offsets
+}
+
+fn offset_in<T: Scalar>(offsets: &[((usize, Partner, usize), usize)], c: &Candidate<T>) -> Result<usize, SolveError> {
+    offsets
+        .iter()
+        .find(|(k, _)| *k == (c.a, c.b, c.feature))
+        .map(|(_, o)| *o)
+        .ok_or(SolveError::Singular("unknown contact candidate"))
+}
+
+/// The structured solve of [`Ipm`]'s `∂r/∂y` (all rows of `X`, or with
+/// `contacts = false` only the `nv` rows of `v⁺`).
+fn ipm_solve(
+    p: &StepProblem<'_, f64>,
+    cands: &[Candidate<f64>],
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+    contacts: bool,
+) -> Result<DMat<f64>, SolveError> {
+    check_rows(y, rhs)?;
+    let nb = p.model.bodies.len();
+    let m = rhs.ncols();
+    let offsets = candidate_offsets(p.model.nv, cands);
+    let mut out = DMat::zeros(if contacts { rhs.nrows() } else { p.model.nv }, m);
+    let mut in_island = vec![false; nb];
+    for island in islands(nb, cands.to_vec()) {
+        let (v_local, xs) = island_point(p, &island, &offsets, y)?;
+        let jac = IslandJacobian::new(p, &island, &v_local, &xs)?;
+        let mut bd = DMat::zeros(6 * island.bodies.len(), m);
+        for (li, &g) in island.bodies.iter().enumerate() {
+            let k = p.model.bodies[g].idx_v;
+            bd.rows_mut(6 * li, 6).copy_from(&rhs.rows(k, 6));
+            in_island[g] = true;
+        }
+        let bc = island
+            .contacts
+            .iter()
+            .map(|c| Ok(rhs.rows(offset_in(&offsets, c)?, c.law.size()).into_owned()))
+            .collect::<Result<Vec<_>, SolveError>>()?;
+        let (xv, xc) = jac.solve(&island, &bd, &bc, contacts)?;
+        for (li, &g) in island.bodies.iter().enumerate() {
+            let k = p.model.bodies[g].idx_v;
+            out.rows_mut(k, 6).copy_from(&xv.rows(6 * li, 6));
+        }
+        for (c, x) in island.contacts.iter().zip(xc.iter().flatten()) {
+            out.rows_mut(offset_in(&offsets, c)?, x.nrows()).copy_from(x);
+        }
+    }
+    for (i, _) in in_island.iter().enumerate().filter(|(_, b)| !**b) {
+        free_body_solve(p, i, y, rhs, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Island-local velocity (6 per island body) and contact unknowns from `y`.
+fn island_point(
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    offsets: &[((usize, Partner, usize), usize)],
+    y: &DVec<f64>,
+) -> Result<(DVec<f64>, Vec<DVec<f64>>), SolveError> {
+    let mut v_local = DVec::zeros(6 * island.bodies.len());
+    for (li, &g) in island.bodies.iter().enumerate() {
+        let k = p.model.bodies[g].idx_v;
+        v_local.fixed_rows_mut::<6>(6 * li).copy_from(&y.fixed_rows::<6>(k));
+    }
+    let xs = island
+        .contacts
+        .iter()
+        .map(|c| Ok(y.rows(offset_in(offsets, c)?, c.law.size()).into_owned()))
+        .collect::<Result<Vec<_>, SolveError>>()?;
+    Ok((v_local, xs))
 }
 
 /// `y = (v⁺, x_c for each candidate in order)`; the residual rows are the
@@ -141,6 +436,54 @@ impl ImplicitStep for Ipm {
             }
         }
         Ok(r)
+    }
+
+    /// Per island, the reduced system in `v⁺` with per-contact
+    /// eliminations ([`IslandJacobian`]); bodies in no island, the
+    /// free-body block.
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        cands: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        if has_articulated(p.model) {
+            return dense_solve(self, p, cands, y, rhs);
+        }
+        ipm_solve(p, cands, y, rhs, true)
+    }
+
+    /// As `solve_jacobian`, without recovering the contact rows.
+    fn solve_jacobian_velocity(
+        &self,
+        p: &StepProblem<'_, f64>,
+        cands: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        if has_articulated(p.model) {
+            return Ok(dense_solve(self, p, cands, y, rhs)?.rows(0, p.model.nv).into_owned());
+        }
+        ipm_solve(p, cands, y, rhs, false)
+    }
+
+    fn state_partials(
+        &self,
+        p: &StepProblem<'_, f64>,
+        cands: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+    ) -> Option<Result<StatePartials, SolveError>> {
+        if has_articulated(p.model) {
+            return None;
+        }
+        let offsets: Vec<usize> = candidate_offsets(p.model.nv, cands).into_iter().map(|(_, o)| o).collect();
+        let mut out = StatePartials::zeros(y.len(), p.model.nv);
+        Some(
+            dynamics_partials(p, y, &mut out)
+                .and_then(|_| contact_partials(p, cands, &offsets, y, &mut out))
+                .map(|_| out),
+        )
     }
 
     fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {

@@ -3,6 +3,7 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
+use super::implicit::dense_jacobian;
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
 use crate::contact::ipm::Ipm;
 use crate::contact::SolverKind;
@@ -63,12 +64,16 @@ fn eps_column<const N: usize>(x: &DualSVec64<N>) -> nalgebra::SVector<f64, N> {
     x.eps.unwrap_generic(Const::<N>, U1)
 }
 
-fn with_rho(world: &World<f64>, opts: &DiffOptions) -> World<f64> {
-    let mut w = world.clone();
-    if let Some(rho) = opts.rho {
-        w.params.rho = rho;
+/// The world with the derivative's ρ (borrowed when it is the world's own).
+fn with_rho<'a>(world: &'a World<f64>, opts: &DiffOptions) -> std::borrow::Cow<'a, World<f64>> {
+    match opts.rho {
+        Some(rho) if rho != world.params.rho => {
+            let mut w = world.clone();
+            w.params.rho = rho;
+            std::borrow::Cow::Owned(w)
+        }
+        _ => std::borrow::Cow::Borrowed(world),
     }
-    w
 }
 
 /// Calls `$body` with `$b` bound to the world's backend as an
@@ -84,38 +89,133 @@ macro_rules! with_backend {
     };
 }
 
-/// Exact `∂r/∂y` at `y` (f64), by dual-number evaluation of the residual
-/// in column blocks.
-fn residual_jacobian<B: ImplicitStep>(
+/// Maps a singular-system failure of the linear algebra to
+/// [`DiffError::Singular`].
+fn singular(e: crate::contact::SolveError) -> DiffError {
+    match e {
+        crate::contact::SolveError::Singular(_) => DiffError::Singular,
+        e => e.into(),
+    }
+}
+
+/// `∂r/∂θ` at `y` for `params` (f64, one column per parameter), by
+/// dual-number evaluation of the residual in column blocks of 8: the
+/// structure `st` and `y` are fixed, only the problem data is seeded.
+fn residual_param_jacobian<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
     state: &State<f64>,
     u: &DVec<f64>,
     st: &B::Structure,
     y: &DVec<f64>,
+    params: &[Param],
 ) -> Result<DMat<f64>, DiffError> {
     let n = y.len();
-    let wd = world.cast::<D>();
-    let sd = state.cast::<D>();
-    let ud = u.map(D::from_re);
-    let pd = wd.problem(&sd, &ud);
-    let mut jy = DMat::zeros(n, n);
-    for start in (0..n).step_by(BLOCK) {
-        let mut yd = y.map(D::from_re);
-        for j in 0..BLOCK.min(n - start) {
-            yd[start + j] = D::from_re(y[start + j]).derivative(j);
-        }
-        let r = b.residual(&pd, st, &yd)?;
+    let yd = y.map(D::from_re);
+    let mut jth = DMat::zeros(n, params.len());
+    for start in (0..params.len()).step_by(BLOCK) {
+        let chunk = &params[start..params.len().min(start + BLOCK)];
+        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
+        let r = b.residual(&wd.problem(&sd, &ud), st, &yd)?;
         for (i, ri) in r.iter().enumerate() {
             let g = eps_column(ri);
-            for j in 0..BLOCK.min(n - start) {
-                jy[(i, start + j)] = g[j];
+            for j in 0..chunk.len() {
+                jth[(i, start + j)] = g[j];
             }
         }
     }
-    Ok(jy)
+    Ok(jth)
 }
 
+/// `∂r/∂θ` for `params`: the state and control columns (`Param::Q`,
+/// `Param::V`, `Param::U`) from the backend's closed forms
+/// ([`ImplicitStep::state_partials`]) where it has them, every other
+/// column by [`residual_param_jacobian`].
+#[allow(clippy::too_many_arguments)]
+fn param_partials<B: ImplicitStep>(
+    b: &B,
+    p: &crate::contact::StepProblem<'_, f64>,
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    st: &B::Structure,
+    y: &DVec<f64>,
+    params: &[Param],
+) -> Result<DMat<f64>, DiffError> {
+    let nv = world.model.nv;
+    let is_state = |q: &Param| matches!(q, Param::Q(i) | Param::V(i) | Param::U(i) if *i < nv);
+    let sp = if params.iter().any(is_state) { b.state_partials(p, st, y).transpose()? } else { None };
+    let Some(sp) = sp else {
+        return residual_param_jacobian(b, world, state, u, st, y, params);
+    };
+    let (idx, others): (Vec<usize>, Vec<Param>) =
+        params.iter().enumerate().filter(|(_, q)| !is_state(q)).map(|(j, q)| (j, *q)).unzip();
+    let mut jth = DMat::zeros(y.len(), params.len());
+    if !others.is_empty() {
+        let jo = residual_param_jacobian(b, world, state, u, st, y, &others)?;
+        for (c, &j) in idx.iter().enumerate() {
+            jth.set_column(j, &jo.column(c));
+        }
+    }
+    for (j, q) in params.iter().enumerate() {
+        match *q {
+            Param::Q(i) if i < nv => jth.set_column(j, &sp.dq.column(i)),
+            Param::V(i) if i < nv => jth.set_column(j, &sp.dv.column(i)),
+            Param::U(i) if i < nv => jth.set_column(j, &sp.du.column(i)),
+            _ => {}
+        }
+    }
+    Ok(jth)
+}
+
+/// Per free body, the Jacobian of its output tangent `q⁺ ⊖ q⁺₀` (6 rows),
+/// `q⁺ = (q ⊕ δ) ⊕ h v⁺`, with respect to `(δ, v⁺, h)` (13 columns) at
+/// `δ = 0` (one forward-mode evaluation per body); `None` for bodies that
+/// are not free roots (their tangent rows are zero).
+fn output_blocks(
+    model: &Model<f64>,
+    q: &DVec<f64>,
+    v_next: &DVec<f64>,
+    h: f64,
+    q_next: &DVec<f64>,
+) -> Result<Vec<Option<nalgebra::SMatrix<f64, 6, 13>>>, DiffError> {
+    type E = DualSVec64<13>;
+    let mut out = Vec::with_capacity(model.bodies.len());
+    for (i, b) in model.bodies.iter().enumerate() {
+        if !b.is_free_root() {
+            out.push(None);
+            continue;
+        }
+        let (kq, kv) = (b.idx_q, b.idx_v);
+        let err = |source| SimError::from(crate::dynamics::free::DynamicsError::Retraction { body: i, source });
+        let qb: [E; 7] = core::array::from_fn(|j| E::from_re(q[kq + j]));
+        let dq: [E; 6] = core::array::from_fn(|j| E::from_re(0.0).derivative(j));
+        let q0 = crate::math::integrate(&qb, &dq, E::from_re(1.0)).map_err(err)?;
+        let vb: [E; 6] = core::array::from_fn(|j| E::from_re(v_next[kv + j]).derivative(6 + j));
+        let q1 = crate::math::integrate(&q0, &vb, E::from_re(h).derivative(12)).map_err(err)?;
+        let qn: [E; 7] = core::array::from_fn(|j| E::from_re(q_next[kq + j]));
+        let t = crate::math::difference(&qn, &q1);
+        let mut m = nalgebra::SMatrix::<f64, 6, 13>::zeros();
+        for (r, tr) in t.iter().enumerate() {
+            m.set_row(r, &tr.eps.unwrap_generic(Const::<13>, U1).transpose());
+        }
+        out.push(Some(m));
+    }
+    Ok(out)
+}
+
+/// The implicit-function Jacobian of one step:
+///
+/// 1. `y*` and the structure from the f64 solve;
+/// 2. `∂r/∂θ` for every parameter ([`residual_param_jacobian`]);
+/// 3. `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ` by [`ImplicitStep::solve_jacobian`]
+///    (the backend's block-structured factorization at the solution,
+///    factored once for all columns);
+/// 4. the output map: `v⁺` rows are `dv⁺/dθ`; the tangent rows of body `b`
+///    are `T_δ dδ_b/dθ + T_v dv⁺_b/dθ + T_h dh/dθ` with the per-body
+///    blocks of [`output_blocks`] (`δ` moves only with `Param::Q`, `h` only
+///    with `Param::Dt`).
 fn ift<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -126,50 +226,87 @@ fn ift<B: ImplicitStep>(
     let p = world.problem(state, u);
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
-    let jy = residual_jacobian(b, world, state, u, &st, &y)?;
-    let lu = jy.lu();
-    if !lu.is_invertible() {
-        return Err(DiffError::Singular);
-    }
+    let jth = param_partials(b, &p, world, state, u, &st, &y, params)?;
+    let dy = -b.solve_jacobian_velocity(&p, &st, &y, &jth).map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
     let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
+    let blocks = output_blocks(&world.model, &state.q, &v_next, world.dt, &q_next)?;
     let mut jac = DMat::zeros(2 * nv, params.len());
-    let n = y.len();
-    for start in (0..params.len()).step_by(BLOCK) {
-        let chunk = &params[start..params.len().min(start + BLOCK)];
-        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
-        let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
-        let pd = wd.problem(&sd, &ud);
-        // ∂r/∂θ for this block
-        let r = b.residual(&pd, &st, &y.map(D::from_re))?;
-        let mut jth = DMat::zeros(n, chunk.len());
-        for (i, ri) in r.iter().enumerate() {
-            let g = eps_column(ri);
-            for j in 0..chunk.len() {
-                jth[(i, j)] = g[j];
+    jac.rows_mut(nv, nv).copy_from(&dy.rows(0, nv));
+    for (bi, blk) in blocks.iter().enumerate() {
+        let Some(t) = blk else { continue };
+        let kv = world.model.bodies[bi].idx_v;
+        let tv = t.fixed_view::<6, 6>(0, 6);
+        let rows = tv * dy.rows(kv, 6);
+        jac.rows_mut(kv, 6).copy_from(&rows);
+        for (j, prm) in params.iter().enumerate() {
+            match *prm {
+                Param::Q(i) if (kv..kv + 6).contains(&i) => {
+                    let mut col = jac.view_mut((kv, j), (6, 1));
+                    col += t.column(i - kv);
+                }
+                Param::Dt => {
+                    let mut col = jac.view_mut((kv, j), (6, 1));
+                    col += t.column(12);
+                }
+                _ => {}
             }
         }
-        let dy = -lu.solve(&jth).ok_or(DiffError::Singular)?;
-        // y(θ) to first order, then the output map in the same dual scalar.
-        let mut yd = y.map(D::from_re);
-        for i in 0..n {
-            let mut e = nalgebra::SVector::<f64, BLOCK>::zeros();
-            for j in 0..chunk.len() {
-                e[j] = dy[(i, j)];
-            }
-            yd[i].eps = num_dual::Derivative::some(e);
-        }
-        let vd = yd.rows(0, nv).into_owned();
-        let qd = integrate_model(&wd.model, &sd.q, &vd, wd.dt).map_err(SimError::from)?;
-        let t = tangent(&wd.model, &q_next.map(D::from_re), &State { q: qd, v: vd });
-        for (i, ti) in t.iter().enumerate() {
-            let g = eps_column(ti);
-            for j in 0..chunk.len() {
-                jac[(i, start + j)] = g[j];
+    }
+    if crate::dynamics::articulated::has_articulated(&world.model) {
+        // Robot joints: the output map of the whole configuration, by
+        // forward-mode columns (tangent rows of the articulated dofs).
+        let t = articulated_output(&world.model, &state.q, &v_next, world.dt, &q_next)?;
+        let dofs = crate::dynamics::articulated::articulated_dofs(&world.model);
+        let tv = t.columns(nv, nv).into_owned();
+        let moved = &tv * &dy.rows(0, nv);
+        for &r in &dofs {
+            for (j, prm) in params.iter().enumerate() {
+                let mut val = moved[(r, j)];
+                match *prm {
+                    Param::Q(i) => val += t[(r, i)],
+                    Param::Dt => val += t[(r, 2 * nv)],
+                    _ => {}
+                }
+                jac[(r, j)] = val;
             }
         }
     }
     Ok(StepJacobian { next: State { q: q_next, v: v_next }, jacobian: jac, nonsmooth: Vec::new() })
+}
+
+/// `∂(q⁺ ⊖ q⁺₀)/∂(δ, v⁺, h)` of `q⁺ = (q ⊕ δ) ⊕ h v⁺` for the whole
+/// configuration (`nv × (2 nv + 1)`), by forward-mode column blocks.
+fn articulated_output(
+    model: &Model<f64>,
+    q: &DVec<f64>,
+    v_next: &DVec<f64>,
+    h: f64,
+    q_next: &DVec<f64>,
+) -> Result<DMat<f64>, DiffError> {
+    let nv = model.nv;
+    let n = 2 * nv + 1;
+    let md = model.cast::<D>();
+    let qn = q_next.map(D::from_re);
+    let mut out = DMat::zeros(nv, n);
+    for start in (0..n).step_by(BLOCK) {
+        let seed = |k: usize, x: f64| {
+            if (start..start + BLOCK).contains(&k) { D::from_re(x).derivative(k - start) } else { D::from_re(x) }
+        };
+        let delta = DVec::from_fn(nv, |i, _| seed(i, 0.0));
+        let vd = DVec::from_fn(nv, |i, _| seed(nv + i, v_next[i]));
+        let hd = seed(2 * nv, h);
+        let q0 = integrate_model(&md, &q.map(D::from_re), &delta, D::from_re(1.0)).map_err(SimError::from)?;
+        let q1 = integrate_model(&md, &q0, &vd, hd).map_err(SimError::from)?;
+        let t = crate::dynamics::free::difference_model(&md, &qn, &q1);
+        for (r, tr) in t.iter().enumerate() {
+            let g = eps_column(tr);
+            for j in 0..BLOCK.min(n - start) {
+                out[(r, start + j)] = g[j];
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Solves `J x = r` in the scalar `T` with the f64 LU factors of `J`
@@ -209,8 +346,9 @@ fn lift_step_with<B: ImplicitStep, T: Scalar>(
     let w0 = world.cast::<f64>();
     let s0 = state.cast::<f64>();
     let u0 = u.map(|x| x.re());
-    let (y, st) = b.solve_root(&w0.problem(&s0, &u0))?;
-    let jy = residual_jacobian(b, &w0, &s0, &u0, &st, &y)?;
+    let p0 = w0.problem(&s0, &u0);
+    let (y, st) = b.solve_root(&p0)?;
+    let jy = dense_jacobian(b, &p0, &st, &y)?;
     let lu = jy.lu();
     if !lu.is_invertible() {
         return Err(DiffError::Singular);
