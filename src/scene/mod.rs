@@ -400,11 +400,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             None => return Err(body.missing("inertia")),
             Some((val, p)) => inertia_matrix(cx, val, &p)?,
         };
-        let pos = body.vec_opt::<3>("position")?.map(|x| x.0).unwrap_or([0.0; 3]);
-        let rot = match body.vec_opt::<4>("orientation")? {
-            None => Quat::new(1.0, 0.0, 0.0, 0.0),
-            Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
-        };
+        let (pos, rot) = pose_fields(cx, &mut body)?;
         let vel = body.vec_opt::<3>("velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
         let ang = body.vec_opt::<3>("angular_velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
         let material = material(cx, &mut body)?;
@@ -428,11 +424,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     for mut st in root.array_of_tables("static")? {
         let name = st.str_opt("name")?.map(|x| x.0.to_string()).unwrap_or_default();
         let material = material(cx, &mut st)?;
-        let pos = st.vec_opt::<3>("position")?.map(|x| x.0).unwrap_or([0.0; 3]);
-        let rot = match st.vec_opt::<4>("orientation")? {
-            None => Quat::new(1.0, 0.0, 0.0, 0.0),
-            Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
-        };
+        let (pos, rot) = pose_fields(cx, &mut st)?;
         let shape = match st.table("shape")? {
             None => return Err(st.missing("shape")),
             Some(t) => shape(cx, t, true)?,
@@ -589,6 +581,17 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     })
 }
 
+/// The optional `position` (default 0) and `orientation` (unit quaternion,
+/// default identity) of a table.
+fn pose_fields<'a>(cx: &Cx, t: &mut Tab<'a, '_>) -> R<([f64; 3], Quat<f64>)> {
+    let pos = t.vec_opt::<3>("position")?.map(|x| x.0).unwrap_or([0.0; 3]);
+    let rot = match t.vec_opt::<4>("orientation")? {
+        None => Quat::new(1.0, 0.0, 0.0, 0.0),
+        Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
+    };
+    Ok((pos, rot))
+}
+
 fn unit_quat(cx: &Cx, o: [f64; 4], span: Range<usize>, path: &str) -> R<Quat<f64>> {
     let n = (o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]).sqrt();
     if (n - 1.0).abs() > 1e-6 {
@@ -727,11 +730,7 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             )?;
             let mut parts = Vec::new();
             for mut part in t.array_of_tables("parts")? {
-                let pos = part.vec_opt::<3>("position")?.map(|x| x.0).unwrap_or([0.0; 3]);
-                let rot = match part.vec_opt::<4>("orientation")? {
-                    None => Quat::new(1.0, 0.0, 0.0, 0.0),
-                    Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
-                };
+                let (pos, rot) = pose_fields(cx, &mut part)?;
                 let inner = match part.table("shape")? {
                     None => return Err(part.missing("shape")),
                     Some(s) => shape(cx, s, false)?,
