@@ -467,3 +467,54 @@ fn unrolled_derivative_matches_finite_differences() {
         assert!((ad.1 - fd.1).abs() <= 1e-4 * (1.0 + fd.1.abs()));
     }
 }
+
+/// A 20-sphere pile in one contact island: its reduced system (120 rows)
+/// is factored by faer in f64 and by nalgebra's generic LU in a dual
+/// scalar; both give the same trajectory, and ift (faer) equals lift.
+#[test]
+fn large_island_faer_path_matches_generic_path() {
+    use dualsim::contact::ipm::solve::FAER_MIN_ROWS;
+    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+
+    let mut w = World::<f64>::new(0.01);
+    let (r, d) = (0.1, 0.21);
+    let mut pos = Vec::new();
+    for i in 0..4 {
+        for j in 0..4 {
+            pos.push([i as f64 * d, j as f64 * d, r]);
+        }
+    }
+    let z = r + ((2.0 * r).powi(2) - d * d / 2.0).sqrt();
+    for (i, j) in [(0, 0), (0, 2), (2, 0), (2, 2)] {
+        pos.push([(i as f64 + 0.5) * d, (j as f64 + 0.5) * d, z]);
+    }
+    let mat = Material { friction: 0.5, restitution: 0.0 };
+    for k in 0..pos.len() {
+        w.add_body(&format!("s{k}"), 1.0, Mat3::identity() * (0.4 * r * r), Some(Shape::Sphere { radius: r }), mat)
+            .unwrap();
+    }
+    w.statics.push(StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        pose: Pose::identity(),
+        material: mat,
+    });
+    assert!(6 * pos.len() >= FAER_MIN_ROWS);
+    let x0 = State::at_rest(&w.model, &pos);
+    let steps = 15;
+    let c = Controls::Constant(w.zero_control());
+    let f64_traj = rollout(&w, &x0, &c, steps).unwrap();
+    let wd = w.cast::<DualSVec64<1>>();
+    let dual_traj = rollout(&wd, &x0.cast(), &Controls::Constant(wd.zero_control()), steps).unwrap();
+    let diff = f64_traj.last().q.iter().zip(dual_traj.last().q.iter()).map(|(a, b)| (a - b.re).abs()).fold(0.0, f64::max);
+    println!("20-sphere island: faer vs nalgebra trajectories differ by {diff:e}; contacts {}", f64_traj.stats.last().unwrap().contacts);
+    assert!(diff < 1e-10, "{diff:e}");
+    assert!(f64_traj.stats.last().unwrap().contacts >= 20);
+    let x = f64_traj.last();
+    let params: Vec<Param> = (0..12).map(Param::V).collect();
+    let o = DiffOptions::default();
+    let ji = step_jacobian(&w, x, &w.zero_control(), &params, Method::Ift, &o).unwrap().jacobian;
+    let jl = step_jacobian(&w, x, &w.zero_control(), &params, Method::Lift, &o).unwrap().jacobian;
+    let rel = (&ji - &jl).abs().max() / ji.abs().max().max(1.0);
+    assert!(rel < 1e-9, "{rel:e}");
+}

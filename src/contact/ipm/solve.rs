@@ -112,10 +112,74 @@ fn boundary_step<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: &[DVec<T>])
     alpha
 }
 
+/// Islands whose reduced system has at least this many rows (16 bodies)
+/// are factored by faer's blocked LU when the scalar is `f64`; smaller
+/// ones, and every dual scalar, by nalgebra's LU (generic over `Scalar`).
+pub const FAER_MIN_ROWS: usize = 96;
+
+/// LU of the reduced system: nalgebra's (any scalar) or faer's (`f64`,
+/// large islands).
+enum ReducedLu<T: Scalar> {
+    Generic(nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>),
+    Faer(faer::linalg::solvers::PartialPivLu<f64>),
+}
+
+impl<T: Scalar> ReducedLu<T> {
+    fn new(r: DMat<T>) -> Self {
+        use std::any::Any;
+        if r.nrows() >= FAER_MIN_ROWS {
+            if let Some(r64) = (&r as &dyn Any).downcast_ref::<DMat<f64>>() {
+                let m = faer::Mat::<f64>::from_fn(r64.nrows(), r64.ncols(), |i, j| r64[(i, j)]);
+                return ReducedLu::Faer(m.partial_piv_lu());
+            }
+        }
+        ReducedLu::Generic(r.lu())
+    }
+
+    /// Solves for every column of `rhs` (a vector or a matrix).
+    fn solve<C: nalgebra::Dim>(
+        &self,
+        rhs: &nalgebra::OMatrix<T, nalgebra::Dyn, C>,
+    ) -> Option<nalgebra::OMatrix<T, nalgebra::Dyn, C>>
+    where
+        nalgebra::DefaultAllocator: nalgebra::allocator::Allocator<nalgebra::Dyn, C>,
+    {
+        match self {
+            ReducedLu::Generic(lu) => lu.solve(rhs),
+            ReducedLu::Faer(lu) => {
+                use faer::linalg::solvers::Solve;
+                // T is f64 here (only f64 systems are factored by faer).
+                let b = faer::Mat::<f64>::from_fn(rhs.nrows(), rhs.ncols(), |i, j| rhs[(i, j)].re());
+                let x = lu.solve(&b);
+                if !x.col_iter().all(|c| c.iter().all(|e| e.is_finite())) {
+                    return None;
+                }
+                Some(nalgebra::OMatrix::<T, nalgebra::Dyn, C>::from_fn_generic(
+                    nalgebra::Dyn(rhs.nrows()),
+                    C::from_usize(rhs.ncols()),
+                    |i, j| T::from_re(x[(i, j)]),
+                ))
+            }
+        }
+    }
+
+    /// The inverse of the reduced matrix.
+    fn try_inverse(&self) -> Option<DMat<T>> {
+        match self {
+            ReducedLu::Generic(lu) => lu.try_inverse(),
+            ReducedLu::Faer(lu) => {
+                use faer::linalg::solvers::ShapeCore;
+                let n = lu.nrows();
+                self.solve(&DMat::<T>::identity(n, n))
+            }
+        }
+    }
+}
+
 /// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
 /// and the per-contact blocks needed to recover `dx_c`.
 struct Factored<T: Scalar> {
-    reduced: nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>,
+    reduced: ReducedLu<T>,
     /// LU of each `A_c`.
     local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
     /// `C_c` of each contact.
@@ -171,7 +235,7 @@ fn factor<T: Scalar>(
         c_mats.push(c);
         k_blocks.push(ks);
     }
-    Ok(Factored { reduced: r.lu(), local, c_mats, k_blocks })
+    Ok(Factored { reduced: ReducedLu::new(r), local, c_mats, k_blocks })
 }
 
 /// Newton direction for the local residuals `rc` (dynamics residual from
