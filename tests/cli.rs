@@ -179,3 +179,23 @@ fn check_passes_on_the_free_flight_scene() {
     assert!(blocks.iter().any(|b| b["of"] == "position" && b["wrt"] == "velocity"));
     assert!(blocks.iter().all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number()));
 }
+
+#[test]
+fn view_writes_a_self_contained_html_page() {
+    let dir = std::env::temp_dir().join(format!("dualsim-view-test-{}", std::process::id()));
+    let out = bin().args(["run", "--steps", "10", "--out"]).arg(&dir).arg(example("free_flight.toml")).output().unwrap();
+    assert!(out.status.success());
+    let traj = dir.join("trajectory.json");
+    let out = bin().arg("view").arg(&traj).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(dir.join("trajectory.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("\"frames\"") && html.contains("<canvas"));
+    assert!(!html.contains("__DATA__"));
+    // not a trajectory: typed error, exit 2
+    std::fs::write(dir.join("bad.json"), "{\"frames\": [{\"bodies\": [{\"position\": [0, null]}]}]}").unwrap();
+    let out = bin().arg("view").arg(dir.join("bad.json")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a dualsim trajectory"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -77,6 +77,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write a self-contained HTML viewer for a trajectory (from `run --out`).
+    View {
+        /// The trajectory JSON.
+        trajectory: PathBuf,
+        /// Output HTML file (default: the trajectory's name with `.html`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Time the f64 step and each derivative method of one step.
     Bench {
         /// The scene file (TOML).
@@ -104,6 +112,7 @@ fn main() -> ExitCode {
             grad(&scene, &of, &wrt, &method, rho, json)
         }
         Some(Command::Bench { scene, json }) => bench(&scene, json),
+        Some(Command::View { trajectory, out }) => view(&trajectory, out.as_deref()),
     }
 }
 
@@ -441,5 +450,29 @@ fn bench(path: &Path, json: bool) -> ExitCode {
             println!("{k:>9} jacobian (state + control): {t:.3e} s ({:.1}x the step)", t / step_s);
         }
     }
+    ExitCode::SUCCESS
+}
+
+fn view(path: &Path, out: Option<&Path>) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let html = match dualsim::viz::html_viewer(&text) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let target = out.map(Path::to_path_buf).unwrap_or_else(|| path.with_extension("html"));
+    if let Err(e) = atomic_write(&target, html.as_bytes()) {
+        eprintln!("error: {}: {e}", target.display());
+        return ExitCode::from(EXIT_SIM);
+    }
+    eprintln!("wrote {}", target.display());
     ExitCode::SUCCESS
 }

@@ -184,3 +184,92 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     result
 }
+
+/// A trajectory file that cannot be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// Not JSON.
+    #[error("not a JSON document: {0}")]
+    Json(#[from] serde_json::Error),
+    /// JSON, but not a dualsim trajectory (`{"dt", "frames": [{"t", "bodies": [...]}]}`).
+    #[error("not a dualsim trajectory: {0}")]
+    Shape(String),
+}
+
+/// A self-contained HTML page that animates a trajectory written by
+/// `dualsim run --out` (side view x–z and top view x–y of every body's
+/// position; robots are listed with their joint coordinates).
+pub fn html_viewer(trajectory: &str) -> Result<String, ViewError> {
+    let doc: serde_json::Value = serde_json::from_str(trajectory)?;
+    let frames = doc
+        .get("frames")
+        .and_then(|f| f.as_array())
+        .ok_or_else(|| ViewError::Shape("missing `frames` array".into()))?;
+    if frames.is_empty() {
+        return Err(ViewError::Shape("no frames".into()));
+    }
+    for (k, f) in frames.iter().enumerate() {
+        let bodies = f
+            .get("bodies")
+            .and_then(|b| b.as_array())
+            .ok_or_else(|| ViewError::Shape(format!("frame {k}: missing `bodies`")))?;
+        for b in bodies {
+            let ok = b.get("position").and_then(|p| p.as_array()).is_some_and(|p| {
+                p.len() == 3 && p.iter().all(|x| x.as_f64().is_some_and(f64::is_finite))
+            });
+            if !ok {
+                return Err(ViewError::Shape(format!("frame {k}: a body without a finite 3-vector `position`")));
+            }
+        }
+    }
+    // The data is embedded as JSON; `</` is escaped so it cannot close the script tag.
+    let data = serde_json::to_string(&doc)?.replace("</", "<\\/");
+    Ok(VIEWER_TEMPLATE.replace("__DATA__", &data))
+}
+
+const VIEWER_TEMPLATE: &str = r#"<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>dualsim trajectory</title>
+<style>body{font-family:sans-serif;margin:16px}canvas{border:1px solid #ccc;margin-right:8px}</style>
+</head><body>
+<h3>dualsim trajectory</h3>
+<div><canvas id="side" width="480" height="360"></canvas><canvas id="top" width="480" height="360"></canvas></div>
+<div><button id="play">play / pause</button> <input id="slider" type="range" min="0" value="0" style="width:600px"> <span id="time"></span></div>
+<pre id="robots"></pre>
+<script>
+const T = __DATA__;
+const F = T.frames;
+const slider = document.getElementById('slider');
+slider.max = F.length - 1;
+let lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+for (const f of F) for (const b of f.bodies) for (let i = 0; i < 3; i++) {
+  lo[i] = Math.min(lo[i], b.position[i]); hi[i] = Math.max(hi[i], b.position[i]);
+}
+function draw(canvas, k, a, c, label) {
+  const g = canvas.getContext('2d'), W = canvas.width, H = canvas.height, m = 30;
+  const span = Math.max(hi[a] - lo[a], hi[c] - lo[c], 1e-9);
+  const sx = x => m + (x - lo[a]) / span * (W - 2 * m);
+  const sy = y => H - m - (y - lo[c]) / span * (H - 2 * m);
+  g.clearRect(0, 0, W, H);
+  g.fillStyle = '#333'; g.fillText(label, 8, 14);
+  F[k].bodies.forEach((b, i) => {
+    g.strokeStyle = 'hsl(' + (i * 47 % 360) + ',60%,70%)'; g.beginPath();
+    for (let j = 0; j <= k; j++) { const p = F[j].bodies[i].position; j ? g.lineTo(sx(p[a]), sy(p[c])) : g.moveTo(sx(p[a]), sy(p[c])); }
+    g.stroke();
+    const p = b.position; g.fillStyle = 'hsl(' + (i * 47 % 360) + ',60%,40%)';
+    g.beginPath(); g.arc(sx(p[a]), sy(p[c]), 5, 0, 2 * Math.PI); g.fill();
+  });
+}
+function show(k) {
+  draw(document.getElementById('side'), k, 0, 2, 'side view (x, z)');
+  draw(document.getElementById('top'), k, 0, 1, 'top view (x, y)');
+  document.getElementById('time').textContent = 't = ' + (F[k].t || 0).toFixed(3) + ' s';
+  const r = F[k].robots || [];
+  document.getElementById('robots').textContent = r.map(x => x.name + ': q = [' + x.q.map(v => v.toFixed(3)).join(', ') + ']').join('\n');
+}
+let playing = false;
+document.getElementById('play').onclick = () => { playing = !playing; };
+slider.oninput = () => show(+slider.value);
+setInterval(() => { if (playing) { slider.value = (+slider.value + 1) % F.length; show(+slider.value); } }, 20);
+show(0);
+</script></body></html>
+"#;
