@@ -592,6 +592,22 @@ fn pose_fields<'a>(cx: &Cx, t: &mut Tab<'a, '_>) -> R<([f64; 3], Quat<f64>)> {
     Ok((pos, rot))
 }
 
+/// A required list of 3-vectors (`normals`, `points`), with the value and
+/// path of the field for later errors.
+fn vec3_list<'a, 'i>(
+    cx: &Cx,
+    t: &mut Tab<'a, 'i>,
+    key: &'a str,
+) -> R<(Vec<Vec3<f64>>, &'a Val<'i>, String)> {
+    let Some((v, p)) = t.get(key) else { return Err(t.missing(key)) };
+    let list = array(cx, v, &p)?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| nums::<3>(cx, e, &format!("{p}[{i}]")).map(Vec3::from))
+        .collect::<R<Vec<_>>>()?;
+    Ok((list, v, p))
+}
+
 fn unit_quat(cx: &Cx, o: [f64; 4], span: Range<usize>, path: &str) -> R<Quat<f64>> {
     let n = (o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]).sqrt();
     if (n - 1.0).abs() > 1e-6 {
@@ -691,12 +707,7 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             Shape::Ellipsoid { radii: Vec3::from(r) }
         }
         "polytope" | "padded_polygon" => {
-            let Some((nv, np)) = t.get("normals") else { return Err(t.missing("normals")) };
-            let normals = array(cx, nv, &np)?
-                .iter()
-                .enumerate()
-                .map(|(i, e)| nums::<3>(cx, e, &format!("{np}[{i}]")).map(Vec3::from))
-                .collect::<R<Vec<_>>>()?;
+            let (normals, _, _) = vec3_list(cx, &mut t, "normals")?;
             let Some((ov, op)) = t.get("offsets") else { return Err(t.missing("offsets")) };
             let offsets = num_list(cx, ov, &op)?;
             if offsets.len() != normals.len() {
@@ -744,18 +755,8 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             Shape::Bundle { parts, op }
         }
         "points" => {
-            let Some((pv, pp)) = t.get("points") else { return Err(t.missing("points")) };
-            let points = array(cx, pv, &pp)?
-                .iter()
-                .enumerate()
-                .map(|(i, e)| nums::<3>(cx, e, &format!("{pp}[{i}]")).map(Vec3::from))
-                .collect::<R<Vec<_>>>()?;
-            let Some((nv, np)) = t.get("normals") else { return Err(t.missing("normals")) };
-            let normals = array(cx, nv, &np)?
-                .iter()
-                .enumerate()
-                .map(|(i, e)| nums::<3>(cx, e, &format!("{np}[{i}]")).map(Vec3::from))
-                .collect::<R<Vec<_>>>()?;
+            let (points, _, _) = vec3_list(cx, &mut t, "points")?;
+            let (normals, nv, np) = vec3_list(cx, &mut t, "normals")?;
             if normals.len() != points.len() {
                 return Err(cx.error(nv.span(), &np, "one normal per point"));
             }
