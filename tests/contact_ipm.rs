@@ -322,6 +322,7 @@ fn no_contact_reduces_to_free_flight() {
         shapes: &w.shapes,
         materials: &w.materials,
         statics: &w.statics,
+        link_shapes: &w.link_shapes,
         friction_combine: w.friction_combine,
         restitution_combine: w.restitution_combine,
         q: &x0.q,

@@ -20,7 +20,7 @@ pub mod ipm;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;
-use crate::geometry::{Combine, Material, Shape, StaticGeometry};
+use crate::geometry::{AttachedShape, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Vec3};
 use crate::Scalar;
 
@@ -92,6 +92,9 @@ pub struct StepProblem<'a, T: Scalar> {
     pub materials: &'a [Material<T>],
     /// Fixed geometry.
     pub statics: &'a [StaticGeometry<T>],
+    /// Collision shapes of robot links (several per link allowed; the
+    /// link's material is `materials[body]`).
+    pub link_shapes: &'a [AttachedShape<T>],
     /// How contact friction is combined from two materials.
     pub friction_combine: Combine,
     /// How restitution is combined from two materials.

@@ -54,12 +54,14 @@ pub(crate) fn dense_jacobian<B: ImplicitStep + ?Sized>(
     let shapes: Vec<Option<Shape<D>>> = p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect();
     let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
     let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
+    let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
     let (q, v, u) = (p.q.map(D::from_re), p.v.map(D::from_re), p.u.map(D::from_re));
     let pd = StepProblem {
         model: &model,
         shapes: &shapes,
         materials: &materials,
         statics: &statics,
+        link_shapes: &link_shapes,
         friction_combine: p.friction_combine,
         restitution_combine: p.restitution_combine,
         q: &q,

@@ -222,6 +222,9 @@ pub enum ModelError {
         /// Body name.
         body: String,
     },
+    /// A feature the model does not support in this combination.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
 }
 
 /// The immutable description of a multibody system.

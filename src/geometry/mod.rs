@@ -241,3 +241,24 @@ impl<T: Scalar> StaticGeometry<T> {
         }
     }
 }
+
+/// A collision shape attached to a body at a fixed pose in the body frame:
+/// the shapes of robot links (a link may have several), from the URDF
+/// `<collision>` elements. Free bodies keep their single shape in
+/// `World::shapes`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttachedShape<T: Scalar> {
+    /// Body (link) index in the model.
+    pub body: usize,
+    /// Pose of the shape in the body frame.
+    pub pose: Pose<T>,
+    /// The shape.
+    pub shape: Shape<T>,
+}
+
+impl<T: Scalar> AttachedShape<T> {
+    /// Converts to another scalar through primal values.
+    pub fn cast<U: Scalar>(&self) -> AttachedShape<U> {
+        AttachedShape { body: self.body, pose: self.pose.cast(), shape: self.shape.cast() }
+    }
+}

@@ -495,7 +495,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         let path = r.path.clone();
         r.finish()?;
         world
-            .add_robot(&name, &urdf.model, &placement)
+            .add_robot_with_collisions(&name, &urdf, &placement)
             .map_err(|e| cx.error(span, &path, e.to_string()))?;
         q.extend_from_slice(&q0);
         v.extend_from_slice(&v0);

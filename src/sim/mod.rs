@@ -26,7 +26,7 @@ use crate::contact::{
 };
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::{Model, ModelError};
-use crate::geometry::{Combine, Material, Shape, StaticGeometry};
+use crate::geometry::{AttachedShape, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Vec3};
 use crate::Scalar;
 
@@ -42,6 +42,10 @@ pub struct World<T: Scalar> {
     pub materials: Vec<Material<T>>,
     /// Fixed geometry.
     pub statics: Vec<StaticGeometry<T>>,
+    /// Collision shapes of robot links, several per link allowed (see
+    /// [`World::add_robot_with_collisions`]); a link's material is
+    /// `materials[body]`.
+    pub link_shapes: Vec<AttachedShape<T>>,
     /// Gravity (default (0, 0, −9.81)). Change it with
     /// [`World::set_gravity`], which keeps `model.gravity` (used by the
     /// articulated algorithms) equal to it.
@@ -92,6 +96,7 @@ impl<T: Scalar> World<T> {
             shapes: Vec::new(),
             materials: Vec::new(),
             statics: Vec::new(),
+            link_shapes: Vec::new(),
             gravity: crate::math::vec3([0.0, 0.0, -9.81]),
             dt: T::from_re(dt),
             solver: SolverKind::default(),
@@ -113,7 +118,8 @@ impl<T: Scalar> World<T> {
     /// Adds an articulated robot: its links become bodies named
     /// `NAME/LINK`, its root is attached to the world at `base` (for a
     /// fixed base) or gets a free joint (floating base, as imported).
-    /// Robot links do not collide yet. Returns the robot's index.
+    /// The links get no collision shapes (see
+    /// [`World::add_robot_with_collisions`]). Returns the robot's index.
     pub fn add_robot(
         &mut self,
         name: &str,
@@ -145,6 +151,43 @@ impl<T: Scalar> World<T> {
         Ok(self.robots.len() - 1)
     }
 
+    /// Adds an imported robot (see [`World::add_robot`]) with the collision
+    /// shapes of its links: each `<collision>` element becomes an
+    /// [`AttachedShape`] of its link (a link may have several). A
+    /// cylinder becomes a capsule of the same radius and half length (the
+    /// closed-form pairs have no cylinder; the capsule's caps add `radius`
+    /// at each end). Contact of robot links is modelled with static
+    /// geometry by the `ipm` backend for robots whose root is attached to
+    /// the world (fixed base); the links of a floating-base robot (whose
+    /// base is stepped as a free body) are refused with
+    /// [`ModelError::Unsupported`] when they have collision shapes.
+    pub fn add_robot_with_collisions(
+        &mut self,
+        name: &str,
+        robot: &crate::dynamics::urdf::UrdfRobot,
+        base: &crate::math::Pose<f64>,
+    ) -> Result<usize, ModelError> {
+        if !robot.collisions.is_empty() && robot.model.bodies.first().is_some_and(|b| b.is_free_root()) {
+            return Err(ModelError::Unsupported(format!(
+                "robot `{name}`: collision shapes on a floating-base robot (contact is modelled for fixed-base robots only)"
+            )));
+        }
+        let r = self.add_robot(name, &robot.model, base)?;
+        let first = self.robots[r].first_body;
+        for c in &robot.collisions {
+            let shape = match c.shape {
+                Shape::Cylinder { radius, half_length } => Shape::Capsule { radius, half_length },
+                ref s => s.clone(),
+            };
+            self.link_shapes.push(AttachedShape {
+                body: first + c.body,
+                pose: c.pose.cast(),
+                shape: shape.cast(),
+            });
+        }
+        Ok(r)
+    }
+
     /// Index of the robot named `name`.
     pub fn robot_index(&self, name: &str) -> Option<usize> {
         self.robots.iter().position(|r| r.name == name)
@@ -172,6 +215,7 @@ impl<T: Scalar> World<T> {
             shapes: &self.shapes,
             materials: &self.materials,
             statics: &self.statics,
+            link_shapes: &self.link_shapes,
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
             q: &state.q,
@@ -197,6 +241,7 @@ impl<T: Scalar> World<T> {
             shapes: self.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect(),
             materials: self.materials.iter().map(|m| m.cast()).collect(),
             statics: self.statics.iter().map(|s| s.cast()).collect(),
+            link_shapes: self.link_shapes.iter().map(|s| s.cast()).collect(),
             gravity: self.gravity.map(c),
             dt: c(self.dt),
             solver: self.solver,
