@@ -26,7 +26,7 @@ use num_dual::DualSVec64;
 
 use super::partials::{contact_partials, dynamics_partials, StatePartials};
 use crate::contact::free_flight::FreeFlight;
-use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, Island, Partner};
+use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, CandidateKey, Island, Partner, UnitKind};
 use crate::contact::ipm::solve::IslandJacobian;
 use crate::contact::ipm::{islands, Ipm};
 use crate::contact::{SolveError, StepProblem};
@@ -273,20 +273,20 @@ fn check_rows(y: &DVec<f64>, rhs: &DMat<f64>) -> Result<(), SolveError> {
 
 /// Offset in `y` of each candidate's unknowns, in candidate order, keyed
 /// by `(a, b, feature)`.
-fn candidate_offsets(nv: usize, cands: &[Candidate<f64>]) -> Vec<((usize, Partner, usize), usize)> {
+fn candidate_offsets(nv: usize, cands: &[Candidate<f64>]) -> Vec<(CandidateKey, usize)> {
     let mut offsets = Vec::with_capacity(cands.len());
     let mut off = nv;
     for c in cands {
-        offsets.push(((c.a, c.b, c.feature), off));
+        offsets.push((c.key(), off));
         off += c.law.size();
     }
     offsets
 }
 
-fn offset_in<T: Scalar>(offsets: &[((usize, Partner, usize), usize)], c: &Candidate<T>) -> Result<usize, SolveError> {
+fn offset_in<T: Scalar>(offsets: &[(CandidateKey, usize)], c: &Candidate<T>) -> Result<usize, SolveError> {
     offsets
         .iter()
-        .find(|(k, _)| *k == (c.a, c.b, c.feature))
+        .find(|(k, _)| *k == c.key())
         .map(|(_, o)| *o)
         .ok_or(SolveError::Singular("unknown contact candidate"))
 }
@@ -306,14 +306,17 @@ fn ipm_solve(
     let offsets = candidate_offsets(p.model.nv, cands);
     let mut out = DMat::zeros(if contacts { rhs.nrows() } else { p.model.nv }, m);
     let mut in_island = vec![false; nb];
-    for island in islands(nb, cands.to_vec()) {
+    for island in islands(p.model, cands.to_vec()) {
         let (v_local, xs) = island_point(p, &island, &offsets, y)?;
         let jac = IslandJacobian::new(p, &island, &v_local, &xs)?;
-        let mut bd = DMat::zeros(6 * island.bodies.len(), m);
-        for (li, &g) in island.bodies.iter().enumerate() {
-            let k = p.model.bodies[g].idx_v;
-            bd.rows_mut(6 * li, 6).copy_from(&rhs.rows(k, 6));
-            in_island[g] = true;
+        let mut bd = DMat::zeros(island.dim(), m);
+        for u in &island.units {
+            for (l, &d) in u.dofs.iter().enumerate() {
+                bd.row_mut(u.offset + l).copy_from(&rhs.row(d));
+            }
+            if let UnitKind::Body(g) = u.kind {
+                in_island[g] = true;
+            }
         }
         let bc = island
             .contacts
@@ -321,9 +324,10 @@ fn ipm_solve(
             .map(|c| Ok(rhs.rows(offset_in(&offsets, c)?, c.law.size()).into_owned()))
             .collect::<Result<Vec<_>, SolveError>>()?;
         let (xv, xc) = jac.solve(&island, &bd, &bc, contacts)?;
-        for (li, &g) in island.bodies.iter().enumerate() {
-            let k = p.model.bodies[g].idx_v;
-            out.rows_mut(k, 6).copy_from(&xv.rows(6 * li, 6));
+        for u in &island.units {
+            for (l, &d) in u.dofs.iter().enumerate() {
+                out.row_mut(d).copy_from(&xv.row(u.offset + l));
+            }
         }
         for (c, x) in island.contacts.iter().zip(xc.iter().flatten()) {
             out.rows_mut(offset_in(&offsets, c)?, x.nrows()).copy_from(x);
@@ -335,18 +339,14 @@ fn ipm_solve(
     Ok(out)
 }
 
-/// Island-local velocity (6 per island body) and contact unknowns from `y`.
+/// Island-local velocity (island layout) and contact unknowns from `y`.
 fn island_point(
     p: &StepProblem<'_, f64>,
     island: &Island<f64>,
-    offsets: &[((usize, Partner, usize), usize)],
+    offsets: &[(CandidateKey, usize)],
     y: &DVec<f64>,
 ) -> Result<(DVec<f64>, Vec<DVec<f64>>), SolveError> {
-    let mut v_local = DVec::zeros(6 * island.bodies.len());
-    for (li, &g) in island.bodies.iter().enumerate() {
-        let k = p.model.bodies[g].idx_v;
-        v_local.fixed_rows_mut::<6>(6 * li).copy_from(&y.fixed_rows::<6>(k));
-    }
+    let v_local = island.gather(&y.rows(0, p.model.nv).into_owned());
     let xs = island
         .contacts
         .iter()
@@ -391,14 +391,9 @@ impl ImplicitStep for Ipm {
         articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
         r.rows_mut(0, nv).copy_from(&r_dyn);
         // Offsets of each candidate's unknowns in y, by key.
-        let mut offsets = Vec::with_capacity(cands.len());
-        let mut off = nv;
-        for c in cands {
-            offsets.push(((c.a, c.b, c.feature), off));
-            off += c.law.size();
-        }
+        let offsets = candidate_offsets(nv, cands);
         let offset_of = |c: &Candidate<T>| {
-            offsets.iter().find(|(k, _)| *k == (c.a, c.b, c.feature)).map(|(_, o)| *o).expect("known candidate")
+            offsets.iter().find(|(k, _)| *k == c.key()).map(|(_, o)| *o).expect("known candidate")
         };
         // The candidates in T, with the friction coefficient recomputed from
         // the materials (so that derivatives with respect to friction flow).
@@ -411,27 +406,21 @@ impl ImplicitStep for Ipm {
                         p.friction_combine.apply(p.materials[c.a].friction, p.statics[j].material.friction)
                     }
                 };
-                Candidate { a: c.a, b: c.b, feature: c.feature, mu, law: c.law, axis: c.axis }
+                Candidate { a: c.a, link: c.link, b: c.b, feature: c.feature, mu, law: c.law, axis: c.axis }
             })
             .collect();
         let kappa = T::from_re(p.params.rho);
-        for island in islands(p.model.bodies.len(), cands_t) {
-            let nbi = island.bodies.len();
-            let mut v_local = DVec::zeros(6 * nbi);
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                v_local.fixed_rows_mut::<6>(6 * li).copy_from(&v_next.fixed_rows::<6>(k));
-            }
+        for island in islands(p.model, cands_t) {
+            let v_local = island.gather(&v_next);
             let xs: Vec<DVec<T>> = island
                 .contacts
                 .iter()
                 .map(|c| y.rows(offset_of(c), c.law.size()).into_owned())
                 .collect();
             let ev = evaluate(p, &island, &v_local, &xs)?;
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                r.fixed_rows_mut::<6>(k).copy_from(&ev.r_dyn.fixed_rows::<6>(6 * li));
-            }
+            let mut rows = r.rows(0, nv).into_owned();
+            island.scatter(&ev.r_dyn, &mut rows);
+            r.rows_mut(0, nv).copy_from(&rows);
             for ((c, x), ce) in island.contacts.iter().zip(&xs).zip(&ev.contacts) {
                 let rc = local_residual(c.law, x, &ce.y, c.mu, kappa, None, false);
                 r.rows_mut(offset_of(c), rc.len()).copy_from(&rc);
@@ -489,11 +478,11 @@ impl ImplicitStep for Ipm {
     }
 
     fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {
-        let key = |c: &Candidate<f64>| (c.a, c.b, c.feature);
+        let key = |c: &Candidate<f64>| c.key();
         let mut ka: Vec<_> = a.iter().map(key).collect();
         let mut kb: Vec<_> = b.iter().map(key).collect();
-        ka.sort_unstable_by_key(|k| (k.0, format!("{:?}", k.1), k.2));
-        kb.sort_unstable_by_key(|k| (k.0, format!("{:?}", k.1), k.2));
+        ka.sort_unstable_by_key(|k| (k.0, k.1, format!("{:?}", k.2), k.3));
+        kb.sort_unstable_by_key(|k| (k.0, k.1, format!("{:?}", k.2), k.3));
         ka == kb
     }
 }

@@ -121,9 +121,11 @@
 pub mod cone;
 pub mod kinematics;
 pub mod residual;
+pub mod robot;
 pub mod solve;
 
-use self::residual::{body_pose, Candidate, Island, Law, Partner};
+use self::residual::{body_pose, Candidate, CandidateKey, Island, Law, Partner, Unit, UnitKind};
+use self::robot::robot_units;
 use super::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem,
     StepSolution,
@@ -227,7 +229,8 @@ fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 
 
 /// Contact candidates at `q` (see the module docs): every supported
 /// feature whose gap at the start of the step is below
-/// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`.
+/// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`
+/// (for a link shape, `ṗ` and `ω` of the link at the shape's origin).
 pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Candidate<T>> {
     let h = p.h.re();
     let g = p.gravity.map(|x| x.re()).norm();
@@ -237,21 +240,41 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
             None => 0.0,
         })
         .collect();
-    detect(p, p.q, &reach, params.margin)
+    let link_reach: Vec<f64> = if p.link_shapes.is_empty() {
+        Vec::new()
+    } else {
+        let mut data = p.model.data();
+        crate::dynamics::kinematics::forward_kinematics(p.model, &mut data, p.q, Some(p.v));
+        p.link_shapes
+            .iter()
+            .map(|ls| {
+                let Some(r) = bounding_radius(&ls.shape) else { return 0.0 };
+                let c = (data.omi[ls.body] * ls.pose).translation.map(|x| x.re());
+                let ov = data.ov[ls.body].map(|x| x.re());
+                let ang = crate::math::Vec3::new(ov[3], ov[4], ov[5]);
+                let lin = crate::math::Vec3::new(ov[0], ov[1], ov[2]) + ang.cross(&c);
+                h * (lin.norm() + ang.norm() * r) + h * h * g
+            })
+            .collect()
+    };
+    detect(p, p.q, &reach, &link_reach, params.margin)
 }
 
 /// Features whose gap at configuration `q` is below
 /// `margin + reach_a + reach_b` (broad phase on bounding balls inflated by
-/// the same amounts).
+/// the same amounts). `link_reach` is per link shape (empty: zero).
+/// Link shapes are tested against static geometry, for links of robots
+/// that are island units ([`robot::robot_units`]).
 pub fn detect<T: Scalar>(
     p: &StepProblem<'_, T>,
     q: &DVec<T>,
     reach: &[f64],
+    link_reach: &[f64],
     margin: f64,
 ) -> Vec<Candidate<T>> {
     let nb = p.model.bodies.len();
     let mut out = Vec::new();
-    let mut push = |a: usize, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
+    let mut push = |a: usize, link: Option<usize>, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
         let mu = match b {
             Partner::Body(j) => {
                 p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction)
@@ -271,7 +294,7 @@ pub fn detect<T: Scalar>(
         for (feature, c) in list.iter().enumerate() {
             if c.gap.re() < limit {
                 let axis = least_aligned_axis(&c.normal);
-                out.push(Candidate { a, b, feature, mu, law, axis });
+                out.push(Candidate { a, link, b, feature, mu, law, axis });
             }
         }
     };
@@ -281,7 +304,31 @@ pub fn detect<T: Scalar>(
         let pose = body_pose(p, q, i);
         for (j, st) in p.statics.iter().enumerate() {
             if let Some(list) = pair_contacts(sa, &pose, &st.shape, &st.pose) {
-                push(i, Partner::Static(j), list, margin + reach[i]);
+                push(i, None, Partner::Static(j), list, margin + reach[i]);
+            }
+        }
+    }
+    // Robot link shapes against static geometry.
+    if !p.link_shapes.is_empty() && !p.statics.is_empty() {
+        let units = robot_units(p.model);
+        let mut in_unit = vec![false; nb];
+        for u in &units {
+            for &b in &u.bodies {
+                in_unit[b] = true;
+            }
+        }
+        let mut data = p.model.data();
+        crate::dynamics::kinematics::forward_kinematics(p.model, &mut data, q, None);
+        for (k, ls) in p.link_shapes.iter().enumerate() {
+            if !in_unit[ls.body] {
+                continue;
+            }
+            let pose = data.omi[ls.body] * ls.pose;
+            let r = link_reach.get(k).copied().unwrap_or(0.0);
+            for (j, st) in p.statics.iter().enumerate() {
+                if let Some(list) = pair_contacts(&ls.shape, &pose, &st.shape, &st.pose) {
+                    push(ls.body, Some(k), Partner::Static(j), list, margin + r);
+                }
             }
         }
     }
@@ -300,14 +347,16 @@ pub fn detect<T: Scalar>(
         let (i, j) = (ids[bi], ids[bj]);
         let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
         if let Some(list) = pair_contacts(sa, &body_pose(p, q, i), sb, &body_pose(p, q, j)) {
-            push(i, Partner::Body(j), list, margin + reach[i] + reach[j]);
+            push(i, None, Partner::Body(j), list, margin + reach[i] + reach[j]);
         }
     }
     out
 }
 
-/// Splits candidates into islands of bodies connected by contact.
-pub fn islands<T: Scalar>(nb: usize, cands: Vec<Candidate<T>>) -> Vec<Island<T>> {
+/// Splits candidates into islands of units (free bodies, robots)
+/// connected by contact. Unit layout: units in order of their first body,
+/// a free body's 6 velocities, a robot's joint velocities in `v` order.
+pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidate<T>>) -> Vec<Island<T>> {
     fn find(parent: &mut [usize], mut i: usize) -> usize {
         while parent[i] != i {
             parent[i] = parent[parent[i]];
@@ -315,10 +364,20 @@ pub fn islands<T: Scalar>(nb: usize, cands: Vec<Candidate<T>>) -> Vec<Island<T>>
         }
         i
     }
+    let nb = model.bodies.len();
+    // The unit of each body: a free root is its own unit; the links of a
+    // robot unit share their root's.
+    let mut unit_root: Vec<usize> = (0..nb).collect();
+    let robots = if cands.iter().any(|c| c.link.is_some()) { robot_units(model) } else { Vec::new() };
+    for r in &robots {
+        for &b in &r.bodies {
+            unit_root[b] = r.root;
+        }
+    }
     let mut parent: Vec<usize> = (0..nb).collect();
     for c in &cands {
         if let Partner::Body(j) = c.b {
-            let (ra, rb) = (find(&mut parent, c.a), find(&mut parent, j));
+            let (ra, rb) = (find(&mut parent, unit_root[c.a]), find(&mut parent, unit_root[j]));
             if ra != rb {
                 parent[ra.max(rb)] = ra.min(rb);
             }
@@ -327,21 +386,44 @@ pub fn islands<T: Scalar>(nb: usize, cands: Vec<Candidate<T>>) -> Vec<Island<T>>
     let mut island_of = vec![usize::MAX; nb];
     let mut out: Vec<Island<T>> = Vec::new();
     for c in cands {
-        let root = find(&mut parent, c.a);
+        let root = find(&mut parent, unit_root[c.a]);
         if island_of[root] == usize::MAX {
             island_of[root] = out.len();
-            out.push(Island { bodies: Vec::new(), contacts: Vec::new(), local: Vec::new() });
+            out.push(Island { units: Vec::new(), contacts: Vec::new(), local: Vec::new() });
         }
         out[island_of[root]].contacts.push(c);
     }
     let mut local = vec![usize::MAX; nb];
+    let mut dims = vec![0; out.len()];
     for i in 0..nb {
-        let root = find(&mut parent, i);
-        if island_of[root] != usize::MAX {
-            let isl = &mut out[island_of[root]];
-            local[i] = isl.bodies.len();
-            isl.bodies.push(i);
+        if unit_root[i] != i {
+            continue; // a robot link other than the root: added with its root
         }
+        let root = find(&mut parent, i);
+        if island_of[root] == usize::MAX {
+            continue;
+        }
+        let k = island_of[root];
+        let isl = &mut out[k];
+        let kind = match robots.iter().find(|r| r.root == i) {
+            Some(r) => UnitKind::Robot(r.clone()),
+            None => UnitKind::Body(i),
+        };
+        let dofs: Vec<usize> = match &kind {
+            UnitKind::Robot(r) => r.dofs.clone(),
+            UnitKind::Body(_) => {
+                let v0 = model.bodies[i].idx_v;
+                (v0..v0 + 6).collect()
+            }
+        };
+        let u = isl.units.len();
+        match &kind {
+            UnitKind::Robot(r) => r.bodies.iter().for_each(|&b| local[b] = u),
+            UnitKind::Body(_) => local[i] = u,
+        }
+        let n = dofs.len();
+        isl.units.push(Unit { kind, dofs, offset: dims[k] });
+        dims[k] += n;
     }
     for isl in &mut out {
         isl.local = local.clone();
@@ -380,8 +462,9 @@ impl Ipm {
         let params = &self.params;
         let (mut v_free, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
-        // Articulated joints (robots) take their own explicit step; their
-        // links do not collide (yet), so no island contains them.
+        // Articulated joints (robots) take their own explicit step; a
+        // robot with a contact candidate on a link is a unit of an island
+        // and its velocity is solved for with the contacts.
         crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_free);
         let mut cands = candidates(p, params);
         let zero_reach = vec![0.0; p.model.bodies.len()];
@@ -393,7 +476,7 @@ impl Ipm {
                 // Exactly the free-flight step.
                 let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
                 let stats = SolveStats { iterations: ff_iters, ..Default::default() };
-                let penetrating = detect(p, &q_next, &zero_reach, 0.0);
+                let penetrating = detect(p, &q_next, &zero_reach, &[], 0.0);
                 if penetrating.is_empty() || round >= params.max_candidate_rounds {
                     let sol = StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats };
                     return Ok((sol, Structure { candidates: Vec::new(), xs: Vec::new() }));
@@ -406,9 +489,9 @@ impl Ipm {
             total_iters += sol.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
             // and solve again.
-            let extra: Vec<_> = detect(p, &sol.q_next, &zero_reach, 0.0)
+            let extra: Vec<_> = detect(p, &sol.q_next, &zero_reach, &[], 0.0)
                 .into_iter()
-                .filter(|c| !cands.iter().any(|d| d.a == c.a && d.b == c.b && d.feature == c.feature))
+                .filter(|c| !cands.iter().any(|d| d.key() == c.key()))
                 .collect();
             if extra.is_empty() || round >= params.max_candidate_rounds {
                 sol.stats.iterations = total_iters;
@@ -417,7 +500,7 @@ impl Ipm {
                     .map(|c| {
                         warm.xs
                             .iter()
-                            .find(|(key, _)| *key == (c.a, c.b, c.feature))
+                            .find(|(key, _)| *key == c.key())
                             .map(|w| w.1.clone())
                             .expect("every candidate was solved")
                     })
@@ -434,8 +517,8 @@ impl Ipm {
 struct Warm<T: Scalar> {
     /// `v⁺` of every body.
     v: Option<DVec<T>>,
-    /// Contact unknowns by `(a, b, feature)`.
-    xs: Vec<((usize, Partner, usize), DVec<T>)>,
+    /// Contact unknowns by candidate key.
+    xs: Vec<(CandidateKey, DVec<T>)>,
 }
 
 impl Ipm {
@@ -454,33 +537,23 @@ impl Ipm {
         let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
         let mut contacts = Vec::new();
         let mut new_xs = Vec::new();
-        for island in islands(p.model.bodies.len(), cands.to_vec()) {
-            let nbi = island.bodies.len();
-            let mut v0 = DVec::zeros(6 * nbi);
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                let src = match &warm.v {
-                    Some(v) => v,
-                    None if params.warm_start => p.v,
-                    None => &v_next,
-                };
-                v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
-            }
+        for island in islands(p.model, cands.to_vec()) {
+            let src = match &warm.v {
+                Some(v) => v,
+                None if params.warm_start => p.v,
+                None => &v_next,
+            };
+            let v0 = island.gather(src);
             let x0 = island
                 .contacts
                 .iter()
-                .map(|c| {
-                    warm.xs.iter().find(|(key, _)| *key == (c.a, c.b, c.feature)).map(|w| w.1.clone())
-                })
+                .map(|c| warm.xs.iter().find(|(key, _)| *key == c.key()).map(|w| w.1.clone()))
                 .collect();
             let sol = solve::solve_island(p, &island, v0, x0, params)?;
             for (c, x) in island.contacts.iter().zip(&sol.xs) {
-                new_xs.push(((c.a, c.b, c.feature), x.clone()));
+                new_xs.push((c.key(), x.clone()));
             }
-            for (li, &g) in island.bodies.iter().enumerate() {
-                let k = p.model.bodies[g].idx_v;
-                v_next.fixed_rows_mut::<6>(k).copy_from(&sol.v.fixed_rows::<6>(6 * li));
-            }
+            island.scatter(&sol.v, &mut v_next);
             stats.iterations = stats.iterations.max(sol.iterations);
             stats.residual = stats.residual.max(sol.residual);
             stats.complementarity = stats.complementarity.max(sol.complementarity);

@@ -15,7 +15,8 @@ use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::{body_residual, orientation, position, rotational_jacobian, world_inertia, DynamicsError};
 use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::Scalar;
-use nalgebra::{Matrix3x6, Matrix6, Vector6};
+use nalgebra::{Matrix3x6, Matrix3xX, Matrix6, Vector6};
+use super::robot::{candidate_kinematics, robot_dynamics, RobotUnit};
 
 /// A contact's friction law and with it the layout of its local unknowns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,8 +249,12 @@ pub enum Partner {
 /// during the step.
 #[derive(Clone, Debug)]
 pub struct Candidate<T: Scalar> {
-    /// First body (global index).
+    /// First body (global index): a free body, or the robot link that
+    /// carries link shape `link`.
     pub a: usize,
+    /// `None`: the shape of free body `a` (`StepProblem::shapes`);
+    /// `Some(k)`: link shape `k` (`StepProblem::link_shapes`, on body `a`).
+    pub link: Option<usize>,
     /// The other side.
     pub b: Partner,
     /// Index of the contact in `collision::pair_contacts`' list for this pair.
@@ -261,6 +266,16 @@ pub struct Candidate<T: Scalar> {
     /// World axis the tangent frame is built from, fixed for the step
     /// (`collision::frame::tangent_basis_from`).
     pub axis: usize,
+}
+
+/// The identity of a candidate across solves and candidate rounds.
+pub type CandidateKey = (usize, Option<usize>, Partner, usize);
+
+impl<T: Scalar> Candidate<T> {
+    /// `(a, link, b, feature)`.
+    pub fn key(&self) -> CandidateKey {
+        (self.a, self.link, self.b, self.feature)
+    }
 }
 
 /// Pose of body `i` from a configuration vector.
@@ -299,40 +314,96 @@ pub struct ContactEval<T: Scalar> {
     pub tangents: (Vec3<T>, Vec3<T>),
     /// Contact-space quantities `y = (φ, v_t1, v_t2)`.
     pub y: Vec3<T>,
-    /// `(island-local body, W block)` for each body of the pair: impulse
-    /// `f` → generalized impulse `Wᵀ f`.
-    pub blocks: Vec<(usize, Matrix3x6<T>)>,
+    /// `(island unit, W block)` for each side of the pair that moves:
+    /// impulse `f` → generalized impulse `Wᵀ f` on the unit's velocities
+    /// (3 × 6 for a free body, 3 × n for a robot).
+    pub blocks: Vec<(usize, Matrix3xX<T>)>,
 }
 
 /// Island evaluation: the dynamics residual including contact impulses,
-/// the per-body dynamics Jacobians and the contact geometry at `q⁺`.
+/// the per-unit dynamics Jacobians and the contact geometry at `q⁺`.
 #[derive(Clone, Debug)]
 pub struct Eval<T: Scalar> {
-    /// `r_dyn(v⁺) − Σ W_cᵀ E x_c` (6 per island body).
+    /// `r_dyn(v⁺) − Σ W_cᵀ E x_c` (island layout, [`Island::dim`] rows).
     pub r_dyn: DVec<T>,
-    /// `∂r_dyn/∂v⁺` per island body (without contact terms).
-    pub jac: Vec<Matrix6<T>>,
+    /// `∂r_dyn/∂v⁺` per island unit (without contact terms).
+    pub jac: Vec<DMat<T>>,
     /// Contacts in island order.
     pub contacts: Vec<ContactEval<T>>,
 }
 
-/// An island: its bodies (global indices) and contact candidates.
+/// What an island unit is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnitKind {
+    /// A free body (global index): 6 velocities, `dynamics::free`.
+    Body(usize),
+    /// A robot: all its joint velocities ([`super::robot`]).
+    Robot(RobotUnit),
+}
+
+/// A unit of an island's unknowns: a free body or a whole robot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    /// Free body or robot.
+    pub kind: UnitKind,
+    /// Global velocity indices of its unknowns.
+    pub dofs: Vec<usize>,
+    /// Offset of its unknowns in the island's velocity vector.
+    pub offset: usize,
+}
+
+impl Unit {
+    /// Number of unknowns.
+    pub fn size(&self) -> usize {
+        self.dofs.len()
+    }
+}
+
+/// An island: its units (free bodies and robots connected by contact
+/// candidates) and contact candidates.
 #[derive(Clone, Debug)]
 pub struct Island<T: Scalar> {
-    /// Global body indices.
-    pub bodies: Vec<usize>,
-    /// Candidates touching these bodies.
+    /// Units in island order; unit `u`'s velocities are rows
+    /// `offset..offset + size` of the island velocity.
+    pub units: Vec<Unit>,
+    /// Candidates touching these units.
     pub contacts: Vec<Candidate<T>>,
-    /// Global → local body index (`usize::MAX` for bodies of other islands).
+    /// Global body → island unit index (`usize::MAX` for bodies of other
+    /// islands); every link of a robot maps to the robot's unit.
     pub local: Vec<usize>,
 }
 
-/// Island-local velocity of one body as an array.
-pub fn local_v<T: Scalar>(v: &DVec<T>, li: usize) -> [T; 6] {
-    core::array::from_fn(|k| v[6 * li + k])
+impl<T: Scalar> Island<T> {
+    /// Number of velocity unknowns.
+    pub fn dim(&self) -> usize {
+        self.units.iter().map(|u| u.size()).sum()
+    }
+    /// The island velocity gathered from a global velocity vector.
+    pub fn gather<S: Scalar>(&self, v: &DVec<S>) -> DVec<S> {
+        let mut out = DVec::zeros(self.dim());
+        for u in &self.units {
+            for (l, &d) in u.dofs.iter().enumerate() {
+                out[u.offset + l] = v[d];
+            }
+        }
+        out
+    }
+    /// Writes island rows `x` into the global rows of `out`.
+    pub fn scatter<S: Scalar>(&self, x: &DVec<S>, out: &mut DVec<S>) {
+        for u in &self.units {
+            for (l, &d) in u.dofs.iter().enumerate() {
+                out[d] = x[u.offset + l];
+            }
+        }
+    }
 }
 
-/// Evaluates the island at velocity `v` (6 per island body) and contact
+/// Island-local velocity of one free-body unit as an array.
+pub fn local_v<T: Scalar>(v: &DVec<T>, offset: usize) -> [T; 6] {
+    core::array::from_fn(|k| v[offset + k])
+}
+
+/// Evaluates the island at velocity `v` (island layout) and contact
 /// unknowns `xs`.
 pub fn evaluate<T: Scalar>(
     p: &StepProblem<'_, T>,
@@ -340,53 +411,74 @@ pub fn evaluate<T: Scalar>(
     v: &DVec<T>,
     xs: &[DVec<T>],
 ) -> Result<Eval<T>, SolveError> {
-    let nb = island.bodies.len();
-    let mut r_dyn = DVec::zeros(6 * nb);
-    let mut jac = Vec::with_capacity(nb);
-    for (li, &g) in island.bodies.iter().enumerate() {
-        let vb: Vector6<T> = v.fixed_rows::<6>(6 * li).into_owned();
-        let (r, j) = body_dynamics(p, g, &vb)?;
-        r_dyn.fixed_rows_mut::<6>(6 * li).copy_from(&r);
-        jac.push(j);
+    let mut r_dyn = DVec::zeros(island.dim());
+    let mut jac = Vec::with_capacity(island.units.len());
+    for u in &island.units {
+        let n = u.size();
+        match &u.kind {
+            UnitKind::Body(g) => {
+                let vb: Vector6<T> = v.fixed_rows::<6>(u.offset).into_owned();
+                let (r, j) = body_dynamics(p, *g, &vb)?;
+                r_dyn.fixed_rows_mut::<6>(u.offset).copy_from(&r);
+                jac.push(DMat::from_fn(6, 6, |a, b| j[(a, b)]));
+            }
+            UnitKind::Robot(ru) => {
+                let (r, j) = robot_dynamics(p, ru, &v.as_slice()[u.offset..u.offset + n]);
+                r_dyn.rows_mut(u.offset, n).copy_from(&r);
+                jac.push(j);
+            }
+        }
     }
     let mut contacts = Vec::with_capacity(island.contacts.len());
     for (cand, x) in island.contacts.iter().zip(xs) {
         let la = island.local[cand.a];
-        let ba = &p.model.bodies[cand.a];
-        let qa: [T; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
-        let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
-        let (other, lb, jb) = match cand.b {
-            Partner::Body(j) => {
-                let bb = &p.model.bodies[j];
-                let lb = island.local[j];
-                (
-                    Other::Body {
-                        shape: p.shapes[j].as_ref().expect("candidate bodies have shapes"),
-                        q: core::array::from_fn(|k| p.q[bb.idx_q + k]),
-                        v: local_v(v, lb),
-                    },
-                    Some(lb),
-                    j,
-                )
+        let ua = &island.units[la];
+        let (contact, tangents, y, blocks) = match &ua.kind {
+            UnitKind::Robot(ru) => {
+                let kin = candidate_kinematics(p, ru, cand, &v.as_slice()[ua.offset..ua.offset + ua.size()])?;
+                (kin.contact, kin.tangents, kin.y, vec![(la, kin.w)])
             }
-            Partner::Static(j) => (
-                Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose },
-                None,
-                cand.a,
-            ),
+            UnitKind::Body(_) => {
+                let ba = &p.model.bodies[cand.a];
+                let qa: [T; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
+                let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
+                let (other, lb, jb) = match cand.b {
+                    Partner::Body(j) => {
+                        let bb = &p.model.bodies[j];
+                        let lb = island.local[j];
+                        (
+                            Other::Body {
+                                shape: p.shapes[j].as_ref().expect("candidate bodies have shapes"),
+                                q: core::array::from_fn(|k| p.q[bb.idx_q + k]),
+                                v: local_v(v, island.units[lb].offset),
+                            },
+                            Some(lb),
+                            j,
+                        )
+                    }
+                    Partner::Static(j) => (
+                        Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose },
+                        None,
+                        cand.a,
+                    ),
+                };
+                let kin = contact_kinematics(shape_a, &qa, &local_v(v, ua.offset), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
+                let dynw = |w: &Matrix3x6<T>| Matrix3xX::from_fn(6, |i, j| w[(i, j)]);
+                let mut blocks = vec![(la, dynw(&kin.w_a))];
+                if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
+                    blocks.push((lb, dynw(&wb)));
+                }
+                (kin.contact, kin.tangents, kin.y, blocks)
+            }
         };
-        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
-        let mut blocks = vec![(la, kin.w_a)];
-        if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
-            blocks.push((lb, wb));
-        }
         let f = cand.law.impulse(x);
         for (li, w) in &blocks {
+            let u = &island.units[*li];
             let gen = w.transpose() * f;
-            let mut seg = r_dyn.fixed_rows_mut::<6>(6 * li);
+            let mut seg = r_dyn.rows_mut(u.offset, u.size());
             seg -= gen;
         }
-        contacts.push(ContactEval { contact: kin.contact, tangents: kin.tangents, y: kin.y, blocks });
+        contacts.push(ContactEval { contact, tangents, y, blocks });
     }
     Ok(Eval { r_dyn, jac, contacts })
 }

@@ -1,14 +1,15 @@
 //! Mehrotra predictor–corrector on one island (see the [module docs](super)).
 
 use super::cone::{orthant_step, soc_step};
-use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island, Law};
+use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island, Law, UnitKind};
+use super::robot::robot_contact_jacobian;
 use crate::scalar::safe_norm;
 use super::Params;
 use crate::contact::{SolveError, StepProblem};
 use crate::math::{DMat, DVec, Vec3};
 use crate::Scalar;
 use super::kinematics::contact_jacobian;
-use nalgebra::{Matrix3, Matrix3x6, Matrix6};
+use nalgebra::{Matrix3, Matrix3x6, Matrix3xX, Matrix6};
 
 /// The result of one island's solve.
 #[derive(Clone, Debug)]
@@ -184,8 +185,8 @@ struct Factored<T: Scalar> {
     local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
     /// `C_c` of each contact.
     c_mats: Vec<DMat<T>>,
-    /// `(island-local body, K block)` of each contact, `K = ∂y/∂v⁺`.
-    k_blocks: Vec<Vec<(usize, Matrix3x6<T>)>>,
+    /// `(island unit, K block)` of each contact, `K = ∂y/∂v⁺`.
+    k_blocks: Vec<Vec<(usize, Matrix3xX<T>)>>,
 }
 
 fn factor<T: Scalar>(
@@ -196,15 +197,14 @@ fn factor<T: Scalar>(
     xs: &[DVec<T>],
     nt: bool,
 ) -> Result<Factored<T>, SolveError> {
-    let nb = island.bodies.len();
-    let mut r = DMat::zeros(6 * nb, 6 * nb);
-    for (li, j) in ev.jac.iter().enumerate() {
-        r.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(j);
+    let mut r = DMat::zeros(island.dim(), island.dim());
+    for (u, j) in island.units.iter().zip(&ev.jac) {
+        r.view_mut((u.offset, u.offset), (u.size(), u.size())).copy_from(j);
     }
     let mut local = Vec::with_capacity(xs.len());
     let mut c_mats = Vec::with_capacity(xs.len());
     let mut k_blocks = Vec::with_capacity(xs.len());
-    let lift3 = |m: &Matrix3x6<f64>| m.map(T::from_re);
+    let lift = |m: &DMat<f64>| m.map(T::from_re);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
         let (a, c) = local_jacobian(cand.law, x, cand.mu, nt);
         let lu = a.lu();
@@ -212,22 +212,44 @@ fn factor<T: Scalar>(
         let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
         let n3 = Matrix3::from_fn(|i, j| n3[(i, j)]);
         // Exact primal K and geometric stiffness G of the contact.
-        let la = ce.blocks[0].0;
-        let lb = ce.blocks.get(1).map(|b| b.0);
-        let re6 = |li: usize| -> [f64; 6] { core::array::from_fn(|k| v[6 * li + k].re()) };
-        let va = re6(la);
-        let vb = lb.map(re6).unwrap_or([0.0; 6]);
         let f = cand.law.impulse(x).map(|e| e.re());
-        let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
-        let mut ks = vec![(la, lift3(&ka))];
-        if let Some(lb) = lb {
-            ks.push((lb, lift3(&kb)));
-        }
+        let unit_v = |li: usize| -> Vec<f64> {
+            let u = &island.units[li];
+            (0..u.size()).map(|k| v[u.offset + k].re()).collect()
+        };
+        let la = ce.blocks[0].0;
+        // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
+        let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la].kind {
+            UnitKind::Robot(ru) => {
+                let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &f)?;
+                (vec![(la, k.map(T::from_re))], vec![vec![g]])
+            }
+            UnitKind::Body(_) => {
+                let lb = ce.blocks.get(1).map(|b| b.0);
+                let re6 = |li: usize| -> [f64; 6] {
+                    let o = island.units[li].offset;
+                    core::array::from_fn(|k| v[o + k].re())
+                };
+                let va = re6(la);
+                let vb = lb.map(re6).unwrap_or([0.0; 6]);
+                let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
+                let dynk = |m: &Matrix3x6<f64>| Matrix3xX::from_fn(6, |i, j| T::from_re(m[(i, j)]));
+                let dyng = |m: &Matrix6<f64>| DMat::from_fn(6, 6, |i, j| m[(i, j)]);
+                let mut ks = vec![(la, dynk(&ka))];
+                if let Some(lb) = lb {
+                    ks.push((lb, dynk(&kb)));
+                }
+                let g = g.iter().map(|row| row.iter().map(dyng).collect()).collect();
+                (ks, g)
+            }
+        };
         for (i, (lw, w)) in ce.blocks.iter().enumerate() {
             let wn = w.transpose() * n3;
+            let uw = &island.units[*lw];
             for (j, (lk, k)) in ks.iter().enumerate() {
-                let add: Matrix6<T> = wn * k - g[i][j].map(T::from_re);
-                let mut blk = r.fixed_view_mut::<6, 6>(6 * lw, 6 * lk);
+                let uk = &island.units[*lk];
+                let add: DMat<T> = &wn * k - lift(&g[i][j]);
+                let mut blk = r.view_mut((uw.offset, uk.offset), (uw.size(), uk.size()));
                 blk += add;
             }
         }
@@ -253,7 +275,8 @@ fn direction<T: Scalar>(
         let u = f.local[c].solve(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
         let eu = cand.law.impulse(&u);
         for (lw, w) in &ce.blocks {
-            let mut seg = rhs.fixed_rows_mut::<6>(6 * lw);
+            let un = &island.units[*lw];
+            let mut seg = rhs.rows_mut(un.offset, un.size());
             seg -= w.transpose() * eu;
         }
         ainv_r.push(u);
@@ -263,7 +286,8 @@ fn direction<T: Scalar>(
     for c in 0..ev.contacts.len() {
         let mut dy = Vec3::zeros();
         for (lk, k) in &f.k_blocks[c] {
-            dy += k * dv.fixed_rows::<6>(6 * lk);
+            let un = &island.units[*lk];
+            dy += k * dv.rows(un.offset, un.size());
         }
         let cdy = &f.c_mats[c] * dy;
         let corr = f.local[c].solve(&cdy).ok_or(SolveError::Singular("contact block"))?;
@@ -292,7 +316,7 @@ fn local_residuals<T: Scalar>(
         .collect()
 }
 
-/// Solves one island from the initial velocity `v0` (6 per island body)
+/// Solves one island from the initial velocity `v0` (island layout)
 /// and, where given, initial contact unknowns `x0` (e.g. the solution of
 /// a previous candidate round; they must be interior).
 pub fn solve_island<T: Scalar>(
@@ -507,8 +531,8 @@ pub struct IslandJacobian {
 }
 
 impl IslandJacobian {
-    /// Evaluates and factors the island's Jacobian at velocity `v` (6 per
-    /// island body) and contact unknowns `xs`.
+    /// Evaluates and factors the island's Jacobian at velocity `v` (island
+    /// layout) and contact unknowns `xs`.
     pub fn new(
         p: &StepProblem<'_, f64>,
         island: &Island<f64>,
@@ -521,7 +545,7 @@ impl IslandJacobian {
     }
 
     /// Solves `J [X_v; X_c] = [B_d; B_c]` for every column at once: `bd`
-    /// holds the dynamics rows (6 per island body, island order), `bc[c]`
+    /// holds the dynamics rows (island layout, [`Island::dim`] rows), `bc[c]`
     /// contact `c`'s rows (`law.size()` each). Returns `X_v` and, when
     /// `contacts` is set, `X_c` in the same layout (`X_c` costs one more
     /// pass over the contacts; the implicit-function derivative of a step
@@ -551,9 +575,10 @@ impl IslandJacobian {
             let u = self.fac.local[c].solve(&b).ok_or_else(singular)?;
             let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
             for (lw, w) in &ce.blocks {
-                let add: DMat<f64> = DMat::from_fn(6, 3, |i, j| w[(j, i)]) * &eu;
+                let un = &island.units[*lw];
+                let add: DMat<f64> = DMat::from_fn(un.size(), 3, |i, j| w[(j, i)]) * &eu;
                 for (jj, &j) in cols.iter().enumerate() {
-                    let mut seg = rhs.view_mut((6 * lw, j), (6, 1));
+                    let mut seg = rhs.view_mut((un.offset, j), (un.size(), 1));
                     seg += add.column(jj);
                 }
             }
@@ -572,8 +597,9 @@ impl IslandJacobian {
         for (c, (cols, u)) in ainv_b.into_iter().enumerate() {
             let mut dy = DMat::zeros(3, m);
             for (lk, k) in &self.fac.k_blocks[c] {
-                let kd = DMat::from_fn(3, 6, |i, j| k[(i, j)]);
-                dy += kd * xv.rows(6 * lk, 6);
+                let un = &island.units[*lk];
+                let kd = DMat::from_fn(3, un.size(), |i, j| k[(i, j)]);
+                dy += kd * xv.rows(un.offset, un.size());
             }
             let cdy = &self.fac.c_mats[c] * dy;
             let mut x = -self.fac.local[c].solve(&cdy).ok_or_else(singular)?;

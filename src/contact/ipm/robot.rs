@@ -1,0 +1,290 @@
+//! Robots as island units: the dynamics rows of an articulated system
+//! and the kinematics of contacts on its links.
+//!
+//! A robot (a subtree of the model whose root is attached to the world by
+//! a joint other than a free root, e.g. a fixed base) is one unit of an
+//! island; its unknowns are all its `n` joint velocities `v⁺`. Its
+//! dynamics rows are the semi-implicit Euler step of the articulated
+//! dynamics with the contact impulses,
+//!
+//! ```text
+//! M(q) (v⁺ − v) − h (u − b(q, v)) − Σ_c W_cᵀ f_c = 0,
+//!     = h (RNEA(q, v, (v⁺ − v)/h) − u) − Σ_c W_cᵀ f_c,
+//! ```
+//!
+//! (without contact exactly `v⁺ = v + h ABA(q, v, u)`,
+//! `dynamics::articulated`), with Jacobian `M(q)` (CRBA). A contact on
+//! link `i` is evaluated at `q⁺ = q ⊕ h v⁺` (forward kinematics of the
+//! robot's links); with `J_i(q⁺)` the world-frame Jacobian of the witness
+//! point `p` on link `i` (`∂ṗ/∂v`, columns `lin(S_k) + ang(S_k) × p` of
+//! the world motion subspace `S_k` of every joint from the root to `i`):
+//!
+//! ```text
+//! y = (φ(q⁺), t₁ᵀ J_i v⁺, t₂ᵀ J_i v⁺),
+//! W = [nᵀ J_i D; t₁ᵀ J_i; t₂ᵀ J_i]
+//! ```
+//!
+//! where `D = ∂(q ⊕ h v⁺)/∂v⁺ / h` in the joints' tangent coordinates:
+//! the identity for revolute and prismatic joints, the right Jacobian of
+//! SO(3) `J_r(h ω)` for a spherical joint (`q ⊗ exp(h ω)`) and the
+//! retraction's differential `L(h ω)` for the rotation of a free joint
+//! (as for free bodies, [`super::kinematics::phi_rotation_jacobian`]), so
+//! the normal row is `∂φ(q⁺(v⁺))/∂v⁺ / h`: the normal impulse is
+//! variationally consistent with the gap at `q⁺`.
+//!
+//! The exact Newton blocks `K = ∂y/∂v⁺` and `G = ∂(Wᵀ f)/∂v⁺` come from
+//! forward-mode dual evaluations of the same function
+//! ([`robot_contact_jacobian`], `DualSVec64<8>`, eight velocity columns
+//! per pass).
+
+use super::residual::{Candidate, Partner};
+use crate::collision::frame::tangent_basis_from;
+use crate::collision::{pair_contact, Contact};
+use crate::contact::StepProblem;
+use crate::dynamics::crba::crba;
+use crate::dynamics::free::DynamicsError;
+use crate::dynamics::kinematics::forward_position_body;
+use crate::dynamics::rnea::rnea;
+use crate::dynamics::{configuration, Joint, Model};
+use crate::geometry::{AttachedShape, Shape};
+use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3};
+use crate::Scalar;
+use nalgebra::{Const, Matrix3xX, U1};
+use num_dual::DualSVec64;
+
+/// The robots of a model that can be island units: every subtree whose
+/// root is not a free root (a free root is a free body, stepped by
+/// `dynamics::free`) and that has velocity coordinates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RobotUnit {
+    /// Root body.
+    pub root: usize,
+    /// Bodies of the subtree (ascending, parents before children).
+    pub bodies: Vec<usize>,
+    /// Global velocity indices of its coordinates (ascending body order).
+    pub dofs: Vec<usize>,
+}
+
+/// Per body: the root of its subtree.
+pub fn roots<T: Scalar>(model: &Model<T>) -> Vec<usize> {
+    let mut root = vec![0; model.bodies.len()];
+    for (i, b) in model.bodies.iter().enumerate() {
+        root[i] = match b.parent {
+            Some(p) => root[p],
+            None => i,
+        };
+    }
+    root
+}
+
+/// The robot units of `model` (see [`RobotUnit`]).
+pub fn robot_units<T: Scalar>(model: &Model<T>) -> Vec<RobotUnit> {
+    let root = roots(model);
+    let mut out: Vec<RobotUnit> = Vec::new();
+    for (i, b) in model.bodies.iter().enumerate() {
+        let r = root[i];
+        if model.bodies[r].is_free_root() {
+            continue;
+        }
+        let u = match out.iter().position(|u| u.root == r) {
+            Some(u) => u,
+            None => {
+                out.push(RobotUnit { root: r, bodies: Vec::new(), dofs: Vec::new() });
+                out.len() - 1
+            }
+        };
+        out[u].bodies.push(i);
+        out[u].dofs.extend(b.idx_v..b.idx_v + b.joint.nv());
+    }
+    out.retain(|u| !u.dofs.is_empty());
+    out
+}
+
+/// Dynamics rows of a robot unit without contact impulses and their
+/// Jacobian: `r = h (RNEA(q, v, (v⁺ − v)/h) − u)` on the unit's
+/// coordinates, `∂r/∂v⁺ = M(q)` (module docs).
+pub fn robot_dynamics<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    unit: &RobotUnit,
+    v_unit: &[T],
+) -> (DVec<T>, DMat<T>) {
+    let n = unit.dofs.len();
+    let mut a = DVec::zeros(p.model.nv);
+    for (l, &d) in unit.dofs.iter().enumerate() {
+        a[d] = (v_unit[l] - p.v[d]) / p.h;
+    }
+    let mut data = p.model.data();
+    let tau = rnea(p.model, &mut data, p.q, p.v, &a).clone();
+    let r = DVec::from_fn(n, |l, _| p.h * (tau[unit.dofs[l]] - p.u[unit.dofs[l]]));
+    let m = crba(p.model, &mut data, p.q);
+    let jac = DMat::from_fn(n, n, |i, j| m[(unit.dofs[i], unit.dofs[j])]);
+    (r, jac)
+}
+
+/// A contact on a robot link evaluated at `q⁺`.
+#[derive(Clone, Debug)]
+pub struct RobotKinematics<S: Scalar> {
+    /// Gap, witness points and normal at `q⁺`.
+    pub contact: Contact<S>,
+    /// Tangent basis at `q⁺`.
+    pub tangents: (Vec3<S>, Vec3<S>),
+    /// `(φ, v_t1, v_t2)`.
+    pub y: Vec3<S>,
+    /// Impulse map (3 × unit size): `Wᵀ f` is the generalized impulse.
+    pub w: Matrix3xX<S>,
+}
+
+/// The contact `feature` of link shape `ls` against static geometry
+/// (`shape_b` at `pose_b`) at `q⁺ = q ⊕ h v⁺`, `v⁺` given on the unit's
+/// coordinates (module docs). The tangent frame is built from world axis
+/// `axis`.
+#[allow(clippy::too_many_arguments)]
+pub fn robot_contact_kinematics<S: Scalar>(
+    model: &Model<S>,
+    q: &DVec<S>,
+    unit: &RobotUnit,
+    v_unit: &[S],
+    h: S,
+    ls: &AttachedShape<S>,
+    shape_b: &Shape<S>,
+    pose_b: &Pose<S>,
+    feature: usize,
+    axis: usize,
+) -> Result<RobotKinematics<S>, DynamicsError> {
+    let mut v_full = DVec::zeros(model.nv);
+    let mut local = vec![usize::MAX; model.nv];
+    for (l, &d) in unit.dofs.iter().enumerate() {
+        v_full[d] = v_unit[l];
+        local[d] = l;
+    }
+    let q_next = configuration::integrate(model, q, &v_full, h)
+        .map_err(|source| DynamicsError::Retraction { body: unit.root, source })?;
+    let mut data = model.data();
+    for &b in &unit.bodies {
+        forward_position_body(model, &mut data, b, &q_next);
+    }
+    let pose_a = data.omi[ls.body] * ls.pose;
+    let contact = pair_contact(&ls.shape, &pose_a, shape_b, pose_b, feature)
+        .expect("candidate pairs are supported");
+    let n = contact.normal;
+    let (t1, t2) = tangent_basis_from(&n, axis);
+    let p = contact.point_a;
+    let nu = unit.dofs.len();
+    let mut w = Matrix3xX::zeros(nu);
+    let mut vp = Vec3::zeros();
+    let mut b = Some(ls.body);
+    while let Some(i) = b {
+        let body = &model.bodies[i];
+        let k0 = body.idx_v;
+        let nvj = body.joint.nv();
+        // Point-velocity columns of this joint.
+        let cols: Vec<Vec3<S>> = (k0..k0 + nvj)
+            .map(|k| {
+                let s = &data.os[k];
+                Vec3::new(s[0], s[1], s[2]) + Vec3::new(s[3], s[4], s[5]).cross(&p)
+            })
+            .collect();
+        for (c, col) in cols.iter().enumerate() {
+            vp += col * v_full[k0 + c];
+            w[(1, local[k0 + c])] = t1.dot(col);
+            w[(2, local[k0 + c])] = t2.dot(col);
+        }
+        // Normal row: nᵀ J D (D the retraction's differential).
+        let rot = |first: usize, d: Mat3<S>, w: &mut Matrix3xX<S>| {
+            for c in 0..3 {
+                let mut e = S::zero();
+                for a in 0..3 {
+                    e += n.dot(&cols[first + a]) * d[(a, c)];
+                }
+                w[(0, local[k0 + first + c])] = e;
+            }
+        };
+        match body.joint {
+            Joint::Spherical => {
+                let x = Vec3::new(v_full[k0], v_full[k0 + 1], v_full[k0 + 2]) * h;
+                rot(0, so3::left_jacobian(&x).transpose(), &mut w);
+            }
+            Joint::Free => {
+                for c in 0..3 {
+                    w[(0, local[k0 + c])] = n.dot(&cols[c]);
+                }
+                let x = Vec3::new(v_full[k0 + 3], v_full[k0 + 4], v_full[k0 + 5]) * h;
+                let l = super::kinematics::phi_rotation_jacobian(&x)
+                    .map_err(|source| DynamicsError::Retraction { body: i, source })?;
+                rot(3, l, &mut w);
+            }
+            _ => {
+                for (c, col) in cols.iter().enumerate() {
+                    w[(0, local[k0 + c])] = n.dot(col);
+                }
+            }
+        }
+        b = body.parent;
+    }
+    let y = Vec3::new(contact.gap, t1.dot(&vp), t2.dot(&vp));
+    Ok(RobotKinematics { contact, tangents: (t1, t2), y, w })
+}
+
+/// [`robot_contact_kinematics`] of candidate `cand` (a link shape against
+/// static geometry) in the problem's scalar.
+pub fn candidate_kinematics<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    unit: &RobotUnit,
+    cand: &Candidate<T>,
+    v_unit: &[T],
+) -> Result<RobotKinematics<T>, DynamicsError> {
+    let ls = &p.link_shapes[cand.link.expect("a link-shape candidate")];
+    let Partner::Static(j) = cand.b else { unreachable!("robot links collide with static geometry only") };
+    let st = &p.statics[j];
+    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &st.shape, &st.pose, cand.feature, cand.axis)
+}
+
+/// Exact primal Jacobians of a robot-link contact at unit velocity
+/// `v_unit` and impulse `f`: `K = ∂y/∂v⁺` (3 × n) and
+/// `G = ∂(Wᵀ f)/∂v⁺` (n × n), by forward-mode dual numbers, eight
+/// columns per evaluation.
+pub fn robot_contact_jacobian<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    unit: &RobotUnit,
+    cand: &Candidate<T>,
+    v_unit: &[f64],
+    f: &Vec3<f64>,
+) -> Result<(Matrix3xX<f64>, DMat<f64>), DynamicsError> {
+    const B: usize = 8;
+    type D = DualSVec64<B>;
+    let c = |x: T| D::from_re(x.re());
+    let model = p.model.cast::<D>();
+    let q = p.q.map(c);
+    let ls = p.link_shapes[cand.link.expect("a link-shape candidate")].cast::<D>();
+    let Partner::Static(j) = cand.b else { unreachable!("robot links collide with static geometry only") };
+    let (shape_b, pose_b) = (p.statics[j].shape.cast::<D>(), p.statics[j].pose.cast::<D>());
+    let fd = f.map(D::from_re);
+    let n = unit.dofs.len();
+    let mut k = Matrix3xX::zeros(n);
+    let mut g = DMat::zeros(n, n);
+    let grad = |x: &D| -> nalgebra::SVector<f64, B> { x.eps.unwrap_generic(Const::<B>, U1) };
+    for start in (0..n).step_by(B) {
+        let width = B.min(n - start);
+        let v: Vec<D> = (0..n)
+            .map(|l| {
+                let x = D::from_re(v_unit[l]);
+                if l >= start && l < start + width { x.derivative(l - start) } else { x }
+            })
+            .collect();
+        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &shape_b, &pose_b, cand.feature, cand.axis)?;
+        for r in 0..3 {
+            let gr = grad(&kin.y[r]);
+            for jj in 0..width {
+                k[(r, start + jj)] = gr[jj];
+            }
+        }
+        let gen = kin.w.transpose() * fd;
+        for r in 0..n {
+            let gr = grad(&gen[r]);
+            for jj in 0..width {
+                g[(r, start + jj)] = gr[jj];
+            }
+        }
+    }
+    Ok((k, g))
+}
