@@ -154,9 +154,12 @@ impl<T: Scalar> World<T> {
     /// Adds an imported robot (see [`World::add_robot`]) with the collision
     /// shapes of its links: each `<collision>` element becomes an
     /// [`AttachedShape`] of its link (a link may have several). A
-    /// cylinder becomes a capsule of the same radius and half length (the
-    /// closed-form pairs have no cylinder; the capsule's caps add `radius`
-    /// at each end). Contact of robot links is modelled with static
+    /// cylinder becomes a capsule of the same radius and the same overall
+    /// length (segment half length `half_length − radius`, at least 0):
+    /// the closed-form pairs have no cylinder, and a capsule whose caps
+    /// reached past the cylinder's ends would put the end points of
+    /// neighbouring links' capsules on the joint between them (duplicate
+    /// contacts). Contact of robot links is modelled with static
     /// geometry by the `ipm` backend for robots whose root is attached to
     /// the world (fixed base); the links of a floating-base robot (whose
     /// base is stepped as a free body) are refused with
@@ -176,7 +179,9 @@ impl<T: Scalar> World<T> {
         let first = self.robots[r].first_body;
         for c in &robot.collisions {
             let shape = match c.shape {
-                Shape::Cylinder { radius, half_length } => Shape::Capsule { radius, half_length },
+                Shape::Cylinder { radius, half_length } => {
+                    Shape::Capsule { radius, half_length: (half_length - radius).max(0.0) }
+                }
                 ref s => s.clone(),
             };
             self.link_shapes.push(AttachedShape {
