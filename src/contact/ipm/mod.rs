@@ -43,7 +43,8 @@
 //! # The solver: Mehrotra predictor–corrector
 //!
 //! Each iteration linearizes the residual exactly in its primal values:
-//! `∂r_dyn/∂v⁺` analytically (`dynamics::free::rotational_jacobian`), the
+//! `∂r_dyn/∂v⁺` analytically (`dynamics::free::rotational_jacobian`; a
+//! robot's `M(q)` by CRBA), the
 //! contact blocks `K = ∂y/∂v⁺` and the geometric stiffness
 //! `G = ∂(Wᵀ f)/∂v⁺` (witness points, lever arms and the contact frame
 //! move with `q⁺`) by one forward-mode dual evaluation of the contact
@@ -94,11 +95,27 @@
 //! (H + Σ_c W_cᵀ E A_c⁻¹ C_c K_c) dv = −r_d − Σ_c W_cᵀ E A_c⁻¹ r_c,
 //! ```
 //!
-//! `H` block diagonal per body; each contact adds a 6 × 6 block per pair of
-//! its bodies. Bodies are further split into islands (connected by
-//! contact candidates) that are solved independently; bodies without a
-//! candidate take the free-flight velocity, so with no candidate at all
-//! the step is exactly `FreeFlight`.
+//! `H` block diagonal per unit; each contact adds a block per pair of its
+//! units. A unit is a free body (6 velocities, `H` the 6 × 6 Jacobian of
+//! `dynamics::free`) or a whole robot (all its `n` joint velocities,
+//! `H = M(q)`, see [`robot`]). Units are further split into islands
+//! (connected by contact candidates) that are solved independently; units
+//! without a candidate take the free-flight velocity (robots: the
+//! semi-implicit Euler step of `dynamics::articulated`), so with no
+//! candidate at all the step is exactly `FreeFlight`.
+//!
+//! # Robots
+//!
+//! Contacts on robot links (the [`AttachedShape`](crate::geometry::AttachedShape)s
+//! of `StepProblem::link_shapes`, several per link allowed) against static
+//! geometry are candidates like a free body's; the robot's rows are
+//! `M(q)(v⁺ − v) − h(u − b(q, v)) − Σ W_cᵀ f_c`, with
+//! `W_c = [nᵀ J_i D; t₁ᵀ J_i; t₂ᵀ J_i]` from the world point Jacobian of
+//! the witness point at `q⁺` (`D` the differential of `q ⊕ h v⁺`, the
+//! identity for revolute and prismatic joints), so the normal row is again
+//! `∂φ/∂v⁺ / h` ([`robot`]). Only robots whose root is not a free root
+//! (fixed base) are units; link–link and link–free-body contact are not
+//! modelled.
 //!
 //! # Candidates
 //!
