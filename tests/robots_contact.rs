@@ -231,3 +231,45 @@ fn robot_contact_newton_blocks_are_exact() {
     }
 }
 
+
+#[test]
+fn sweeping_arm_decelerates_at_the_coulomb_rate() {
+    // A two-link arm: a yaw joint (z) then a pitch joint (y) at height 0.1
+    // carrying a link (1 kg, centre of mass at L_c = 0.4, izz 0.01) with a
+    // sphere (r = 0.1) at L = 0.8 resting on the ground, swept about z at
+    // 2 rad/s (exact Coulomb cone, μ = 0.5). The tip carries γ = m g h L_c/L
+    // per step and slides along the circle, so the friction torque is
+    // μ γ L / h = μ m g L_c and the yaw rate drops at
+    // μ m g L_c / I_z, I_z = 0.01 + 0.01 + m L_c² = 0.18.
+    let xml = r#"<robot name="r"><link name="base"/>
+  <link name="a"><inertial><origin xyz="0 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="l"><inertial><origin xyz="0.4 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><origin xyz="0.8 0 0"/><geometry><sphere radius="0.1"/></geometry></collision></link>
+  <joint name="yaw" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint>
+  <joint name="pitch" type="revolute"><parent link="a"/><child link="l"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint></robot>"#;
+    let robot = urdf::from_str(xml, urdf::BaseJoint::Fixed).unwrap();
+    let (h, rho, mu, g) = (0.002, 1e-6, 0.5, 9.81);
+    let mut w = plane_world(h, rho);
+    w.params.tolerance = 1e-10;
+    assert_eq!(w.friction_cone, dualsim::contact::FrictionCone::Exact);
+    w.add_robot_with_collisions("sweeper", &robot, &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1))).unwrap();
+    let x0 = State { q: DVec::from_vec(vec![0.0, 0.0]), v: DVec::from_vec(vec![2.0, 0.0]) };
+    let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 200).unwrap();
+    let rate = mu * g * 0.4 / 0.18;
+    // Sliding between steps 20 and 60 (after the first contact transient).
+    let measured = (traj.states[20].v[0] - traj.states[60].v[0]) / (40.0 * h);
+    let stop = traj.states.iter().position(|x| x.v[0].abs() < 1e-6).unwrap();
+    println!(
+        "sweeping arm: yaw deceleration {measured:.6} rad/s² (μ m g L_c / I_z = {rate:.6}), relative error {:.1e}; \
+         stops at step {stop} (2/rate/h = {:.1}); final v {:.1e}",
+        (measured - rate).abs() / rate,
+        2.0 / rate / h,
+        traj.last().v.amax()
+    );
+    assert!((measured - rate).abs() <= 1e-3 * rate);
+    assert!(traj.last().v.amax() < 1e-6, "sticks once stopped");
+}
