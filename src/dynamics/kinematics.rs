@@ -50,19 +50,26 @@ pub(crate) fn forward_position_body<T: Scalar>(
     data.omi[i] = omi;
     data.oinertia[i] = b.inertia.transformed(&omi);
     let k0 = b.idx_v;
+    motion_subspace(&b.joint, &omp, &omi, qj, &mut data.os[k0..k0 + b.joint.nv()]);
+}
+
+/// The world motion subspace columns of a joint (one per velocity
+/// coordinate, at the world origin, linear part first) from its parent
+/// joint frame `omp`, its body frame `omi` and its coordinates `qj`.
+pub(crate) fn motion_subspace<T: Scalar>(joint: &Joint, omp: &Pose<T>, omi: &Pose<T>, qj: &[T], os: &mut [Vec6<T>]) {
     let z = Vec3::zeros();
-    match b.joint {
+    match *joint {
         Joint::Revolute { axis } => {
-            data.os[k0] = omi.act_motion(&join(&z, &crate::math::vec3(axis)));
+            os[0] = omi.act_motion(&join(&z, &crate::math::vec3(axis)));
         }
         Joint::Prismatic { axis } => {
-            data.os[k0] = omi.act_motion(&join(&crate::math::vec3(axis), &z));
+            os[0] = omi.act_motion(&join(&crate::math::vec3(axis), &z));
         }
         Joint::Spherical => {
             for a in 0..3 {
                 let mut e = Vec3::zeros();
                 e[a] = T::one();
-                data.os[k0 + a] = omi.act_motion(&join(&z, &e));
+                os[a] = omi.act_motion(&join(&z, &e));
             }
         }
         Joint::Free => {
@@ -70,8 +77,8 @@ pub(crate) fn forward_position_body<T: Scalar>(
             for a in 0..3 {
                 let mut e = Vec3::zeros();
                 e[a] = T::one();
-                data.os[k0 + a] = omp.act_motion(&join(&e, &z));
-                data.os[k0 + 3 + a] = omp.act_motion(&join(&p.cross(&e), &e));
+                os[a] = omp.act_motion(&join(&e, &z));
+                os[3 + a] = omp.act_motion(&join(&p.cross(&e), &e));
             }
         }
         Joint::Fixed => {}

@@ -43,11 +43,11 @@ use crate::collision::{pair_contact, Contact};
 use crate::contact::StepProblem;
 use crate::dynamics::crba::crba;
 use crate::dynamics::free::DynamicsError;
-use crate::dynamics::kinematics::forward_position_body;
+use crate::dynamics::kinematics::{joint_transform, motion_subspace};
 use crate::dynamics::rnea::rnea;
 use crate::dynamics::{configuration, Joint, Model};
 use crate::geometry::{AttachedShape, Shape};
-use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3};
+use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3, Vec6};
 use crate::Scalar;
 use nalgebra::{Const, Matrix3xX, U1};
 use num_dual::DualSVec64;
@@ -159,11 +159,20 @@ pub fn robot_contact_kinematics<S: Scalar>(
     }
     let q_next = configuration::integrate(model, q, &v_full, h)
         .map_err(|source| DynamicsError::Retraction { body: unit.root, source })?;
-    let mut data = model.data();
+    // Forward kinematics of the unit's links only (parents come first).
+    let mut omi = vec![Pose::identity(); model.bodies.len()];
+    let mut os = vec![Vec6::zeros(); model.nv];
     for &b in &unit.bodies {
-        forward_position_body(model, &mut data, b, &q_next);
+        let body = &model.bodies[b];
+        let omp = match body.parent {
+            Some(pa) => omi[pa],
+            None => Pose::identity(),
+        } * body.placement;
+        let qj = &q_next.as_slice()[body.idx_q..body.idx_q + body.joint.nq()];
+        omi[b] = omp * joint_transform(&body.joint, qj);
+        motion_subspace(&body.joint, &omp, &omi[b], qj, &mut os[body.idx_v..body.idx_v + body.joint.nv()]);
     }
-    let pose_a = data.omi[ls.body] * ls.pose;
+    let pose_a = omi[ls.body] * ls.pose;
     let contact = pair_contact(&ls.shape, &pose_a, shape_b, pose_b, feature)
         .expect("candidate pairs are supported");
     let n = contact.normal;
@@ -180,7 +189,7 @@ pub fn robot_contact_kinematics<S: Scalar>(
         // Point-velocity columns of this joint.
         let cols: Vec<Vec3<S>> = (k0..k0 + nvj)
             .map(|k| {
-                let s = &data.os[k];
+                let s = &os[k];
                 Vec3::new(s[0], s[1], s[2]) + Vec3::new(s[3], s[4], s[5]).cross(&p)
             })
             .collect();
