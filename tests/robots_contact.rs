@@ -207,14 +207,15 @@ fn robot_contact_newton_blocks_are_exact() {
     let f = Vector3::new(0.3, -0.2, 0.1);
     let eps = 1e-6;
     for c in &cands {
-        let (k, g) = robot_contact_jacobian(&p, unit, c, &v, &f).unwrap();
-        let kin = candidate_kinematics(&p, unit, c, &v).unwrap();
+        let (k, g) = robot_contact_jacobian(&p, unit, c, &v, &[0.0; 6], &f).unwrap();
+        let (k, g) = (&k[0], &g[0][0]);
+        let kin = candidate_kinematics(&p, unit, c, &v, [0.0; 6]).unwrap();
         let (mut ek, mut eg, mut ew) = (0.0f64, 0.0f64, 0.0f64);
         for j in 0..7 {
             let shifted = |d: f64| {
                 let mut vv = v.clone();
                 vv[j] += d;
-                candidate_kinematics(&p, unit, c, &vv).unwrap()
+                candidate_kinematics(&p, unit, c, &vv, [0.0; 6]).unwrap()
             };
             let (kp, km) = (shifted(eps), shifted(-eps));
             for r in 0..3 {
@@ -272,4 +273,49 @@ fn sweeping_arm_decelerates_at_the_coulomb_rate() {
     );
     assert!((measured - rate).abs() <= 1e-3 * rate);
     assert!(traj.last().v.amax() < 1e-6, "sticks once stopped");
+}
+
+#[test]
+fn ball_rests_on_a_robot_platform() {
+    // A platform link (2 kg, box 1 × 1 × 0.1) on a vertical prismatic joint
+    // falls onto the ground with a free ball (1 kg, r = 0.1) falling onto it.
+    // At rest the ball's contact carries m_b g h per step, the ground's four
+    // corner contacts (m_p + m_b) g h together.
+    let xml = r#"<robot name="r"><link name="base"/>
+  <link name="deck"><inertial><origin xyz="0 0 0"/><mass value="2"/>
+    <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.2"/></inertial>
+    <collision><origin xyz="0 0 0"/><geometry><box size="1 1 0.1"/></geometry></collision></link>
+  <joint name="lift" type="prismatic"><parent link="base"/><child link="deck"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint></robot>"#;
+    let robot = urdf::from_str(xml, urdf::BaseJoint::Fixed).unwrap();
+    let (h, rho, g) = (0.01, 1e-6, 9.81);
+    let mut w = plane_world(h, rho);
+    let ball = w
+        .add_body("ball", 1.0, Mat3::identity() * 0.004, Some(Shape::Sphere { radius: 0.1 }), Material::default())
+        .unwrap();
+    w.add_robot_with_collisions("platform", &robot, &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.3))).unwrap();
+    let mut x0 = State::at_rest(&w.model, &[[0.05, -0.02, 0.5]]);
+    x0.q[7] = 0.0; // deck centre at z = 0.3, ball 0.05 above it
+    let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 150).unwrap();
+    let out = step(&w, traj.last(), &w.zero_control()).unwrap();
+    let on_ball: f64 = out.contacts.iter().filter(|c| c.body_b == Some(ball) || c.body_a == ball).map(|c| c.normal_impulse).sum();
+    let on_ground: f64 = out.contacts.iter().filter(|c| c.body_b.is_none()).map(|c| c.normal_impulse).sum();
+    let deck_z = 0.3 + out.state.q[7];
+    println!(
+        "ball on the platform at rest: ball contact {on_ball:.12} (m_b g h = {}), ground {on_ground:.12} ((m_p + m_b) g h = {}), \
+         deck centre {deck_z:.6}, ball centre {:.6}, max |v| {:.1e}",
+        g * h,
+        3.0 * g * h,
+        out.state.q[2],
+        out.state.v.amax()
+    );
+    assert!(out.state.v.amax() < 1e-8);
+    assert!((on_ball - g * h).abs() <= 1e-6 * g * h);
+    assert!((on_ground - 3.0 * g * h).abs() <= 1e-6 * 3.0 * g * h);
+    assert!((deck_z - 0.05).abs() < 1e-3 && (out.state.q[2] - deck_z - 0.15).abs() < 1e-3);
+    // Derivatives through the link–body and link–ground contacts.
+    let x = traj.states[40].clone();
+    for rho in [1e-2, 1e-4] {
+        agree("ball on the platform", &w, &x, rho);
+    }
 }

@@ -13,7 +13,8 @@
 //! written as the residual rows `r = v⁺ − v − h ABA(q, v, u)` so that the
 //! implicit-function derivatives treat both kinds of joint alike. This is
 //! the step of a robot without contact; a robot with a contact candidate on
-//! one of its links (fixed-base robots, links against static geometry) is
+//! one of its links (fixed-base robots, links against static geometry and
+//! free bodies) is
 //! solved by the `ipm` backend as one unit of an island, with the rows
 //! `M(q)(v⁺ − v − h ABA(q, v, u)) − Σ W_cᵀ f_c` (`contact::ipm::robot`),
 //! which reduce to these without contact.

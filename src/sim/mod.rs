@@ -159,9 +159,9 @@ impl<T: Scalar> World<T> {
     /// the closed-form pairs have no cylinder, and a capsule whose caps
     /// reached past the cylinder's ends would put the end points of
     /// neighbouring links' capsules on the joint between them (duplicate
-    /// contacts). Contact of robot links is modelled with static
-    /// geometry by the `ipm` backend for robots whose root is attached to
-    /// the world (fixed base); the links of a floating-base robot (whose
+    /// contacts). Contact of robot links with static geometry and free
+    /// bodies is modelled by the `ipm` backend for robots whose root is
+    /// attached to the world (fixed base); the links of a floating-base robot (whose
     /// base is stepped as a free body) are refused with
     /// [`ModelError::Unsupported`] when they have collision shapes.
     pub fn add_robot_with_collisions(

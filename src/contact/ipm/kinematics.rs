@@ -63,7 +63,7 @@ pub struct Kinematics<S: Scalar> {
     pub w_b: Option<Matrix3x6<S>>,
 }
 
-fn pose_after<S: Scalar>(q: &[S; 7], v: &[S; 6], h: S) -> Result<Pose<S>, crate::math::RetractionError> {
+pub(crate) fn pose_after<S: Scalar>(q: &[S; 7], v: &[S; 6], h: S) -> Result<Pose<S>, crate::math::RetractionError> {
     let q1 = integrate(q, v, h)?;
     Ok(Pose::new(Quat::new(q1[3], q1[4], q1[5], q1[6]), Vec3::new(q1[0], q1[1], q1[2])))
 }
@@ -83,7 +83,7 @@ pub fn phi_rotation_jacobian<S: Scalar>(x: &Vec3<S>) -> Result<Mat3<S>, crate::m
     Ok(Mat3::identity() * c + u * u.transpose() / c + skew(&u))
 }
 
-fn side<S: Scalar>(
+pub(crate) fn side<S: Scalar>(
     pose: &Pose<S>,
     v: &[S; 6],
     h: S,

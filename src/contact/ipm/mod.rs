@@ -108,14 +108,14 @@
 //!
 //! Contacts on robot links (the [`AttachedShape`](crate::geometry::AttachedShape)s
 //! of `StepProblem::link_shapes`, several per link allowed) against static
-//! geometry are candidates like a free body's; the robot's rows are
+//! geometry and free bodies are candidates like a free body's; the robot's rows are
 //! `M(q)(v⁺ − v) − h(u − b(q, v)) − Σ W_cᵀ f_c`, with
 //! `W_c = [nᵀ J_i D; t₁ᵀ J_i; t₂ᵀ J_i]` from the world point Jacobian of
 //! the witness point at `q⁺` (`D` the differential of `q ⊕ h v⁺`, the
 //! identity for revolute and prismatic joints), so the normal row is again
-//! `∂φ/∂v⁺ / h` ([`robot`]). Only robots whose root is not a free root
-//! (fixed base) are units; link–link and link–free-body contact are not
-//! modelled.
+//! `∂φ/∂v⁺ / h` ([`robot`]); against a free body, the body's side is
+//! the free-body one above. Only robots whose root is not a free root
+//! (fixed base) are units; link–link contact is not modelled.
 //!
 //! # Candidates
 //!
@@ -280,8 +280,9 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
 /// Features whose gap at configuration `q` is below
 /// `margin + reach_a + reach_b` (broad phase on bounding balls inflated by
 /// the same amounts). `link_reach` is per link shape (empty: zero).
-/// Link shapes are tested against static geometry, for links of robots
-/// that are island units ([`robot::robot_units`]).
+/// Link shapes (of links of robots that are island units,
+/// [`robot::robot_units`]) are tested against static geometry and free
+/// bodies.
 pub fn detect<T: Scalar>(
     p: &StepProblem<'_, T>,
     q: &DVec<T>,
@@ -325,8 +326,9 @@ pub fn detect<T: Scalar>(
             }
         }
     }
-    // Robot link shapes against static geometry.
-    if !p.link_shapes.is_empty() && !p.statics.is_empty() {
+    // Robot link shapes against static geometry and free bodies (every
+    // pair: few link shapes).
+    if !p.link_shapes.is_empty() {
         let units = robot_units(p.model);
         let mut in_unit = vec![false; nb];
         for u in &units {
@@ -345,6 +347,15 @@ pub fn detect<T: Scalar>(
             for (j, st) in p.statics.iter().enumerate() {
                 if let Some(list) = pair_contacts(&ls.shape, &pose, &st.shape, &st.pose) {
                     push(ls.body, Some(k), Partner::Static(j), list, margin + r);
+                }
+            }
+            for j in 0..nb {
+                let Some(sb) = &p.shapes[j] else { continue };
+                if !p.model.bodies[j].is_free_root() {
+                    continue;
+                }
+                if let Some(list) = pair_contacts(&ls.shape, &pose, sb, &body_pose(p, q, j)) {
+                    push(ls.body, Some(k), Partner::Body(j), list, margin + r + reach[j]);
                 }
             }
         }

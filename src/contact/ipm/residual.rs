@@ -435,8 +435,17 @@ pub fn evaluate<T: Scalar>(
         let ua = &island.units[la];
         let (contact, tangents, y, blocks) = match &ua.kind {
             UnitKind::Robot(ru) => {
-                let kin = candidate_kinematics(p, ru, cand, &v.as_slice()[ua.offset..ua.offset + ua.size()])?;
-                (kin.contact, kin.tangents, kin.y, vec![(la, kin.w)])
+                let lb = match cand.b {
+                    Partner::Body(j) => Some(island.local[j]),
+                    Partner::Static(_) => None,
+                };
+                let vb = lb.map(|lb| local_v(v, island.units[lb].offset)).unwrap_or([T::zero(); 6]);
+                let kin = candidate_kinematics(p, ru, cand, &v.as_slice()[ua.offset..ua.offset + ua.size()], vb)?;
+                let mut blocks = vec![(la, kin.w)];
+                if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
+                    blocks.push((lb, Matrix3xX::from_fn(6, |i, j| wb[(i, j)])));
+                }
+                (kin.contact, kin.tangents, kin.y, blocks)
             }
             UnitKind::Body(_) => {
                 let ba = &p.model.bodies[cand.a];

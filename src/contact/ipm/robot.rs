@@ -30,13 +30,16 @@
 //! retraction's differential `L(h ω)` for the rotation of a free joint
 //! (as for free bodies, [`super::kinematics::phi_rotation_jacobian`]), so
 //! the normal row is `∂φ(q⁺(v⁺))/∂v⁺ / h`: the normal impulse is
-//! variationally consistent with the gap at `q⁺`.
+//! variationally consistent with the gap at `q⁺`. The other side is
+//! static geometry or a free body (its block of `W` and its share of
+//! `v_t` as in [`super::kinematics`]); link–link contact is not modelled.
 //!
 //! The exact Newton blocks `K = ∂y/∂v⁺` and `G = ∂(Wᵀ f)/∂v⁺` come from
 //! forward-mode dual evaluations of the same function
 //! ([`robot_contact_jacobian`], `DualSVec64<8>`, eight velocity columns
 //! per pass).
 
+use super::kinematics::{pose_after, side, Other};
 use super::residual::{Candidate, Partner};
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
@@ -46,10 +49,10 @@ use crate::dynamics::free::DynamicsError;
 use crate::dynamics::kinematics::{joint_transform, motion_subspace};
 use crate::dynamics::rnea::rnea;
 use crate::dynamics::{configuration, Joint, Model};
-use crate::geometry::{AttachedShape, Shape};
+use crate::geometry::AttachedShape;
 use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3, Vec6};
 use crate::Scalar;
-use nalgebra::{Const, Matrix3xX, U1};
+use nalgebra::{Const, Matrix3x6, Matrix3xX, U1};
 use num_dual::DualSVec64;
 
 /// The robots of a model that can be island units: every subtree whose
@@ -132,12 +135,16 @@ pub struct RobotKinematics<S: Scalar> {
     pub y: Vec3<S>,
     /// Impulse map (3 × unit size): `Wᵀ f` is the generalized impulse.
     pub w: Matrix3xX<S>,
+    /// Impulse map of the free body on the other side (negated), if any
+    /// (as in [`super::kinematics::Kinematics::w_b`]).
+    pub w_b: Option<Matrix3x6<S>>,
 }
 
-/// The contact `feature` of link shape `ls` against static geometry
-/// (`shape_b` at `pose_b`) at `q⁺ = q ⊕ h v⁺`, `v⁺` given on the unit's
-/// coordinates (module docs). The tangent frame is built from world axis
-/// `axis`.
+/// The contact `feature` of link shape `ls` against `other` (static
+/// geometry, or a free body with its `q` and `v⁺`) at `q⁺ = q ⊕ h v⁺`,
+/// `v⁺` given on the unit's coordinates (module docs). The tangent frame
+/// is built from world axis `axis`. `body_b` is the free body's index
+/// (reported in errors).
 #[allow(clippy::too_many_arguments)]
 pub fn robot_contact_kinematics<S: Scalar>(
     model: &Model<S>,
@@ -146,10 +153,10 @@ pub fn robot_contact_kinematics<S: Scalar>(
     v_unit: &[S],
     h: S,
     ls: &AttachedShape<S>,
-    shape_b: &Shape<S>,
-    pose_b: &Pose<S>,
+    other: &Other<'_, S>,
     feature: usize,
     axis: usize,
+    body_b: usize,
 ) -> Result<RobotKinematics<S>, DynamicsError> {
     let mut v_full = DVec::zeros(model.nv);
     let mut local = vec![usize::MAX; model.nv];
@@ -173,8 +180,14 @@ pub fn robot_contact_kinematics<S: Scalar>(
         motion_subspace(&body.joint, &omp, &omi[b], qj, &mut os[body.idx_v..body.idx_v + body.joint.nv()]);
     }
     let pose_a = omi[ls.body] * ls.pose;
-    let contact = pair_contact(&ls.shape, &pose_a, shape_b, pose_b, feature)
-        .expect("candidate pairs are supported");
+    let (contact, pb) = match other {
+        Other::Body { shape, q, v } => {
+            let pb = pose_after(q, v, h).map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
+            (pair_contact(&ls.shape, &pose_a, shape, &pb, feature), Some((pb, v)))
+        }
+        Other::Static { shape, pose } => (pair_contact(&ls.shape, &pose_a, shape, pose, feature), None),
+    };
+    let contact = contact.expect("candidate pairs are supported");
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
     let p = contact.point_a;
@@ -230,70 +243,111 @@ pub fn robot_contact_kinematics<S: Scalar>(
         }
         b = body.parent;
     }
+    let mut w_b = None;
+    if let Some((pb, vb)) = pb {
+        let (vpb, wb) = side(&pb, vb, h, &contact.point_b, [&n, &t1, &t2], -S::one())
+            .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
+        vp += vpb;
+        w_b = Some(wb);
+    }
     let y = Vec3::new(contact.gap, t1.dot(&vp), t2.dot(&vp));
-    Ok(RobotKinematics { contact, tangents: (t1, t2), y, w })
+    Ok(RobotKinematics { contact, tangents: (t1, t2), y, w, w_b })
 }
 
 /// [`robot_contact_kinematics`] of candidate `cand` (a link shape against
-/// static geometry) in the problem's scalar.
+/// static geometry or a free body) in the problem's scalar; `v_body` is the
+/// free body's `v⁺` (ignored for static geometry).
 pub fn candidate_kinematics<T: Scalar>(
     p: &StepProblem<'_, T>,
     unit: &RobotUnit,
     cand: &Candidate<T>,
     v_unit: &[T],
+    v_body: [T; 6],
 ) -> Result<RobotKinematics<T>, DynamicsError> {
     let ls = &p.link_shapes[cand.link.expect("a link-shape candidate")];
-    let Partner::Static(j) = cand.b else { unreachable!("robot links collide with static geometry only") };
-    let st = &p.statics[j];
-    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &st.shape, &st.pose, cand.feature, cand.axis)
+    let (other, jb) = match cand.b {
+        Partner::Static(j) => (Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose }, cand.a),
+        Partner::Body(j) => {
+            let k = p.model.bodies[j].idx_q;
+            let shape = p.shapes[j].as_ref().expect("candidate bodies have shapes");
+            (Other::Body { shape, q: core::array::from_fn(|d| p.q[k + d]), v: v_body }, j)
+        }
+    };
+    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &other, cand.feature, cand.axis, jb)
 }
 
 /// Exact primal Jacobians of a robot-link contact at unit velocity
-/// `v_unit` and impulse `f`: `K = ∂y/∂v⁺` (3 × n) and
-/// `G = ∂(Wᵀ f)/∂v⁺` (n × n), by forward-mode dual numbers, eight
-/// columns per evaluation.
+/// `v_unit` (and the free body's `v_body`, ignored for static geometry)
+/// and impulse `f`, by forward-mode dual numbers, eight columns per
+/// evaluation: `K_i = ∂y/∂v_i` and `G[i][j] = ∂(W_iᵀ f)/∂v_j` for the
+/// sides `i, j` in order (robot, then the free body if any).
 pub fn robot_contact_jacobian<T: Scalar>(
     p: &StepProblem<'_, T>,
     unit: &RobotUnit,
     cand: &Candidate<T>,
     v_unit: &[f64],
+    v_body: &[f64; 6],
     f: &Vec3<f64>,
-) -> Result<(Matrix3xX<f64>, DMat<f64>), DynamicsError> {
+) -> Result<(Vec<Matrix3xX<f64>>, Vec<Vec<DMat<f64>>>), DynamicsError> {
     const B: usize = 8;
     type D = DualSVec64<B>;
     let c = |x: T| D::from_re(x.re());
     let model = p.model.cast::<D>();
     let q = p.q.map(c);
     let ls = p.link_shapes[cand.link.expect("a link-shape candidate")].cast::<D>();
-    let Partner::Static(j) = cand.b else { unreachable!("robot links collide with static geometry only") };
-    let (shape_b, pose_b) = (p.statics[j].shape.cast::<D>(), p.statics[j].pose.cast::<D>());
+    let shape_b;
+    let (static_pose, body) = match cand.b {
+        Partner::Static(j) => {
+            shape_b = p.statics[j].shape.cast::<D>();
+            (Some(p.statics[j].pose.cast::<D>()), None)
+        }
+        Partner::Body(j) => {
+            shape_b = p.shapes[j].as_ref().expect("candidate bodies have shapes").cast::<D>();
+            let k = p.model.bodies[j].idx_q;
+            let qb: [D; 7] = core::array::from_fn(|d| c(p.q[k + d]));
+            (None, Some((j, qb)))
+        }
+    };
     let fd = f.map(D::from_re);
     let n = unit.dofs.len();
-    let mut k = Matrix3xX::zeros(n);
-    let mut g = DMat::zeros(n, n);
+    let nb = if body.is_some() { 6 } else { 0 };
+    let sizes = if body.is_some() { vec![n, 6] } else { vec![n] };
+    let mut ks: Vec<Matrix3xX<f64>> = sizes.iter().map(|&m| Matrix3xX::zeros(m)).collect();
+    let mut gs: Vec<Vec<DMat<f64>>> =
+        sizes.iter().map(|&a| sizes.iter().map(|&b| DMat::zeros(a, b)).collect()).collect();
+    // Column `col` of all n + nb velocities: (side, index within side).
+    let side_of = |col: usize| if col < n { (0, col) } else { (1, col - n) };
     let grad = |x: &D| -> nalgebra::SVector<f64, B> { x.eps.unwrap_generic(Const::<B>, U1) };
-    for start in (0..n).step_by(B) {
-        let width = B.min(n - start);
-        let v: Vec<D> = (0..n)
-            .map(|l| {
-                let x = D::from_re(v_unit[l]);
-                if l >= start && l < start + width { x.derivative(l - start) } else { x }
-            })
-            .collect();
-        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &shape_b, &pose_b, cand.feature, cand.axis)?;
-        for r in 0..3 {
-            let gr = grad(&kin.y[r]);
-            for jj in 0..width {
-                k[(r, start + jj)] = gr[jj];
-            }
+    for start in (0..n + nb).step_by(B) {
+        let width = B.min(n + nb - start);
+        let seed = |col: usize, x: f64| {
+            let x = D::from_re(x);
+            if col >= start && col < start + width { x.derivative(col - start) } else { x }
+        };
+        let v: Vec<D> = (0..n).map(|l| seed(l, v_unit[l])).collect();
+        let vb: [D; 6] = core::array::from_fn(|d| seed(n + d, v_body[d]));
+        let (other, jb) = match (&static_pose, &body) {
+            (Some(pose), _) => (Other::Static { shape: &shape_b, pose: *pose }, cand.a),
+            (None, Some((j, qb))) => (Other::Body { shape: &shape_b, q: *qb, v: vb }, *j),
+            (None, None) => unreachable!(),
+        };
+        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &other, cand.feature, cand.axis, jb)?;
+        let mut gens: Vec<DVec<D>> = vec![kin.w.transpose() * fd];
+        if let Some(wb) = kin.w_b {
+            let g6 = wb.transpose() * fd;
+            gens.push(DVec::from_fn(6, |r, _| g6[r]));
         }
-        let gen = kin.w.transpose() * fd;
-        for r in 0..n {
-            let gr = grad(&gen[r]);
-            for jj in 0..width {
-                g[(r, start + jj)] = gr[jj];
+        for jj in 0..width {
+            let (sj, cj) = side_of(start + jj);
+            for r in 0..3 {
+                ks[sj][(r, cj)] = grad(&kin.y[r])[jj];
+            }
+            for (si, gen) in gens.iter().enumerate() {
+                for r in 0..gen.len() {
+                    gs[si][sj][(r, cj)] = grad(&gen[r])[jj];
+                }
             }
         }
     }
-    Ok((k, g))
+    Ok((ks, gs))
 }

@@ -221,8 +221,17 @@ fn factor<T: Scalar>(
         // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
         let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la].kind {
             UnitKind::Robot(ru) => {
-                let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &f)?;
-                (vec![(la, k.map(T::from_re))], vec![vec![g]])
+                let lb = ce.blocks.get(1).map(|b| b.0);
+                let vb: [f64; 6] = match lb {
+                    Some(lb) => {
+                        let o = island.units[lb].offset;
+                        core::array::from_fn(|k| v[o + k].re())
+                    }
+                    None => [0.0; 6],
+                };
+                let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &vb, &f)?;
+                let units = std::iter::once(la).chain(lb);
+                (units.zip(k.iter()).map(|(u, k)| (u, k.map(T::from_re))).collect(), g)
             }
             UnitKind::Body(_) => {
                 let lb = ce.blocks.get(1).map(|b| b.0);
