@@ -261,6 +261,9 @@ pub struct Candidate<T: Scalar> {
     /// World axis the tangent frame is built from, fixed for the step
     /// (`collision::frame::tangent_basis_from`).
     pub axis: usize,
+    /// `None`: the closed-form pair `feature`; `Some((part_a, part_b))`:
+    /// the conic proximity of these convex parts (`bilevel` backend).
+    pub parts: Option<(usize, usize)>,
 }
 
 /// Pose of body `i` from a configuration vector.
@@ -375,7 +378,7 @@ pub fn evaluate<T: Scalar>(
                 cand.a,
             ),
         };
-        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
+        let kin = contact_kinematics(shape_a, &qa, &local_v(v, la), &other, p.h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
         let mut blocks = vec![(la, kin.w_a)];
         if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
             blocks.push((lb, wb));
