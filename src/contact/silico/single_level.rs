@@ -68,6 +68,16 @@ use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::scalar::safe_norm;
 use crate::Scalar;
 
+/// Absolute floor of the complementarity test `‖s ∘ z − ρe‖∞`: the slack
+/// of an active collision row is `h − Gw`, a difference of O(1) numbers,
+/// so `s z` carries a round-off of ~1e-16 ‖h‖ ‖z‖ whatever ρ (at ρ = 1e-10
+/// `complementarity_tolerance · ρ` = 1e-16 is below it).
+pub const COMP_FLOOR: f64 = 1e-14;
+
+/// Whether the initial `v⁺` is shrunk until no pair overlaps (off: it
+/// made the 10 Hz drops fail more often).
+const SHRINK_START: bool = false;
+
 /// Width of the dual-number column blocks of the Newton matrix.
 const BLOCK: usize = 16;
 type D = DualSVec64<BLOCK>;
@@ -599,30 +609,48 @@ fn solve_lin<T: Scalar>(j: &DMat<f64>, rhs: &DVec<T>) -> Result<DVec<T>, SolveEr
     lu.solve(rhs).map(|d| -d).ok_or(SolveError::Singular("single-level Newton system"))
 }
 
+/// The pair's collision program at body poses `poses` (island order),
+/// solved to its central point `s ∘ z = mu0 e`.
+fn pair_proximity<T: Scalar>(lp: &Lowered<T>, poses: &[Pose<T>], local: &[usize], mu0: f64) -> Result<crate::collision::conic::Proximity, SolveError> {
+    let wa = (poses[local[lp.pair.a]] * lp.local_a).cast::<f64>();
+    let wb = match lp.pair.b {
+        Partner::Body(j) => (poses[local[j]] * lp.local_b).cast::<f64>(),
+        Partner::Static(_) => lp.local_b.cast::<f64>(),
+    };
+    let ca = LocalCone { m: lp.cone_a.m.map(|x| x.re()), layout: lp.cone_a.layout.clone(), n_aux: lp.cone_a.n_aux };
+    let cb = LocalCone { m: lp.cone_b.m.map(|x| x.re()), layout: lp.cone_b.layout.clone(), n_aux: lp.cone_b.n_aux };
+    let pr = assemble(&ca, &wa, &cb, &wb);
+    Ok(match solve_problem(&pr, &ConicParams { tol_gap: mu0, ..ConicParams::default() }) {
+        Ok(x) => x,
+        Err(_) => solve_problem(&pr, &ConicParams { tol_gap: 1e-8, ..ConicParams::default() })?,
+    })
+}
+
 /// Initial island unknowns (module docs).
 fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, params: &Params) -> Result<DVec<T>, SolveError> {
     let scale = params.initial_scale;
     let mut u = DVec::zeros(isl.size);
-    u.rows_mut(0, v0.len()).copy_from(v0);
-    let mut poses = Vec::new();
-    for (li, &g) in isl.bodies.iter().enumerate() {
-        let (q, v) = body_arrays(p, g, &v0.as_slice()[6 * li..6 * li + 6]);
-        poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
-    }
     let mu0 = (scale * scale).max(p.params.rho);
-    for (lp, &off) in isl.pairs.iter().zip(&isl.offsets) {
-        let wa = (poses[isl.local[lp.pair.a]] * lp.local_a).cast::<f64>();
-        let wb = match lp.pair.b {
-            Partner::Body(j) => (poses[isl.local[j]] * lp.local_b).cast::<f64>(),
-            Partner::Static(_) => lp.local_b.cast::<f64>(),
-        };
-        let ca = LocalCone { m: lp.cone_a.m.map(|x| x.re()), layout: lp.cone_a.layout.clone(), n_aux: lp.cone_a.n_aux };
-        let cb = LocalCone { m: lp.cone_b.m.map(|x| x.re()), layout: lp.cone_b.layout.clone(), n_aux: lp.cone_b.n_aux };
-        let pr = assemble(&ca, &wa, &cb, &wb);
-        let prox = match solve_problem(&pr, &ConicParams { tol_gap: mu0, ..ConicParams::default() }) {
-            Ok(x) => x,
-            Err(_) => solve_problem(&pr, &ConicParams { tol_gap: 1e-8, ..ConicParams::default() })?,
-        };
+    // v⁺₀ = t v₀ with the largest t ∈ {1, ½, ¼, ⅛, 0} at which no pair
+    // overlaps at q ⊕ h v⁺₀ (an interior start: every gap slack can equal
+    // its gap).
+    let mut t = 1.0;
+    let (mut poses, mut proxes) = loop {
+        let v_t = v0 * T::from_re(t);
+        let mut poses = Vec::new();
+        for (li, &g) in isl.bodies.iter().enumerate() {
+            let (q, v) = body_arrays(p, g, &v_t.as_slice()[6 * li..6 * li + 6]);
+            poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
+        }
+        let proxes = isl.pairs.iter().map(|lp| pair_proximity(lp, &poses, &isl.local, mu0)).collect::<Result<Vec<_>, _>>()?;
+        if !SHRINK_START || t == 0.0 || proxes.iter().all(|pr| pr.alpha >= 1.0) {
+            u.rows_mut(0, v0.len()).copy_from(&v_t);
+            break (poses, proxes);
+        }
+        t = if t > 0.1 { t * 0.5 } else { 0.0 };
+    };
+    let _ = &mut poses;
+    for ((lp, &off), prox) in isl.pairs.iter().zip(&isl.offsets).zip(proxes.drain(..)) {
         let (n, m) = (lp.n, lp.m());
         let sol = &prox.solution;
         for i in 0..n {
@@ -679,7 +707,7 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
     let mut iter = 0;
     loop {
         let m = measures(isl, &r0, &u, rho);
-        if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
+        if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
             for _ in 0..params.polish_steps {
                 let ur = u.map(|x| x.re());
                 let j = island_jacobian(pd, isl, &ur, 0.0)?;
@@ -718,6 +746,10 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
         let kappa = (sigma * nu).max(rho);
         let second = if sigma * nu > rho { Some(&du_aff) } else { None };
         let merit0 = measures(isl, &r0, &u, kappa).merit;
+        // Fraction to the boundary τ = max(τ₀, 1 − ν): full steps near the
+        // solution, where a fixed τ would cap the convergence rate at
+        // 1 − τ per iteration.
+        let tau = params.fraction_to_boundary.max(1.0 - nu);
         let mut dirs = vec![(second, nt)];
         if second.is_some() {
             dirs.push((None, nt));
@@ -733,7 +765,7 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
             let jm = if scaled { &j_nt } else { &j_plain };
             let du = solve_lin(jm, &rhs)?;
             let dre = du.map(|x| x.re());
-            let mut a = (params.fraction_to_boundary * boundary_step(isl, &u, &dre)).min(1.0);
+            let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
             for _ in 0..=params.max_backtracks {
                 let ut = &u + &du * T::from_re(a);
                 if let Ok((rt, et)) = res(&ut) {
@@ -767,6 +799,9 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
                 }
                 a *= params.backtrack_factor;
             }
+        }
+        if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
+            eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
         }
         let Some((un, rn, en)) = taken.or(fallback.map(|f| f.1)) else {
             return Err(SolveError::Singular("line search: no trial point could be evaluated"));
