@@ -72,6 +72,41 @@ pub fn conic_bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
     }
 }
 
+/// Radius of a ball about the shape's origin contained in it (0 when
+/// unknown): `α S ⊇ S ⊕ B((α − 1) r)`, so two parts whose conic scaling
+/// is `α` are at least `(α − 1)(r_a + r_b)` apart.
+pub fn conic_inradius<T: Scalar>(shape: &Shape<T>) -> f64 {
+    match shape {
+        Shape::Sphere { radius } => radius.re(),
+        Shape::Box { half_extents } => half_extents.map(|x| x.re()).min(),
+        Shape::Capsule { radius, .. } => radius.re(),
+        Shape::Cylinder { radius, half_length } => radius.re().min(half_length.re()),
+        Shape::Ellipsoid { radii } => radii.map(|x| x.re()).min(),
+        Shape::Polytope { normals, offsets } => normals
+            .iter()
+            .zip(offsets)
+            .map(|(n, b)| b.re() / n.map(|x| x.re()).norm())
+            .fold(f64::INFINITY, f64::min)
+            .max(0.0),
+        Shape::PaddedPolygon { radius, .. } => radius.re(),
+        _ => 0.0,
+    }
+}
+
+/// Whether the conic scaling of two parts at their poses proves them
+/// farther apart than `limit` (module docs of [`conic_inradius`]).
+fn provably_apart(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Pose<f64>, limit: f64) -> bool {
+    let r = conic_inradius(sa) + if matches!(sb, Shape::Plane { .. }) { 0.0 } else { conic_inradius(sb) };
+    if r <= 0.0 {
+        return false;
+    }
+    let params = ConicParams { tol_gap: 1e-8, ..ConicParams::default() };
+    match proximity(sa, pa, sb, pb, &params) {
+        Ok(pr) => (pr.alpha - 1.0) * r > limit,
+        Err(_) => false,
+    }
+}
+
 /// Largest vertex norm of `{x : nₖ·x ≤ bₖ}` (`planar`: of the polygon in
 /// the xy plane); `None` when there is no vertex.
 fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
@@ -203,7 +238,7 @@ pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: 
                             None => true,
                         },
                     };
-                    if near {
+                    if near && !provably_apart(sa, pa, sb, pb, margin + reach[i]) {
                         out.push(ConicPair {
                             a: i,
                             b: Partner::Static(j),
@@ -223,7 +258,8 @@ pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: 
             for (ka, (sa, pa, ra)) in parts[i].iter().enumerate() {
                 for (kb, (sb, pb, rb)) in parts[j].iter().enumerate() {
                     let d = (pa.translation - pb.translation).norm() - ra - rb;
-                    if d < margin + reach[i] + reach[j] {
+                    let limit = margin + reach[i] + reach[j];
+                    if d < limit && !provably_apart(sa, pa, sb, pb, limit) {
                         out.push(ConicPair {
                             a: i,
                             b: Partner::Body(j),
