@@ -1,3 +1,5 @@
+//! Prints the per-step iterations of one polytope-drop run (debugging aid):
+//! `cargo run --release --example silico_debug -- HZ RHO SEED [bilevel]`.
 use dualsim::contact::silico::experiment::{drop_initial, drop_world};
 use dualsim::contact::SolverKind;
 fn main() {
