@@ -138,7 +138,7 @@ fn run(
         match SolverKind::NAMES.iter().find(|(n, _)| *n == name) {
             Some((_, Some(kind))) => scene.world.solver = *kind,
             Some((_, None)) => {
-                eprintln!("error: --solver {name}: not available in this build (available: ipm)");
+                eprintln!("error: --solver {name}: not available in this build (available: ipm, single_level, bilevel)");
                 return ExitCode::from(EXIT_INPUT);
             }
             None => {

@@ -17,6 +17,7 @@
 
 pub mod free_flight;
 pub mod ipm;
+pub mod silico;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;
@@ -31,14 +32,21 @@ pub enum SolverKind {
     /// (Dojo / Silico).
     #[default]
     Ipm,
+    /// Silico's single-level residual: contact dynamics and the KKT
+    /// conditions of every pair's conic collision program in one
+    /// interior-point solve (`contact::silico::single_level`).
+    SingleLevel,
+    /// The `ipm` step with each pair's conic collision program solved
+    /// separately at every Newton iterate (`contact::silico::bilevel`).
+    Bilevel,
 }
 
 impl SolverKind {
     /// Every name a scene file may use, with whether this build has it.
     pub const NAMES: &'static [(&'static str, Option<SolverKind>)] = &[
         ("ipm", Some(SolverKind::Ipm)),
-        ("single_level", None),
-        ("bilevel", None),
+        ("single_level", Some(SolverKind::SingleLevel)),
+        ("bilevel", Some(SolverKind::Bilevel)),
         ("lcp", None),
         ("implicit_ncp", None),
         ("convex", None),
@@ -49,6 +57,8 @@ impl SolverKind {
     pub fn name(&self) -> &'static str {
         match self {
             SolverKind::Ipm => "ipm",
+            SolverKind::SingleLevel => "single_level",
+            SolverKind::Bilevel => "bilevel",
         }
     }
 }
@@ -181,6 +191,29 @@ pub enum SolveError {
     /// A singular linear system.
     #[error("singular linear system in {0}")]
     Singular(&'static str),
+    /// A conic collision program failed (`single_level`, `bilevel`).
+    #[error(transparent)]
+    Collision(#[from] crate::collision::conic::ProximityError),
+    /// The backend does not model part of the problem.
+    #[error("the `{backend}` backend does not support {what}")]
+    Unsupported {
+        /// Backend name.
+        backend: &'static str,
+        /// What it does not support.
+        what: &'static str,
+    },
+}
+
+impl SolveError {
+    /// Robot link collision shapes are modelled by `ipm` only: the other
+    /// backends refuse a problem that has them instead of ignoring them.
+    pub fn refuse_link_shapes<T: Scalar>(backend: &'static str, p: &StepProblem<'_, T>) -> Result<(), SolveError> {
+        if p.link_shapes.is_empty() {
+            Ok(())
+        } else {
+            Err(SolveError::Unsupported { backend, what: "collision shapes on robot links (use `ipm`)" })
+        }
+    }
 }
 
 /// A contact formulation.

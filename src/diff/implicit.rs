@@ -406,7 +406,7 @@ impl ImplicitStep for Ipm {
                         p.friction_combine.apply(p.materials[c.a].friction, p.statics[j].material.friction)
                     }
                 };
-                Candidate { a: c.a, link: c.link, b: c.b, feature: c.feature, mu, law: c.law, axis: c.axis }
+                Candidate { a: c.a, link: c.link, b: c.b, feature: c.feature, mu, law: c.law, axis: c.axis, parts: c.parts }
             })
             .collect();
         let kappa = T::from_re(p.params.rho);
@@ -484,5 +484,75 @@ impl ImplicitStep for Ipm {
         ka.sort_unstable_by_key(|k| (k.0, k.1, format!("{:?}", k.2), k.3));
         kb.sort_unstable_by_key(|k| (k.0, k.1, format!("{:?}", k.2), k.3));
         ka == kb
+    }
+}
+
+/// `y = (v⁺, u_c for each pair of convex parts in order)`, `u_c` the
+/// pair's collision primal-dual unknowns and contact unknowns
+/// (`contact::silico::single_level`); dense `∂r/∂y`.
+impl ImplicitStep for crate::contact::silico::single_level::SingleLevel {
+    type Structure = Vec<crate::contact::silico::pairs::ConicPair>;
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError> {
+        let (sol, pairs, xs) = self.solve_structured(p)?;
+        let n = p.model.nv + xs.iter().map(|x| x.len()).sum::<usize>();
+        let mut y = DVec::zeros(n);
+        y.rows_mut(0, p.model.nv).copy_from(&sol.v_next);
+        let mut off = p.model.nv;
+        for x in &xs {
+            y.rows_mut(off, x.len()).copy_from(x);
+            off += x.len();
+        }
+        Ok((y, pairs))
+    }
+
+    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Self::Structure, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+        crate::contact::silico::single_level::SingleLevel::residual(self, p, s, y)
+    }
+
+    fn same_structure(a: &Self::Structure, b: &Self::Structure) -> bool {
+        let key = |c: &crate::contact::silico::pairs::ConicPair| (c.a, format!("{:?}", c.b), c.feature);
+        let mut ka: Vec<_> = a.iter().map(key).collect();
+        let mut kb: Vec<_> = b.iter().map(key).collect();
+        ka.sort();
+        kb.sort();
+        ka == kb
+    }
+}
+
+/// The `ipm` residual with conic contact kinematics
+/// (`contact::silico::bilevel`); the same structured solves as `ipm`.
+impl ImplicitStep for crate::contact::silico::bilevel::Bilevel {
+    type Structure = Vec<Candidate<f64>>;
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
+        let (sol, st) = self.solve_structured(p)?;
+        let n = p.model.nv + st.xs.iter().map(|x| x.len()).sum::<usize>();
+        let mut y = DVec::zeros(n);
+        y.rows_mut(0, p.model.nv).copy_from(&sol.v_next);
+        let mut off = p.model.nv;
+        for x in &st.xs {
+            y.rows_mut(off, x.len()).copy_from(x);
+            off += x.len();
+        }
+        Ok((y, st.candidates))
+    }
+
+    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Vec<Candidate<f64>>, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+        self.ipm().residual(p, s, y)
+    }
+
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        self.ipm().solve_jacobian(p, s, y, rhs)
+    }
+
+    fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {
+        <Ipm as ImplicitStep>::same_structure(a, b)
     }
 }

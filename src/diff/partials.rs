@@ -162,7 +162,7 @@ fn contact_partial<const N: usize>(
                 (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<E<N>>() }, cand.a, None)
             }
         };
-        let kin = contact_kinematics(&shape_a, &qa, &body_v(ba.idx_v), &other, h, cand.feature, cand.axis, cand.a, jb)?;
+        let kin = contact_kinematics(&shape_a, &qa, &body_v(ba.idx_v), &other, h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
         let n = cand.law.size();
         let x = y.rows(off, n).into_owned();
         let f = cand.law.impulse(&x).map(E::<N>::from_re);

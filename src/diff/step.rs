@@ -85,6 +85,14 @@ macro_rules! with_backend {
                 let $b = Ipm { params: $world.ipm };
                 $body
             }
+            SolverKind::SingleLevel => {
+                let $b = crate::contact::silico::single_level::SingleLevel { params: $world.ipm };
+                $body
+            }
+            SolverKind::Bilevel => {
+                let $b = crate::contact::silico::bilevel::Bilevel { params: $world.ipm };
+                $body
+            }
         }
     };
 }

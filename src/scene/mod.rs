@@ -318,7 +318,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                     return Err(cx.error(
                         span,
                         &path,
-                        format!("solver `{name}` is not available in this build (available: ipm)"),
+                        format!("solver `{name}` is not available in this build (available: ipm, single_level, bilevel)"),
                     ))
                 }
                 None => {

@@ -20,6 +20,8 @@
 //! ```
 
 use crate::contact::ipm::{Ipm, Params as IpmParams};
+use crate::contact::silico::bilevel::Bilevel;
+use crate::contact::silico::single_level::SingleLevel;
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
     SolverParams, StepProblem,
@@ -58,7 +60,8 @@ pub struct World<T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Backend tuning.
     pub params: SolverParams,
-    /// Tuning specific to the `ipm` backend.
+    /// Tuning of the interior-point backends (`ipm`, `single_level`,
+    /// `bilevel`).
     pub ipm: IpmParams,
     /// Friction combination rule.
     pub friction_combine: Combine,
@@ -383,6 +386,8 @@ pub fn step<T: Scalar>(
         // With no contact candidate the interior point reduces to
         // `FreeFlight` exactly.
         SolverKind::Ipm => Ipm { params: world.ipm }.solve(&problem)?,
+        SolverKind::SingleLevel => SingleLevel { params: world.ipm }.solve(&problem)?,
+        SolverKind::Bilevel => Bilevel { params: world.ipm }.solve(&problem)?,
     };
     let next = State { q: sol.q_next, v: sol.v_next };
     if !next.is_finite() {

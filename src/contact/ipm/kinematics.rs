@@ -16,7 +16,9 @@
 use super::residual::{Candidate, Partner};
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
-use crate::contact::StepProblem;
+use crate::collision::conic::convex_parts;
+use crate::contact::silico::bilevel::conic_contact;
+use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
 use crate::math::integrate::phi_scalar;
@@ -118,20 +120,33 @@ pub fn contact_kinematics<S: Scalar>(
     other: &Other<'_, S>,
     h: S,
     feature: usize,
+    parts: Option<(usize, usize)>,
     axis: usize,
     body_a: usize,
     body_b: usize,
-) -> Result<Kinematics<S>, DynamicsError> {
+) -> Result<Kinematics<S>, SolveError> {
     let pa = pose_after(qa, va, h).map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
+    let pair = |sb: &Shape<S>, pb: &Pose<S>| -> Result<Contact<S>, SolveError> {
+        match parts {
+            None => pair_contact(shape_a, &pa, sb, pb, feature).ok_or(SolveError::Singular("unsupported contact pair")),
+            Some((ka, kb)) => {
+                let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
+                    convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
+                };
+                let (sa, qa) = part(shape_a, &pa, ka)?;
+                let (sb, qb) = part(sb, pb, kb)?;
+                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+            }
+        }
+    };
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
             let pb = pose_after(q, v, h)
                 .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
-            (pair_contact(shape_a, &pa, shape, &pb, feature), Some((pb, v)))
+            (pair(shape, &pb)?, Some((pb, v)))
         }
-        Other::Static { shape, pose } => (pair_contact(shape_a, &pa, shape, pose, feature), None),
+        Other::Static { shape, pose } => (pair(shape, pose)?, None),
     };
-    let contact = contact.expect("candidate pairs are supported");
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
     let frame = [&n, &t1, &t2];
@@ -168,7 +183,7 @@ pub fn contact_jacobian<T: Scalar>(
     va: &[f64; 6],
     vb: &[f64; 6],
     f: &Vec3<f64>,
-) -> Result<ContactJacobian, DynamicsError> {
+) -> Result<ContactJacobian, SolveError> {
     type D = DualSVec64<12>;
     let c = |x: T| D::from_re(x.re());
     let ba = &p.model.bodies[cand.a];
@@ -191,7 +206,7 @@ pub fn contact_jacobian<T: Scalar>(
             (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<D>() }, cand.a)
         }
     };
-    let kin = contact_kinematics(&shape_a, &qa, &va_d, &other, h, cand.feature, cand.axis, cand.a, jb)?;
+    let kin = contact_kinematics(&shape_a, &qa, &va_d, &other, h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
     let grad = |x: &D| -> nalgebra::SVector<f64, 12> { x.eps.unwrap_generic(Const::<12>, U1) };
     let mut ka = Matrix3x6::zeros();
     let mut kb = Matrix3x6::zeros();

@@ -312,7 +312,7 @@ pub fn detect<T: Scalar>(
         for (feature, c) in list.iter().enumerate() {
             if c.gap.re() < limit {
                 let axis = least_aligned_axis(&c.normal);
-                out.push(Candidate { a, link, b, feature, mu, law, axis });
+                out.push(Candidate { a, link, b, feature, mu, law, axis, parts: None });
             }
         }
     };
@@ -487,6 +487,19 @@ impl Ipm {
         &self,
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
+        self.solve_structured_from(p, candidates(p, &self.params), true)
+    }
+
+    /// [`solve_structured`](Self::solve_structured) from the candidate set
+    /// `cands`; with `more_rounds`, features penetrating at `q⁺` that are
+    /// not candidates are added (closed-form pairs) and the step solved
+    /// again.
+    pub fn solve_structured_from<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        mut cands: Vec<Candidate<T>>,
+        more_rounds: bool,
+    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         let params = &self.params;
         let (mut v_free, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
@@ -494,7 +507,6 @@ impl Ipm {
         // robot with a contact candidate on a link is a unit of an island
         // and its velocity is solved for with the contacts.
         crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_free);
-        let mut cands = candidates(p, params);
         let zero_reach = vec![0.0; p.model.bodies.len()];
         let mut total_iters = 0;
         let mut round = 0;
@@ -504,7 +516,7 @@ impl Ipm {
                 // Exactly the free-flight step.
                 let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
                 let stats = SolveStats { iterations: ff_iters, ..Default::default() };
-                let penetrating = detect(p, &q_next, &zero_reach, &[], 0.0);
+                let penetrating = if more_rounds { detect(p, &q_next, &zero_reach, &[], 0.0) } else { Vec::new() };
                 if penetrating.is_empty() || round >= params.max_candidate_rounds {
                     let sol = StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats };
                     return Ok((sol, Structure { candidates: Vec::new(), xs: Vec::new() }));
@@ -517,7 +529,8 @@ impl Ipm {
             total_iters += sol.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
             // and solve again.
-            let extra: Vec<_> = detect(p, &sol.q_next, &zero_reach, &[], 0.0)
+            let found = if more_rounds { detect(p, &sol.q_next, &zero_reach, &[], 0.0) } else { Vec::new() };
+            let extra: Vec<_> = found
                 .into_iter()
                 .filter(|c| !cands.iter().any(|d| d.key() == c.key()))
                 .collect();

@@ -266,6 +266,9 @@ pub struct Candidate<T: Scalar> {
     /// World axis the tangent frame is built from, fixed for the step
     /// (`collision::frame::tangent_basis_from`).
     pub axis: usize,
+    /// `None`: the closed-form pair `feature`; `Some((part_a, part_b))`:
+    /// the conic proximity of these convex parts (`bilevel` backend).
+    pub parts: Option<(usize, usize)>,
 }
 
 /// The identity of a candidate across solves and candidate rounds.
@@ -471,7 +474,7 @@ pub fn evaluate<T: Scalar>(
                         cand.a,
                     ),
                 };
-                let kin = contact_kinematics(shape_a, &qa, &local_v(v, ua.offset), &other, p.h, cand.feature, cand.axis, cand.a, jb)?;
+                let kin = contact_kinematics(shape_a, &qa, &local_v(v, ua.offset), &other, p.h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
                 let dynw = |w: &Matrix3x6<T>| Matrix3xX::from_fn(6, |i, j| w[(i, j)]);
                 let mut blocks = vec![(la, dynw(&kin.w_a))];
                 if let (Some(lb), Some(wb)) = (lb, kin.w_b) {

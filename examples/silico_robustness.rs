@@ -1,0 +1,129 @@
+//! Silico §VI-B (Le Cleac'h et al. 2023): robustness of `single_level`
+//! against `bilevel` on the polytope drop, and momentum error on stacked
+//! boxes. Scenes and measures: `dualsim::contact::silico::experiment`.
+//!
+//! ```text
+//! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
+//!     [--experiment drop|stack|all] [--threads T]
+//! ```
+//!
+//! Drop: 6 time steps (1/10 … 1/100 s) × 6 relaxations ρ (1e-3 … 1e-10) ×
+//! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
+//! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
+
+use dualsim::contact::silico::experiment::{momentum_error, run_drop, stack_world, DropRun};
+use dualsim::contact::SolverKind;
+use dualsim::contact::silico::experiment::drop_world;
+use std::time::Instant;
+
+const HZ: [f64; 6] = [10.0, 20.0, 30.0, 50.0, 75.0, 100.0];
+const RHO: [f64; 6] = [1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10];
+const CAP: usize = 30;
+
+fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out = std::sync::Mutex::new((0..jobs).map(|_| None).collect::<Vec<Option<T>>>());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if k >= jobs {
+                    break;
+                }
+                let r = f(k);
+                out.lock().unwrap()[k] = Some(r);
+            });
+        }
+    });
+    out.into_inner().unwrap().into_iter().map(|x| x.unwrap()).collect()
+}
+
+fn drop_table(solver: SolverKind, runs: usize, threads: usize) {
+    let t0 = Instant::now();
+    let cells: Vec<(f64, f64)> = HZ.iter().flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
+    let jobs = cells.len() * runs;
+    let res: Vec<DropRun> = parallel(jobs, threads, |k| {
+        let (hz, rho) = cells[k / runs];
+        let w = drop_world(solver, 1.0 / hz, rho, CAP);
+        run_drop(&w, (k % runs) as u64, 1.5)
+    });
+    println!("\n### `{}`: polytope drop, {} runs ({} s)\n", solver.name(), jobs, t0.elapsed().as_secs());
+    println!("| rate (Hz) | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
+    println!("|---|---|---|---|---|---|---|");
+    let row = |label: String, rs: &[&DropRun]| {
+        let n = rs.len();
+        let fails = rs.iter().filter(|r| r.failed).count();
+        let steps: usize = rs.iter().map(|r| r.steps).sum();
+        let iters: usize = rs.iter().map(|r| r.iterations).sum();
+        let mean_pen = rs.iter().map(|r| r.mean_penetration).sum::<f64>() / n as f64;
+        let max_pen = rs.iter().map(|r| r.max_penetration).fold(0.0, f64::max);
+        println!(
+            "| {label} | {n} | {fails} | {:.2} | {:.2} | {:.2e} | {:.2e} |",
+            100.0 * fails as f64 / n as f64,
+            iters as f64 / steps.max(1) as f64,
+            mean_pen,
+            max_pen
+        );
+    };
+    for &hz in &HZ {
+        let rs: Vec<&DropRun> = res.iter().enumerate().filter(|(k, _)| cells[k / runs].0 == hz).map(|x| x.1).collect();
+        row(format!("{hz}"), &rs);
+    }
+    let all: Vec<&DropRun> = res.iter().collect();
+    row("all".into(), &all);
+    println!("\nper ρ (all rates):\n");
+    println!("| ρ | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
+    println!("|---|---|---|---|---|---|---|");
+    for &rho in &RHO {
+        let rs: Vec<&DropRun> = res.iter().enumerate().filter(|(k, _)| cells[k / runs].1 == rho).map(|x| x.1).collect();
+        row(format!("{rho:e}"), &rs);
+    }
+}
+
+fn stack_table(solvers: &[SolverKind], threads: usize) {
+    println!("\n### Stacking: two boxes, 10 towers × 6 rates × 6 ρ, 1 s\n");
+    println!("| backend | runs | failed runs | mean momentum error (kg m/s) | max run error |");
+    println!("|---|---|---|---|---|");
+    let mut means = Vec::new();
+    for &solver in solvers {
+        let jobs = 10 * HZ.len() * RHO.len();
+        let res: Vec<Option<f64>> = parallel(jobs, threads, |k| {
+            let way = k % 10;
+            let hz = HZ[(k / 10) % HZ.len()];
+            let rho = RHO[k / (10 * HZ.len())];
+            let (w, x0) = stack_world(way, solver, 1.0 / hz, rho, CAP);
+            momentum_error(&w, &x0, 1.0)
+        });
+        let ok: Vec<f64> = res.iter().flatten().copied().collect();
+        let mean = ok.iter().sum::<f64>() / ok.len().max(1) as f64;
+        let max = ok.iter().copied().fold(0.0, f64::max);
+        println!("| {} | {} | {} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
+        means.push(mean);
+    }
+    if means.len() == 2 {
+        println!("\nratio bilevel / single_level = {:.1}", means[1] / means[0]);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let runs: usize = opt("--runs").map(|s| s.parse().expect("--runs N")).unwrap_or(100);
+    let threads: usize = opt("--threads").map(|s| s.parse().expect("--threads T")).unwrap_or(1);
+    let backend = opt("--backend").unwrap_or_else(|| "both".into());
+    let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
+    let solvers: Vec<SolverKind> = match backend.as_str() {
+        "single_level" => vec![SolverKind::SingleLevel],
+        "bilevel" => vec![SolverKind::Bilevel],
+        "both" => vec![SolverKind::SingleLevel, SolverKind::Bilevel],
+        other => panic!("unknown backend {other}"),
+    };
+    if experiment == "drop" || experiment == "all" {
+        for &s in &solvers {
+            drop_table(s, runs, threads);
+        }
+    }
+    if experiment == "stack" || experiment == "all" {
+        stack_table(&solvers, threads);
+    }
+}

@@ -1,0 +1,149 @@
+//! `bilevel`: the `ipm` step (see `contact::ipm`) whose contact
+//! kinematics solve each pair's conic collision program separately, to
+//! convergence, at every evaluation of the residual (every Newton iterate
+//! and line-search trial) — the baseline of Silico §VI-B.
+//!
+//! Per pair of convex parts ([`super::pairs`]) the contact is
+//! [`conic_contact`]: gap `φ = α* − 1`, witness point `p*` on both sides,
+//! normal (from b to a) the direction of `∂α/∂r_a` from the duals (eq. 41).
+//! In a dual scalar (the Newton matrix of `ipm` is one forward-mode
+//! evaluation of the kinematics; the `unrolled` and `ift` derivatives) the
+//! derivative parts of α come from the envelope theorem (eq. 15), those of
+//! `p*` from the implicit-function theorem of
+//! `collision::conic::proximity_gradient`, and the normal is the
+//! normalized `−Σ G_pᵀ z` with `G_p` lifted and the duals `z` held at
+//! their primal values (their derivative is not propagated: the Newton
+//! matrix's geometric stiffness of a rotating normal is approximate).
+
+use std::any::TypeId;
+
+use super::pairs::{conic_candidates, pair_mu};
+use crate::collision::conic::primitive::shape_params_mut;
+use crate::collision::conic::{problem, proximity, proximity_gradient, ConicParams, Owner, ProximityError};
+use crate::collision::{direction_or_z, Contact};
+use crate::contact::ipm::residual::Candidate;
+use crate::contact::ipm::{Ipm, Params, Structure};
+use crate::contact::{ContactBackend, SolveError, StepProblem, StepSolution};
+use crate::geometry::Shape;
+use crate::math::{so3, Pose, Vec3};
+use crate::Scalar;
+
+/// Tolerances of the inner collision solves (converged: duality measure
+/// 1e-10 and residuals 1e-10).
+pub fn inner_params() -> ConicParams {
+    ConicParams { tol_gap: 1e-10, ..ConicParams::default() }
+}
+
+/// The tangent `(δr, δω)` of `pose` at its primal value (`δω` world
+/// frame: `q = exp(δω) ⊗ q_re`), zero primal parts.
+fn pose_tangent<S: Scalar>(pose: &Pose<S>) -> [S; 6] {
+    let q0 = crate::math::Quat::from(pose.rotation.coords.map(|x| S::from_re(x.re())));
+    let dq = so3::mul(&pose.rotation, &so3::conj(&q0));
+    let t = pose.translation;
+    let d = |x: S| x - S::from_re(x.re());
+    [
+        d(t.x),
+        d(t.y),
+        d(t.z),
+        dq.i * S::from_re(2.0),
+        dq.j * S::from_re(2.0),
+        dq.k * S::from_re(2.0),
+    ]
+}
+
+/// Contact of two convex parts at world poses from their conic proximity
+/// (module docs).
+pub fn conic_contact<S: Scalar>(
+    sa: &Shape<S>,
+    pa: &Pose<S>,
+    sb: &Shape<S>,
+    pb: &Pose<S>,
+) -> Result<Contact<S>, ProximityError> {
+    let params = inner_params();
+    let is_primal = TypeId::of::<S>() == TypeId::of::<f64>() || TypeId::of::<S>() == TypeId::of::<f32>();
+    let (prox, dpoint) = if is_primal {
+        (proximity(sa, pa, sb, pb, &params)?, None)
+    } else {
+        let (prox, jac) =
+            proximity_gradient(&sa.cast(), &pa.cast(), &sb.cast(), &pb.cast(), &params)?;
+        (prox, Some(jac.dpoint))
+    };
+    let pr = problem(sa, pa, sb, pb)?;
+    let x: nalgebra::DVector<S> = prox.solution.x.map(S::from_re);
+    let s = pr.slack(&x);
+    // Envelope theorem: α(θ) ≈ α* − zᵀ (s(x*; θ) − s*).
+    let mut alpha = S::from_re(prox.alpha);
+    let mut da = Vec3::zeros();
+    for (i, si) in s.iter().enumerate() {
+        let z = S::from_re(prox.solution.z[i]);
+        alpha -= z * (*si - S::from_re(si.re()));
+        if pr.owner[i] == Owner::A {
+            da -= Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * z;
+        }
+    }
+    let mut point = prox.point.map(S::from_re);
+    if let Some(dp) = dpoint {
+        let mut theta: Vec<S> = pose_tangent(pa).into_iter().chain(pose_tangent(pb)).collect();
+        let (mut ca, mut cb) = (sa.clone(), sb.clone());
+        for v in shape_params_mut(&mut ca).into_iter().chain(shape_params_mut(&mut cb)) {
+            theta.push(*v - S::from_re(v.re()));
+        }
+        for (k, t) in theta.iter().enumerate().take(dp.ncols()) {
+            for r in 0..3 {
+                point[r] += S::from_re(dp[(r, k)]) * *t;
+            }
+        }
+    }
+    let (normal, _) = direction_or_z(&da);
+    Ok(Contact { gap: alpha - S::one(), point_a: point, point_b: point, normal })
+}
+
+/// The `bilevel` backend: `ipm` with conic contact kinematics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bilevel {
+    /// Interior-point tuning (shared with `ipm`).
+    pub params: Params,
+}
+
+impl Bilevel {
+    /// The `ipm` solver it runs.
+    pub fn ipm(&self) -> Ipm {
+        Ipm { params: self.params }
+    }
+
+    /// Candidates: every pair of convex parts of [`conic_candidates`].
+    pub fn candidates<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Vec<Candidate<T>> {
+        conic_candidates(p, p.q, self.params.margin)
+            .into_iter()
+            .map(|c| Candidate {
+                a: c.a,
+                link: None,
+                b: c.b,
+                feature: c.feature,
+                mu: pair_mu(p, c.a, c.b),
+                law: c.law,
+                axis: c.axis,
+                parts: Some((c.part_a, c.part_b)),
+            })
+            .collect()
+    }
+
+    /// Solves the step, returning the candidates and contact unknowns too.
+    pub fn solve_structured<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
+        SolveError::refuse_link_shapes("bilevel", p)?;
+        self.ipm().solve_structured_from(p, self.candidates(p), false)
+    }
+}
+
+impl ContactBackend for Bilevel {
+    fn name(&self) -> &'static str {
+        "bilevel"
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        Ok(self.solve_structured(p)?.0)
+    }
+}

@@ -1,0 +1,979 @@
+//! `single_level`: contact dynamics and collision in ONE residual
+//! (Silico, Le Cleac'h et al. 2023, problem 20).
+//!
+//! # Unknowns
+//!
+//! The next velocity `v⁺` of the island's bodies and, per pair of convex
+//! parts `c` ([`super::pairs`]), the primal-dual unknowns of its collision
+//! program (`collision::conic`: `min α s.t. G(q⁺) w + s = h(q⁺), s ∈ K`,
+//! `w = (p, α, ε_a, ε_b)`) and the contact unknowns of `ipm`'s friction
+//! law (`x_c = (γ, s_γ, …)`, [`Law`]):
+//!
+//! ```text
+//! u_c = (w (n), s (m), z (m), x_c)
+//! ```
+//!
+//! # Residual
+//!
+//! With `q⁺ = q ⊕ h v⁺` and the part poses at `q⁺`:
+//!
+//! ```text
+//! r_dyn(v⁺) − Σ_c W_cᵀ E x_c = 0                    (dynamics)
+//! e_α + G(q⁺)ᵀ z = 0                                 (collision stationarity)
+//! G(q⁺) w + s − h(q⁺) = 0                            (collision feasibility)
+//! s ∘ z = κ e                                        (collision complementarity)
+//! s_γ − (α − 1) = 0,  γ s_γ = κ, friction as ipm     (contact)
+//! ```
+//!
+//! The gap is `φ = α − 1`; the contact point is the witness point `p`,
+//! the normal `n` (from b to a) the direction of `−Σ_{rows of a} G_pᵀ z`
+//! (Silico eq. 41, `∂α/∂r_a` from the duals, no implicit-function
+//! theorem); `W_c` has `ipm`'s rows `[n; L(hω)ᵀ (r × n)]`, `[t; r × t]`
+//! with `r = p − r_body(q⁺)` and the tangent frame from a world axis fixed
+//! for the step. At the solution `κ = ρ` (`SolverParams::rho`) for every
+//! complementarity, collision rows included.
+//!
+//! # Solver
+//!
+//! Per island, a dense Newton system: `∂r/∂u` by forward-mode dual numbers
+//! (column blocks of 16) on primal values, the friction cone rows
+//! Nesterov–Todd scaled, Mehrotra predictor–corrector with the same
+//! centering, fraction-to-boundary, backtracking and recentering rules as
+//! `ipm` ([`crate::contact::ipm::Params`]), and the same convergence test.
+//! Every decision is taken on primal values, so the solve runs in any
+//! scalar (the `unrolled` method); the `ift` derivatives come from
+//! [`crate::diff::ImplicitStep`] on the same residual.
+//!
+//! # Initial point
+//!
+//! `v⁺ = v`; each collision program is solved by `collision::conic` at
+//! `q ⊕ h v` to its central point with `s ∘ z = scale² e` (a centred,
+//! interior start), the contact unknowns as in `ipm`.
+
+use nalgebra::{Const, Vector6, U1};
+use num_dual::DualSVec64;
+
+use super::pairs::{body_parts, conic_candidates, pair_mu, static_parts, ConicPair};
+use crate::collision::conic::{assemble, lower, solve_problem, ConeLayout, ConicParams, LocalCone, Owner};
+use crate::collision::direction_or_z;
+use crate::collision::frame::tangent_basis_from;
+use crate::contact::ipm::cone::{arrow, jordan, nt_scaling, orthant_step};
+use crate::contact::ipm::kinematics::{pose_after, side};
+use crate::contact::ipm::residual::{local_residual, Law, Partner};
+use crate::contact::ipm::Params;
+use crate::contact::{ContactBackend, ContactImpulse, SolveError, SolveStats, StepProblem, StepSolution};
+use crate::dynamics::free::{body_residual, free_flight_velocity, integrate_model, DynamicsError};
+use crate::geometry::Shape;
+use crate::math::{DMat, DVec, Pose, Vec3};
+use crate::scalar::safe_norm;
+use crate::Scalar;
+
+/// Absolute floor of the complementarity test `‖s ∘ z − ρe‖∞`: the slack
+/// of an active collision row is `h − Gw`, a difference of O(1) numbers,
+/// so `s z` carries a round-off of ~1e-16 ‖h‖ ‖z‖ whatever ρ (at ρ = 1e-10
+/// `complementarity_tolerance · ρ` = 1e-16 is below it).
+pub const COMP_FLOOR: f64 = 1e-14;
+
+/// Whether the initial `v⁺` is shrunk until no pair overlaps (off: it
+/// made the 10 Hz drops fail more often).
+const SHRINK_START: bool = false;
+
+/// Width of the dual-number column blocks of the Newton matrix.
+const BLOCK: usize = 16;
+type D = DualSVec64<BLOCK>;
+
+/// The `single_level` backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SingleLevel {
+    /// Interior-point tuning (shared with `ipm`).
+    pub params: Params,
+}
+
+/// A pair lowered to conic form, in scalar `S`.
+#[derive(Clone, Debug)]
+pub struct Lowered<S: Scalar> {
+    /// The pair.
+    pub pair: ConicPair,
+    /// Friction coefficient.
+    pub mu: S,
+    /// Conic constraint of part a.
+    pub cone_a: LocalCone<S>,
+    /// Conic constraint of part b.
+    pub cone_b: LocalCone<S>,
+    /// Pose of part a in body a's frame.
+    pub local_a: Pose<S>,
+    /// Pose of part b in body b's frame, or in the world for a static.
+    pub local_b: Pose<S>,
+    /// Number of collision primal unknowns `n = 4 + n_aux_a + n_aux_b`.
+    pub n: usize,
+    /// Cone layout of the collision rows (`m = layout.dim()`).
+    pub layout: ConeLayout,
+}
+
+impl<S: Scalar> Lowered<S> {
+    /// Number of collision rows.
+    pub fn m(&self) -> usize {
+        self.layout.dim()
+    }
+    /// Number of unknowns `n + 2m + law.size()`.
+    pub fn size(&self) -> usize {
+        self.n + 2 * self.m() + self.pair.law.size()
+    }
+}
+
+/// Lowers a pair of the problem.
+pub fn lower_pair<S: Scalar>(p: &StepProblem<'_, S>, pair: &ConicPair) -> Result<Lowered<S>, SolveError> {
+    let missing = SolveError::Singular("no such convex part");
+    let (sa, local_a) = body_parts(p, pair.a).into_iter().nth(pair.part_a).ok_or(missing.clone())?;
+    let (sb, local_b) = match pair.b {
+        Partner::Body(j) => body_parts(p, j).into_iter().nth(pair.part_b),
+        Partner::Static(j) => static_parts(p, j).into_iter().nth(pair.part_b),
+    }
+    .ok_or(missing)?;
+    let cone_a = lower(&sa)?;
+    let cone_b = lower(&sb)?;
+    let n = 4 + cone_a.n_aux + cone_b.n_aux;
+    let layout = ConeLayout {
+        n_orthant: 1 + cone_a.layout.n_orthant + cone_b.layout.n_orthant,
+        soc: cone_a.layout.soc.iter().chain(cone_b.layout.soc.iter()).copied().collect(),
+    };
+    Ok(Lowered { pair: pair.clone(), mu: pair_mu(p, pair.a, pair.b), cone_a, cone_b, local_a, local_b, n, layout })
+}
+
+impl<S: Scalar> Lowered<S> {
+    fn cast<U: Scalar>(&self) -> Lowered<U> {
+        let c = |l: &LocalCone<S>| LocalCone { m: l.m.map(|x| U::from_re(x.re())), layout: l.layout.clone(), n_aux: l.n_aux };
+        Lowered {
+            pair: self.pair.clone(),
+            mu: U::from_re(self.mu.re()),
+            cone_a: c(&self.cone_a),
+            cone_b: c(&self.cone_b),
+            local_a: self.local_a.cast(),
+            local_b: self.local_b.cast(),
+            n: self.n,
+            layout: self.layout.clone(),
+        }
+    }
+}
+
+/// One pair evaluated at `q⁺`.
+#[derive(Clone, Debug)]
+pub struct PairEval<S: Scalar> {
+    /// Local residual rows (stationarity, feasibility, complementarity,
+    /// contact law).
+    pub rows: DVec<S>,
+    /// Generalized impulse on body a (`W_aᵀ f`).
+    pub gen_a: Vector6<S>,
+    /// Generalized impulse on body b, if it is a body.
+    pub gen_b: Option<Vector6<S>>,
+    /// `α − 1`.
+    pub gap: S,
+    /// Witness point.
+    pub point: Vec3<S>,
+    /// Normal from b to a.
+    pub normal: Vec3<S>,
+    /// Tangents.
+    pub tangents: (Vec3<S>, Vec3<S>),
+    /// Contact-space `(φ, v_t1, v_t2)`.
+    pub y: Vec3<S>,
+}
+
+/// Jordan product `u ∘ v` of a cone layout, generic.
+fn jordan_layout<S: Scalar>(layout: &ConeLayout, u: &[S], v: &[S]) -> Vec<S> {
+    let mut w = vec![S::zero(); layout.dim()];
+    for i in 0..layout.n_orthant {
+        w[i] = u[i] * v[i];
+    }
+    for (s, d) in layout.soc_blocks() {
+        let mut dot = S::zero();
+        for j in 0..d {
+            dot += u[s + j] * v[s + j];
+        }
+        w[s] = dot;
+        for j in 1..d {
+            w[s + j] = u[s] * v[s + j] + v[s] * u[s + j];
+        }
+    }
+    w
+}
+
+/// Evaluates pair `lp` with body a at `pose_a` (q⁺) moving with `va`, the
+/// other side (body pose at q⁺ and velocity) or `None` for a static, and
+/// local unknowns `u`, complementarity relaxed to `kappa`.
+pub fn pair_eval<S: Scalar>(
+    lp: &Lowered<S>,
+    pose_a: &Pose<S>,
+    va: &[S; 6],
+    other: Option<(&Pose<S>, &[S; 6])>,
+    h: S,
+    u: &[S],
+    kappa: S,
+) -> Result<PairEval<S>, SolveError> {
+    let (n, m) = (lp.n, lp.m());
+    let law = lp.pair.law;
+    let wa = *pose_a * lp.local_a;
+    let wb = match other {
+        Some((pb, _)) => *pb * lp.local_b,
+        None => lp.local_b,
+    };
+    let pr = assemble(&lp.cone_a, &wa, &lp.cone_b, &wb);
+    let w = DVec::from_column_slice(&u[..n]);
+    let s = &u[n..n + m];
+    let z = &u[n + m..n + 2 * m];
+    let xk = DVec::from_column_slice(&u[n + 2 * m..]);
+    let mut rows = DVec::zeros(lp.size());
+    // Stationarity e_α + Gᵀ z.
+    for j in 0..n {
+        let mut acc = if j == 3 { S::one() } else { S::zero() };
+        for i in 0..m {
+            acc += pr.g[(i, j)] * z[i];
+        }
+        rows[j] = acc;
+    }
+    // Feasibility G w + s − h.
+    let gw = &pr.g * &w;
+    for i in 0..m {
+        rows[n + i] = gw[i] + s[i] - pr.h[i];
+    }
+    // Complementarity s ∘ z − κ e.
+    let c = jordan_layout(&lp.layout, s, z);
+    for i in 0..m {
+        rows[n + m + i] = c[i];
+    }
+    rows[n + m] -= kappa;
+    for i in 1..lp.layout.n_orthant {
+        rows[n + m + i] -= kappa;
+    }
+    for (st, _) in lp.layout.soc_blocks() {
+        rows[n + m + st] -= kappa;
+    }
+    // Contact geometry from the collision unknowns.
+    let alpha = w[3];
+    let point = Vec3::new(w[0], w[1], w[2]);
+    let mut da = Vec3::zeros();
+    for i in 0..m {
+        if pr.owner[i] == Owner::A {
+            da -= Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * z[i];
+        }
+    }
+    let (normal, _) = direction_or_z(&da);
+    let (t1, t2) = tangent_basis_from(&normal, lp.pair.axis);
+    let frame = [&normal, &t1, &t2];
+    let retraction = |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
+    let (mut vt, w_a) = side(pose_a, va, h, &point, frame, S::one()).map_err(retraction(lp.pair.a))?;
+    let mut w_b = None;
+    if let Some((pb, vb)) = other {
+        let jb = match lp.pair.b {
+            Partner::Body(j) => j,
+            Partner::Static(_) => lp.pair.a,
+        };
+        let (vtb, wbm) = side(pb, vb, h, &point, frame, -S::one()).map_err(retraction(jb))?;
+        vt += vtb;
+        w_b = Some(wbm);
+    }
+    let y = Vec3::new(alpha - S::one(), t1.dot(&vt), t2.dot(&vt));
+    let rc = local_residual(law, &xk, &y, lp.mu, kappa, None, false);
+    rows.rows_mut(n + 2 * m, rc.len()).copy_from(&rc);
+    let f = law.impulse(&xk);
+    Ok(PairEval {
+        rows,
+        gen_a: w_a.transpose() * f,
+        gen_b: w_b.map(|wb| wb.transpose() * f),
+        gap: alpha - S::one(),
+        point,
+        normal,
+        tangents: (t1, t2),
+        y,
+    })
+}
+
+/// A cone block of the island unknowns: `z` and `s` starts, dimension
+/// (1: orthant), first residual row, Nesterov–Todd scaled (friction).
+#[derive(Clone, Copy, Debug)]
+struct ConeBlock {
+    z: usize,
+    s: usize,
+    dim: usize,
+    row: usize,
+    nt: bool,
+}
+
+/// An island of the single-level problem.
+struct Isl<T: Scalar> {
+    /// Global body indices.
+    bodies: Vec<usize>,
+    /// Global → local body index.
+    local: Vec<usize>,
+    /// Pairs (lowered in T).
+    pairs: Vec<Lowered<T>>,
+    /// The same in the Jacobian's dual scalar.
+    pairs_d: Vec<Lowered<D>>,
+    /// Offset of each pair's unknowns in the island vector.
+    offsets: Vec<usize>,
+    /// Total unknowns.
+    size: usize,
+    /// Cone blocks.
+    cones: Vec<ConeBlock>,
+    /// Whether each row is an equality row.
+    equality: Vec<bool>,
+}
+
+impl<T: Scalar> Isl<T> {
+    fn new(bodies: Vec<usize>, local: Vec<usize>, pairs: Vec<Lowered<T>>) -> Self {
+        let mut offsets = Vec::with_capacity(pairs.len());
+        let mut off = 6 * bodies.len();
+        let mut cones = Vec::new();
+        let mut equality = vec![true; off];
+        for lp in &pairs {
+            offsets.push(off);
+            let (n, m) = (lp.n, lp.m());
+            let law = lp.pair.law;
+            equality.extend(std::iter::repeat_n(true, n + m));
+            equality.extend(std::iter::repeat_n(false, m));
+            equality.extend(std::iter::repeat_n(true, law.equalities()));
+            equality.extend(std::iter::repeat_n(false, law.size() - law.equalities()));
+            let (s0, z0) = (off + n, off + n + m);
+            for i in 0..lp.layout.n_orthant {
+                cones.push(ConeBlock { z: z0 + i, s: s0 + i, dim: 1, row: z0 + i, nt: false });
+            }
+            for (st, d) in lp.layout.soc_blocks() {
+                cones.push(ConeBlock { z: z0 + st, s: s0 + st, dim: d, row: z0 + st, nt: false });
+            }
+            let c0 = off + n + 2 * m;
+            let mut row = c0 + law.equalities();
+            for &(z, s) in law.orthant_pairs() {
+                cones.push(ConeBlock { z: c0 + z, s: c0 + s, dim: 1, row, nt: false });
+                row += 1;
+            }
+            for &(z, s) in law.soc_pairs() {
+                cones.push(ConeBlock { z: c0 + z, s: c0 + s, dim: 3, row, nt: true });
+                row += 3;
+            }
+            off += lp.size();
+        }
+        let pairs_d = pairs.iter().map(|lp| lp.cast()).collect();
+        Isl { bodies, local, pairs, pairs_d, offsets, size: off, cones, equality }
+    }
+
+    fn degree(&self) -> usize {
+        self.cones.len()
+    }
+}
+
+fn body_arrays<S: Scalar>(p: &StepProblem<'_, S>, g: usize, v: &[S]) -> ([S; 7], [S; 6]) {
+    let b = &p.model.bodies[g];
+    (core::array::from_fn(|k| p.q[b.idx_q + k]), core::array::from_fn(|k| v[k]))
+}
+
+/// Island residual `r_κ(u)` and the pair evaluations.
+fn island_residual<S: Scalar>(
+    p: &StepProblem<'_, S>,
+    isl_bodies: &[usize],
+    local: &[usize],
+    pairs: &[Lowered<S>],
+    offsets: &[usize],
+    u: &DVec<S>,
+    kappa: S,
+) -> Result<(DVec<S>, Vec<PairEval<S>>), SolveError> {
+    let mut r = DVec::zeros(u.len());
+    let mut poses = Vec::with_capacity(isl_bodies.len());
+    let mut vels = Vec::with_capacity(isl_bodies.len());
+    for (li, &g) in isl_bodies.iter().enumerate() {
+        let vb: Vector6<S> = u.fixed_rows::<6>(6 * li).into_owned();
+        let rb = body_residual(p.model, g, p.q, p.v, &vb, p.u, &p.gravity, p.h)?;
+        r.fixed_rows_mut::<6>(6 * li).copy_from(&rb);
+        let (q, v) = body_arrays(p, g, vb.as_slice());
+        let pose = pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?;
+        poses.push(pose);
+        vels.push(v);
+    }
+    let mut evals = Vec::with_capacity(pairs.len());
+    for (lp, &off) in pairs.iter().zip(offsets) {
+        let la = local[lp.pair.a];
+        let other = match lp.pair.b {
+            Partner::Body(j) => Some((&poses[local[j]], &vels[local[j]])),
+            Partner::Static(_) => None,
+        };
+        let ev = pair_eval(lp, &poses[la], &vels[la], other, p.h, &u.as_slice()[off..off + lp.size()], kappa)?;
+        r.rows_mut(off, lp.size()).copy_from(&ev.rows);
+        {
+            let mut seg = r.fixed_rows_mut::<6>(6 * la);
+            seg -= ev.gen_a;
+        }
+        if let (Partner::Body(j), Some(gb)) = (lp.pair.b, ev.gen_b) {
+            let mut seg = r.fixed_rows_mut::<6>(6 * local[j]);
+            seg -= gb;
+        }
+        evals.push(ev);
+    }
+    Ok((r, evals))
+}
+
+/// The problem in the Jacobian's dual scalar (primal values).
+struct DualProblem {
+    model: crate::dynamics::Model<D>,
+    shapes: Vec<Option<Shape<D>>>,
+    materials: Vec<crate::geometry::Material<D>>,
+    statics: Vec<crate::geometry::StaticGeometry<D>>,
+    q: DVec<D>,
+    v: DVec<D>,
+    u: DVec<D>,
+}
+
+impl DualProblem {
+    fn new<T: Scalar>(p: &StepProblem<'_, T>) -> Self {
+        let c = |x: &DVec<T>| x.map(|e| D::from_re(e.re()));
+        DualProblem {
+            model: p.model.cast(),
+            shapes: p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect(),
+            materials: p.materials.iter().map(|m| m.cast()).collect(),
+            statics: p.statics.iter().map(|s| s.cast()).collect(),
+            q: c(p.q),
+            v: c(p.v),
+            u: c(p.u),
+        }
+    }
+    fn problem<'a, T: Scalar>(&'a self, p: &StepProblem<'a, T>) -> StepProblem<'a, D> {
+        StepProblem {
+            model: &self.model,
+            shapes: &self.shapes,
+            materials: &self.materials,
+            statics: &self.statics,
+            link_shapes: &[],
+            friction_combine: p.friction_combine,
+            restitution_combine: p.restitution_combine,
+            q: &self.q,
+            v: &self.v,
+            u: &self.u,
+            gravity: p.gravity.map(|x| D::from_re(x.re())),
+            h: D::from_re(p.h.re()),
+            friction_cone: p.friction_cone,
+            params: p.params,
+        }
+    }
+}
+
+/// Exact primal `∂r/∂u` of an island at `u` (dual numbers, blocks of 16).
+fn island_jacobian<T: Scalar>(pd: &StepProblem<'_, D>, isl: &Isl<T>, u: &DVec<f64>, rho: f64) -> Result<DMat<f64>, SolveError> {
+    let n = u.len();
+    let mut j = DMat::zeros(n, n);
+    for start in (0..n).step_by(BLOCK) {
+        let w = BLOCK.min(n - start);
+        let mut ud = u.map(D::from_re);
+        for k in 0..w {
+            ud[start + k] = D::from_re(u[start + k]).derivative(k);
+        }
+        let (r, _) = island_residual(pd, &isl.bodies, &isl.local, &isl.pairs_d, &isl.offsets, &ud, D::from_re(rho))?;
+        for (i, ri) in r.iter().enumerate() {
+            let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
+            for k in 0..w {
+                j[(i, start + k)] = g[k];
+            }
+        }
+    }
+    Ok(j)
+}
+
+fn v3<T: Scalar>(u: &DVec<T>, i: usize) -> Vec3<T> {
+    Vec3::new(u[i], u[i + 1], u[i + 2])
+}
+
+/// Replaces the friction cone rows of `j` by their Nesterov–Todd scaled
+/// linearization `Arw(λ)(W⁻¹ dz + W ds)`.
+fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
+    for c in isl_cones.iter().filter(|c| c.nt) {
+        let (w, winv, lambda) = nt_scaling(&v3(u, c.z), &v3(u, c.s));
+        let al = arrow(&lambda);
+        for r in 0..3 {
+            j.row_mut(c.row + r).fill(0.0);
+        }
+        j.view_mut((c.row, c.z), (3, 3)).copy_from(&(al * winv));
+        j.view_mut((c.row, c.s), (3, 3)).copy_from(&(al * w));
+    }
+}
+
+/// Right-hand side of a direction: `r_κ` with the complementarity rows
+/// replaced (NT rows: `λ∘λ − κe`) and the Mehrotra term of `corr` added.
+fn direction_rhs<T: Scalar>(
+    cones: &[ConeBlock],
+    r0: &DVec<T>,
+    u: &DVec<T>,
+    kappa: f64,
+    corr: Option<&DVec<f64>>,
+    nt: bool,
+) -> DVec<T> {
+    let mut r = r0.clone();
+    let k = T::from_re(kappa);
+    for c in cones {
+        r[c.row] -= k;
+        if c.nt && nt {
+            let (_, _, lambda) = nt_scaling(&v3(u, c.z), &v3(u, c.s));
+            let mut l = jordan(&lambda, &lambda);
+            l[0] -= k;
+            if let Some(d) = corr {
+                let ur = u.map(|x| x.re());
+                let (w, winv, _) = nt_scaling(&v3(&ur, c.z), &v3(&ur, c.s));
+                let add = jordan(&(winv * v3(d, c.z)), &(w * v3(d, c.s)));
+                l += add.map(T::from_re);
+            }
+            r.fixed_rows_mut::<3>(c.row).copy_from(&l);
+        } else if let Some(d) = corr {
+            if c.dim == 1 {
+                r[c.row] += T::from_re(d[c.z] * d[c.s]);
+            } else {
+                let lay = ConeLayout { n_orthant: 0, soc: vec![c.dim] };
+                let dz = DVec::from_fn(c.dim, |i, _| d[c.z + i]);
+                let ds = DVec::from_fn(c.dim, |i, _| d[c.s + i]);
+                let add = lay.jordan(&dz, &ds);
+                for i in 0..c.dim {
+                    r[c.row + i] += T::from_re(add[i]);
+                }
+            }
+        }
+    }
+    r
+}
+
+struct Meas {
+    eq: f64,
+    comp_dev: f64,
+    comp_max: f64,
+    merit: f64,
+}
+
+/// Measures of `r_0` (κ = 0 residual) at target κ.
+fn measures<T: Scalar>(isl: &Isl<T>, r0: &DVec<T>, u: &DVec<T>, kappa: f64) -> Meas {
+    let mut r: Vec<f64> = r0.iter().map(|x| x.re()).collect();
+    for c in &isl.cones {
+        r[c.row] -= kappa;
+    }
+    let (mut eq, mut comp_dev, mut merit) = (0.0_f64, 0.0_f64, 0.0);
+    for (i, ri) in r.iter().enumerate() {
+        merit += ri * ri;
+        if isl.equality[i] {
+            eq = eq.max(ri.abs());
+        } else {
+            comp_dev = comp_dev.max(ri.abs());
+        }
+    }
+    let mut comp_max: f64 = 0.0;
+    for c in &isl.cones {
+        let d: f64 = (0..c.dim).map(|i| u[c.z + i].re() * u[c.s + i].re()).sum();
+        comp_max = comp_max.max(d);
+    }
+    Meas { eq, comp_dev, comp_max, merit }
+}
+
+fn mean_comp<T: Scalar>(isl: &Isl<T>, u: &DVec<T>, du: Option<(&DVec<f64>, f64)>) -> f64 {
+    let val = |i: usize| {
+        let mut v = u[i].re();
+        if let Some((d, a)) = du {
+            v += a * d[i];
+        }
+        v
+    };
+    let mut sum = 0.0;
+    for c in &isl.cones {
+        sum += (0..c.dim).map(|i| val(c.z + i) * val(c.s + i)).sum::<f64>();
+    }
+    sum / isl.degree().max(1) as f64
+}
+
+fn boundary_step<T: Scalar>(isl: &Isl<T>, u: &DVec<T>, du: &DVec<f64>) -> f64 {
+    let mut a = f64::INFINITY;
+    for c in &isl.cones {
+        for base in [c.z, c.s] {
+            if c.dim == 1 {
+                a = a.min(orthant_step(u[base].re(), du[base]));
+            } else {
+                let lay = ConeLayout { n_orthant: 0, soc: vec![c.dim] };
+                let x = DVec::from_fn(c.dim, |i, _| u[base + i].re());
+                let d = DVec::from_fn(c.dim, |i, _| du[base + i]);
+                a = a.min(lay.max_step(&x, &d));
+            }
+        }
+    }
+    a
+}
+
+/// The result of one island's solve.
+struct IslSol<T: Scalar> {
+    u: DVec<T>,
+    evals: Vec<PairEval<T>>,
+    iterations: usize,
+    residual: f64,
+    complementarity: f64,
+}
+
+fn solve_lin<T: Scalar>(j: &DMat<f64>, rhs: &DVec<T>) -> Result<DVec<T>, SolveError> {
+    let lu = j.map(T::from_re).lu();
+    lu.solve(rhs).map(|d| -d).ok_or(SolveError::Singular("single-level Newton system"))
+}
+
+/// The pair's collision program at body poses `poses` (island order),
+/// solved to its central point `s ∘ z = mu0 e`.
+fn pair_proximity<T: Scalar>(lp: &Lowered<T>, poses: &[Pose<T>], local: &[usize], mu0: f64) -> Result<crate::collision::conic::Proximity, SolveError> {
+    let wa = (poses[local[lp.pair.a]] * lp.local_a).cast::<f64>();
+    let wb = match lp.pair.b {
+        Partner::Body(j) => (poses[local[j]] * lp.local_b).cast::<f64>(),
+        Partner::Static(_) => lp.local_b.cast::<f64>(),
+    };
+    let ca = LocalCone { m: lp.cone_a.m.map(|x| x.re()), layout: lp.cone_a.layout.clone(), n_aux: lp.cone_a.n_aux };
+    let cb = LocalCone { m: lp.cone_b.m.map(|x| x.re()), layout: lp.cone_b.layout.clone(), n_aux: lp.cone_b.n_aux };
+    let pr = assemble(&ca, &wa, &cb, &wb);
+    Ok(match solve_problem(&pr, &ConicParams { tol_gap: mu0, ..ConicParams::default() }) {
+        Ok(x) => x,
+        Err(_) => solve_problem(&pr, &ConicParams { tol_gap: 1e-8, ..ConicParams::default() })?,
+    })
+}
+
+/// Initial island unknowns (module docs).
+fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, params: &Params) -> Result<DVec<T>, SolveError> {
+    let scale = params.initial_scale;
+    let mut u = DVec::zeros(isl.size);
+    let mu0 = (scale * scale).max(p.params.rho);
+    // v⁺₀ = t v₀ with the largest t ∈ {1, ½, ¼, ⅛, 0} at which no pair
+    // overlaps at q ⊕ h v⁺₀ (an interior start: every gap slack can equal
+    // its gap).
+    let mut t = 1.0;
+    let (mut poses, mut proxes) = loop {
+        let v_t = v0 * T::from_re(t);
+        let mut poses = Vec::new();
+        for (li, &g) in isl.bodies.iter().enumerate() {
+            let (q, v) = body_arrays(p, g, &v_t.as_slice()[6 * li..6 * li + 6]);
+            poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
+        }
+        let proxes = isl.pairs.iter().map(|lp| pair_proximity(lp, &poses, &isl.local, mu0)).collect::<Result<Vec<_>, _>>()?;
+        if !SHRINK_START || t == 0.0 || proxes.iter().all(|pr| pr.alpha >= 1.0) {
+            u.rows_mut(0, v0.len()).copy_from(&v_t);
+            break (poses, proxes);
+        }
+        t = if t > 0.1 { t * 0.5 } else { 0.0 };
+    };
+    let _ = &mut poses;
+    for ((lp, &off), prox) in isl.pairs.iter().zip(&isl.offsets).zip(proxes.drain(..)) {
+        let (n, m) = (lp.n, lp.m());
+        let sol = &prox.solution;
+        for i in 0..n {
+            u[off + i] = T::from_re(sol.x[i]);
+        }
+        for i in 0..m {
+            u[off + n + i] = T::from_re(sol.s[i]);
+            u[off + n + m + i] = T::from_re(sol.z[i]);
+        }
+        let x0: DVec<T> = lp.pair.law.initial(scale);
+        u.rows_mut(off + n + 2 * m, x0.len()).copy_from(&x0);
+    }
+    // Contact unknowns on their linear equalities where the cones allow it.
+    let (_, evals) = island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, &u, T::from_re(p.params.rho))?;
+    let sc = T::from_re(scale);
+    for ((lp, &off), ev) in isl.pairs.iter().zip(&isl.offsets).zip(&evals) {
+        let c0 = off + lp.n + 2 * lp.m();
+        let y = ev.y;
+        if y[0].re() > u[c0 + 1].re() {
+            u[c0 + 1] = y[0];
+        }
+        match lp.pair.law {
+            Law::Frictionless => {}
+            Law::Exact => {
+                u[c0 + 2] = lp.mu * u[c0];
+                u[c0 + 6] = y[1];
+                u[c0 + 7] = y[2];
+                u[c0 + 5] = safe_norm(&Vec3::new(y[1], y[2], T::zero())) + sc;
+            }
+            Law::Pyramid => {
+                let psi = y[1].abs() + y[2].abs() + sc;
+                let beta = lp.mu * u[c0] * T::from_re(0.125);
+                for k in 0..4 {
+                    u[c0 + 2 + k] = beta;
+                }
+                u[c0 + 6] = psi + y[1];
+                u[c0 + 7] = psi - y[1];
+                u[c0 + 8] = psi + y[2];
+                u[c0 + 9] = psi - y[2];
+                u[c0 + 10] = psi;
+                u[c0 + 11] = lp.mu * u[c0] * T::from_re(0.5);
+            }
+        }
+    }
+    Ok(u)
+}
+
+fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl: &Isl<T>, v0: &DVec<T>, params: &Params) -> Result<IslSol<T>, SolveError> {
+    let sp = p.params;
+    let rho = sp.rho;
+    let mut u = initial_point(p, isl, v0, params)?;
+    let res = |u: &DVec<T>| island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, u, T::zero());
+    let (mut r0, mut evals) = res(&u)?;
+    let mut iter = 0;
+    loop {
+        let m = measures(isl, &r0, &u, rho);
+        if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
+            for _ in 0..params.polish_steps {
+                let ur = u.map(|x| x.re());
+                let j = island_jacobian(pd, isl, &ur, 0.0)?;
+                let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
+                let du = solve_lin(&j, &rhs)?;
+                let dre = du.map(|x| x.re());
+                if boundary_step(isl, &u, &dre) <= 1.0 {
+                    break;
+                }
+                let ut = &u + &du;
+                let Ok((rt, et)) = res(&ut) else { break };
+                u = ut;
+                r0 = rt;
+                evals = et;
+            }
+            let m = measures(isl, &r0, &u, rho);
+            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max });
+        }
+        if iter >= sp.max_iterations {
+            return Err(SolveError::MaxIterations { iters: iter, residual: m.eq, complementarity: m.comp_max });
+        }
+        iter += 1;
+        let nt = params.nesterov_todd;
+        let ur = u.map(|x| x.re());
+        let j_plain = island_jacobian(pd, isl, &ur, 0.0)?;
+        let mut j_nt = j_plain.clone();
+        if nt {
+            scale_rows(&isl.cones, &mut j_nt, &ur);
+        }
+        let r_aff = direction_rhs(&isl.cones, &r0, &u, 0.0, None, nt);
+        let du_aff = solve_lin(&j_nt, &r_aff)?.map(|x| x.re());
+        let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
+        let nu = mean_comp(isl, &u, None);
+        let nu_aff = mean_comp(isl, &u, Some((&du_aff, alpha_aff)));
+        let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
+        let kappa = (sigma * nu).max(rho);
+        let second = if sigma * nu > rho { Some(&du_aff) } else { None };
+        let merit0 = measures(isl, &r0, &u, kappa).merit;
+        // Fraction to the boundary τ = max(τ₀, 1 − ν): full steps near the
+        // solution, where a fixed τ would cap the convergence rate at
+        // 1 − τ per iteration.
+        let tau = params.fraction_to_boundary.max(1.0 - nu);
+        let mut dirs = vec![(second, nt)];
+        if second.is_some() {
+            dirs.push((None, nt));
+        }
+        if nt {
+            dirs.push((None, false));
+        }
+        let mut taken = None;
+        let mut fallback: Option<(f64, (DVec<T>, DVec<T>, Vec<PairEval<T>>))> = None;
+        let mut accepted = 0.0;
+        for (so, scaled) in dirs {
+            let rhs = direction_rhs(&isl.cones, &r0, &u, kappa, so, scaled);
+            let jm = if scaled { &j_nt } else { &j_plain };
+            let du = solve_lin(jm, &rhs)?;
+            let dre = du.map(|x| x.re());
+            let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
+            for _ in 0..=params.max_backtracks {
+                let ut = &u + &du * T::from_re(a);
+                if let Ok((rt, et)) = res(&ut) {
+                    let merit = measures(isl, &rt, &ut, kappa).merit;
+                    if merit <= (1.0 - params.armijo * a) * merit0 {
+                        accepted = a;
+                        taken = Some((ut, rt, et));
+                        break;
+                    }
+                    if fallback.as_ref().is_none_or(|(mm, _)| merit < *mm) {
+                        fallback = Some((merit, (ut, rt, et)));
+                    }
+                }
+                a *= params.backtrack_factor;
+            }
+            if taken.is_some() {
+                break;
+            }
+        }
+        if accepted < params.recenter_below {
+            let kc = nu.max(rho);
+            let rhs = direction_rhs(&isl.cones, &r0, &u, kc, None, nt);
+            let du = solve_lin(&j_nt, &rhs)?;
+            let dre = du.map(|x| x.re());
+            let mut a = (params.fraction_to_boundary * boundary_step(isl, &u, &dre)).min(1.0);
+            for _ in 0..=params.max_backtracks {
+                let ut = &u + &du * T::from_re(a);
+                if let Ok((rt, et)) = res(&ut) {
+                    taken = Some((ut, rt, et));
+                    break;
+                }
+                a *= params.backtrack_factor;
+            }
+        }
+        if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
+            eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
+        }
+        let Some((un, rn, en)) = taken.or(fallback.map(|f| f.1)) else {
+            return Err(SolveError::Singular("line search: no trial point could be evaluated"));
+        };
+        u = un;
+        r0 = rn;
+        evals = en;
+    }
+}
+
+/// Islands of bodies connected by pairs: `(bodies, global → local, pair indices)`.
+fn group(nb: usize, pairs: &[ConicPair]) -> Vec<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut parent: Vec<usize> = (0..nb).collect();
+    for c in pairs {
+        if let Partner::Body(j) = c.b {
+            let (ra, rb) = (find(&mut parent, c.a), find(&mut parent, j));
+            if ra != rb {
+                parent[ra.max(rb)] = ra.min(rb);
+            }
+        }
+    }
+    let mut which = vec![usize::MAX; nb];
+    let mut out: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)> = Vec::new();
+    for (k, c) in pairs.iter().enumerate() {
+        let root = find(&mut parent, c.a);
+        if which[root] == usize::MAX {
+            which[root] = out.len();
+            out.push((Vec::new(), Vec::new(), Vec::new()));
+        }
+        out[which[root]].2.push(k);
+    }
+    let mut local = vec![usize::MAX; nb];
+    for i in 0..nb {
+        let root = find(&mut parent, i);
+        if which[root] != usize::MAX {
+            let isl = &mut out[which[root]];
+            local[i] = isl.0.len();
+            isl.0.push(i);
+        }
+    }
+    for isl in &mut out {
+        isl.1 = local.clone();
+    }
+    out
+}
+
+impl SingleLevel {
+    /// Candidates of the step (pairs of convex parts).
+    pub fn candidates<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Vec<ConicPair> {
+        conic_candidates(p, p.q, self.params.margin)
+    }
+
+    /// Solves the step; also returns the pairs and each pair's unknowns
+    /// (in pair order).
+    pub fn solve_structured<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<(StepSolution<T>, Vec<ConicPair>, Vec<DVec<T>>), SolveError> {
+        SolveError::refuse_link_shapes("single_level", p)?;
+        let params = &self.params;
+        let (mut v_next, ff_iters) = free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_next);
+        let pairs = self.candidates(p);
+        let mut stats = SolveStats { iterations: if pairs.is_empty() { ff_iters } else { 0 }, contacts: pairs.len(), ..Default::default() };
+        let mut contacts = Vec::new();
+        let mut xs: Vec<DVec<T>> = vec![DVec::zeros(0); pairs.len()];
+        if !pairs.is_empty() {
+            let dp = DualProblem::new(p);
+            let pd = dp.problem(p);
+            for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
+                let lowered = idx.iter().map(|&k| lower_pair(p, &pairs[k])).collect::<Result<Vec<_>, _>>()?;
+                let isl = Isl::new(bodies, local, lowered);
+                let mut v0 = DVec::zeros(6 * isl.bodies.len());
+                for (li, &g) in isl.bodies.iter().enumerate() {
+                    let k = p.model.bodies[g].idx_v;
+                    let src = if params.warm_start { p.v } else { &v_next };
+                    v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
+                }
+                let sol = solve_island(p, &pd, &isl, &v0, params)?;
+                for (li, &g) in isl.bodies.iter().enumerate() {
+                    let k = p.model.bodies[g].idx_v;
+                    v_next.fixed_rows_mut::<6>(k).copy_from(&sol.u.fixed_rows::<6>(6 * li));
+                }
+                stats.iterations = stats.iterations.max(sol.iterations);
+                stats.residual = stats.residual.max(sol.residual);
+                stats.complementarity = stats.complementarity.max(sol.complementarity);
+                for ((&k, lp), (ev, &off)) in idx.iter().zip(&isl.pairs).zip(sol.evals.iter().zip(&isl.offsets)) {
+                    xs[k] = sol.u.rows(off, lp.size()).into_owned();
+                    let c0 = off + lp.n + 2 * lp.m();
+                    let xk = sol.u.rows(c0, lp.pair.law.size()).into_owned();
+                    let f = lp.pair.law.impulse(&xk);
+                    let (t1, t2) = ev.tangents;
+                    stats.max_penetration = stats.max_penetration.max(-ev.gap.re());
+                    contacts.push(ContactImpulse {
+                        body_a: lp.pair.a,
+                        body_b: match lp.pair.b {
+                            Partner::Body(j) => Some(j),
+                            Partner::Static(_) => None,
+                        },
+                        point: ev.point,
+                        normal: ev.normal,
+                        normal_impulse: f[0],
+                        tangent_impulse: t1 * f[1] + t2 * f[2],
+                        gap: ev.gap,
+                    });
+                }
+            }
+        }
+        let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+        Ok((StepSolution { q_next, v_next, contacts, stats }, pairs, xs))
+    }
+
+    /// The global residual `r(y)` with `y = (v⁺, u_c for each pair in
+    /// order)` (the `ift` derivatives): every body's dynamics with the
+    /// impulses of its pairs, each pair's rows, complementarity relaxed
+    /// to ρ.
+    pub fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, pairs: &[ConicPair], y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+        let nv = p.model.nv;
+        let mut r = DVec::zeros(y.len());
+        let v_next = y.rows(0, nv).into_owned();
+        let mut r_dyn = DVec::zeros(nv);
+        crate::dynamics::free::momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
+        crate::dynamics::articulated::articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
+        let kappa = T::from_re(p.params.rho);
+        let mut off = nv;
+        let body_state = |g: usize| -> Result<(Pose<T>, [T; 6]), SolveError> {
+            let b = &p.model.bodies[g];
+            let (q, v) = body_arrays(p, g, &v_next.as_slice()[b.idx_v..b.idx_v + 6]);
+            let pose = pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?;
+            Ok((pose, v))
+        };
+        for pair in pairs {
+            let lp = lower_pair(p, pair)?;
+            let (pa, va) = body_state(pair.a)?;
+            let ob = match pair.b {
+                Partner::Body(j) => Some(body_state(j)?),
+                Partner::Static(_) => None,
+            };
+            let size = lp.size();
+            let ev = pair_eval(&lp, &pa, &va, ob.as_ref().map(|(p, v)| (p, v)), p.h, &y.as_slice()[off..off + size], kappa)?;
+            r.rows_mut(off, size).copy_from(&ev.rows);
+            let ka = p.model.bodies[pair.a].idx_v;
+            {
+                let mut seg = r_dyn.fixed_rows_mut::<6>(ka);
+                seg -= ev.gen_a;
+            }
+            if let (Partner::Body(j), Some(gb)) = (pair.b, ev.gen_b) {
+                let kb = p.model.bodies[j].idx_v;
+                let mut seg = r_dyn.fixed_rows_mut::<6>(kb);
+                seg -= gb;
+            }
+            off += size;
+        }
+        r.rows_mut(0, nv).copy_from(&r_dyn);
+        Ok(r)
+    }
+}
+
+impl ContactBackend for SingleLevel {
+    fn name(&self) -> &'static str {
+        "single_level"
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        Ok(self.solve_structured(p)?.0)
+    }
+}

@@ -1,0 +1,138 @@
+//! Tests of the `single_level` and `bilevel` contact backends (issue 6).
+//! Each test states its tolerance; worlds are built through the Rust API.
+
+use dualsim::math::{DMat, Pose, Vec3};
+use dualsim::prelude::*;
+
+fn mat(mu: f64) -> Material<f64> {
+    Material { friction: mu, restitution: 0.0 }
+}
+
+fn ground(mu: f64) -> StaticGeometry<f64> {
+    StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        pose: Pose::identity(),
+        material: mat(mu),
+    }
+}
+
+fn run(world: &World<f64>, x0: &State<f64>, steps: usize) -> Trajectory<f64> {
+    rollout(world, x0, &Controls::Constant(world.zero_control()), steps).expect("rollout")
+}
+
+fn sphere_world(solver: SolverKind, rho: f64) -> (World<f64>, State<f64>) {
+    let mut w = World::<f64>::new(0.01);
+    w.solver = solver;
+    w.params.rho = rho;
+    w.add_body("ball", 1.0, Mat3::identity() * 0.1, Some(Shape::Sphere { radius: 0.5 }), mat(0.5)).unwrap();
+    w.statics.push(ground(0.5));
+    (w.clone(), State::at_rest(&w.model, &[[0.0, 0.0, 0.7]]))
+}
+
+fn box_world(solver: SolverKind, rho: f64) -> (World<f64>, State<f64>) {
+    let mut w = World::<f64>::new(0.01);
+    w.solver = solver;
+    w.params.rho = rho;
+    w.add_body("box", 1.0, Mat3::identity() * (0.25 / 6.0), Some(Shape::Box { half_extents: Vec3::new(0.3, 0.2, 0.25) }), mat(0.5))
+        .unwrap();
+    w.statics.push(ground(0.5));
+    (w.clone(), State::at_rest(&w.model, &[[0.0, 0.0, 0.4]]))
+}
+
+#[test]
+fn sphere_rests_at_its_radius() {
+    for solver in [SolverKind::SingleLevel, SolverKind::Bilevel] {
+        let (w, x0) = sphere_world(solver, 1e-8);
+        let t = run(&w, &x0, 150);
+        let z = t.last().q[2];
+        println!("{solver:?}: z = {z}, iters {:?}", t.stats.iter().map(|s| s.iterations).max());
+        assert!((z - 0.5).abs() < 1e-4, "{solver:?}: z = {z}");
+    }
+}
+
+#[test]
+fn box_rests_at_its_half_height() {
+    for solver in [SolverKind::SingleLevel, SolverKind::Bilevel] {
+        let (w, x0) = box_world(solver, 1e-8);
+        let t = run(&w, &x0, 150);
+        let z = t.last().q[2];
+        println!("{solver:?}: z = {z}, q = {:?}, iters {:?}", t.last().q.as_slice(), t.stats.iter().map(|s| s.iterations).max());
+        assert!((z - 0.25).abs() < 1e-4, "{solver:?}: z = {z}");
+    }
+}
+
+/// A sphere sliding on the ground (μ = 0.5, v₀ = 1 m/s along x): the
+/// single-level step and `ipm` (closed-form sphere–plane) agree. Their gaps
+/// differ (`α − 1 = d/R` against `d`), so the relaxed solutions differ at
+/// the scale of ρ/γ; stated tolerance 1e-5 m, 1e-4 m/s after 0.3 s at
+/// ρ = 1e-8.
+#[test]
+fn single_level_agrees_with_ipm_on_a_sliding_sphere() {
+    let run_with = |solver| {
+        let (w, mut x0) = sphere_world(solver, 1e-8);
+        x0.q[2] = 0.5;
+        x0.v[0] = 1.0;
+        run(&w, &x0, 30).last().clone()
+    };
+    let a = run_with(SolverKind::SingleLevel);
+    let b = run_with(SolverKind::Ipm);
+    let dq = (&a.q - &b.q).abs().max();
+    let dv = (&a.v - &b.v).abs().max();
+    println!("single_level vs ipm: |dq| {dq:e}, |dv| {dv:e}, x {} vs {}", a.q[0], b.q[0]);
+    // The ball decelerates by sliding then rolls: x moved and the two agree.
+    assert!(a.q[0] > 0.1);
+    assert!(dq < 1e-5 && dv < 1e-4, "dq {dq:e}, dv {dv:e}");
+}
+
+/// `bilevel` and `single_level` settle the polytope of the drop
+/// experiment, released face down 5 mm above the ground, to the same rest
+/// pose (z = 0.2, level); tolerance 1e-5 m on the position. (From a tilted
+/// start `bilevel` reaches its iteration cap at the face-to-face landing:
+/// the failure mode of the robustness experiment.)
+#[test]
+fn bilevel_and_single_level_agree_on_the_rest_pose() {
+    use dualsim::contact::silico::experiment::drop_world;
+    let rest = |solver| {
+        let w = drop_world(solver, 0.01, 1e-8, 50);
+        let x = State::at_rest(&w.model, &[[0.02, -0.01, 0.205]]);
+        run(&w, &x, 60).last().clone()
+    };
+    let a = rest(SolverKind::SingleLevel);
+    let b = rest(SolverKind::Bilevel);
+    println!("single_level q {:?}\nbilevel      q {:?}", a.q.as_slice(), b.q.as_slice());
+    assert!((a.q[2] - 0.2).abs() < 1e-5 && (b.q[2] - 0.2).abs() < 1e-5);
+    let d = (a.q.rows(0, 3) - b.q.rows(0, 3)).abs().max();
+    assert!(d < 1e-5, "{d:e}");
+    assert!((a.q[3].abs() - 1.0).abs() < 1e-6 && (b.q[3].abs() - 1.0).abs() < 1e-6);
+}
+
+/// Step Jacobians of `single_level` (box resting on the ground, and
+/// falling onto it): the implicit-function derivative agrees with the
+/// unrolled solver in dual numbers (1e-6 relative) and with central
+/// differences (1e-4 relative, ε = 1e-7 at ρ = 1e-4).
+#[test]
+fn single_level_ift_matches_unrolled_and_fd() {
+    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+    let (w, x_rest) = box_world(SolverKind::SingleLevel, 1e-4);
+    let mut x_fall = x_rest.clone();
+    x_fall.q[2] = 0.26;
+    x_fall.v[2] = -1.0;
+    x_fall.v[3] = 0.3;
+    let settle = run(&w, &State::at_rest(&w.model, &[[0.0, 0.0, 0.2501]]), 30).last().clone();
+    let u = w.zero_control();
+    let nv = w.model.nv;
+    let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
+    let rel = |a: &DMat<f64>, b: &DMat<f64>| (a - b).abs().max() / a.abs().max().max(1.0);
+    for (label, x) in [("resting", settle), ("falling", x_fall)] {
+        let o = DiffOptions { rho: None, fd_eps: 1e-7 };
+        let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap();
+        let unr = step_jacobian(&w, &x, &u, &params, Method::Unrolled, &o).unwrap();
+        let fd = step_jacobian(&w, &x, &u, &params, Method::Fd, &o).unwrap();
+        let (a, b) = (rel(&ift.jacobian, &unr.jacobian), rel(&ift.jacobian, &fd.jacobian));
+        println!("{label}: ift vs unrolled {a:e}, ift vs fd {b:e} (nonsmooth fd columns {:?})", fd.nonsmooth);
+        assert!(a < 1e-6, "{label}: unrolled {a:e}");
+        assert!(b < 1e-4, "{label}: fd {b:e}");
+        assert!(ift.jacobian.abs().max() > 0.5);
+    }
+}
