@@ -307,7 +307,7 @@ impl Emitter<'_> {
 
 /// Expands a parsed kernel into the original function and its derivative
 /// siblings.
-pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
+pub fn expand(k: &Kernel, with_hessian: bool) -> syn::Result<TokenStream> {
     let Lowered {
         mut graph,
         inputs,
@@ -318,7 +318,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
     let nout = outputs.len();
     let mut d = Diff::default();
     let jac = diff::jacobian(&mut graph, &mut d, &outputs, nin);
-    let hess = diff::hessian(&mut graph, &mut d, &jac);
+    let hess = if with_hessian { diff::hessian(&mut graph, &mut d, &jac) } else { Vec::new() };
 
     let em = Emitter {
         g: &graph,
@@ -361,7 +361,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
     let mut hess_roots = jac_roots.clone();
     hess_roots.extend(hess.iter().flatten().flatten());
     let jac_stmts = em.statements(&jac_roots);
-    let hess_stmts = em.statements(&hess_roots);
+    let hess_stmts = if with_hessian { em.statements(&hess_roots) } else { Vec::new() };
 
     let name = &k.item.sig.ident;
     let vis = &k.item.vis;
@@ -386,6 +386,19 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
          `H[o][i][k]` = ∂² output `o` / ∂ input `i` ∂ input `k`."
     );
     let allow = quote!(#[allow(unused_variables, unused_parens, clippy::all, clippy::pedantic)]);
+    let hessian_fn = if with_hessian {
+        quote! {
+            #[doc = #hess_doc]
+            #[inline]
+            #allow
+            #vis #hess_sig {
+                #(#hess_stmts)*
+                (#value, #jac_tokens, #hess_tokens)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     let primal = primal(k);
     Ok(quote! {
         #primal
@@ -398,13 +411,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
             (#value, #jac_tokens)
         }
 
-        #[doc = #hess_doc]
-        #[inline]
-        #allow
-        #vis #hess_sig {
-            #(#hess_stmts)*
-            (#value, #jac_tokens, #hess_tokens)
-        }
+        #hessian_fn
     })
 }
 
@@ -415,7 +422,7 @@ mod tests {
     fn expand_str(src: &str) -> String {
         let item: syn::ItemFn = syn::parse_str(src).expect("valid Rust");
         let k = crate::parse::kernel(item).expect("valid kernel");
-        expand(&k).expect("expands").to_string()
+        expand(&k, true).expect("expands").to_string()
     }
 
     #[test]
