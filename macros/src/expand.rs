@@ -139,6 +139,9 @@ fn primal(k: &Kernel) -> TokenStream {
 
 /// Emits the straight-line code computing `roots`; returns the statements
 /// and a function turning a node id into the expression that reads it.
+/// Bindings per block of [`Emitter::statements`].
+const CHUNK: usize = 48;
+
 struct Emitter<'a> {
     g: &'a Graph,
     t: &'a Ident,
@@ -188,7 +191,24 @@ impl Emitter<'_> {
         }
     }
 
+    /// The statements computing `roots`, grouped in blocks of
+    /// [`CHUNK`] bindings, `let (a, b, ..) = { let a = ..; ..; (a, b, ..) };`,
+    /// so that the lexical scopes of a long kernel nest about `√n` deep
+    /// instead of `n` (LLVM's debug-info emission recurses once per level
+    /// and overflows its stack on kernels of thousands of bindings).
     fn statements(&self, roots: &[Id]) -> Vec<TokenStream> {
+        let flat = self.bindings(roots);
+        flat.chunks(CHUNK)
+            .map(|chunk| {
+                let names: Vec<&Ident> = chunk.iter().flat_map(|(n, _)| n.iter()).collect();
+                let stmts = chunk.iter().map(|(_, s)| s);
+                quote!(let (#(#names,)*) = { #(#stmts)* (#(#names,)*) };)
+            })
+            .collect()
+    }
+
+    /// One `let` per reachable node, with the names it binds.
+    fn bindings(&self, roots: &[Id]) -> Vec<(Vec<Ident>, TokenStream)> {
         let g = self.g;
         let t = self.t;
         // Reachability, and the derivative order needed from each call.
@@ -294,12 +314,17 @@ impl Emitter<'_> {
                         }
                     });
                     let span = info.span;
-                    out.push(quote_spanned!(span=> let #pat #ty = #path(#(#args),*);));
+                    let names = match level[id] {
+                        0 => vec![v.clone()],
+                        1 => vec![v.clone(), j.clone()],
+                        _ => vec![v.clone(), j.clone(), h.clone()],
+                    };
+                    out.push((names, quote_spanned!(span=> let #pat #ty = #path(#(#args),*);)));
                     continue;
                 }
             };
             let v = Self::tmp(id);
-            out.push(quote!(let #v: #t = #rhs;));
+            out.push((vec![v.clone()], quote!(let #v: #t = #rhs;)));
         }
         out
     }

@@ -298,7 +298,7 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, json: bool)
     }
     let opts = CheckOptions {
         samples,
-        diff: DiffOptions { rho, fd_eps },
+        diff: DiffOptions { rho, fd_eps, ..Default::default() },
         ..Default::default()
     };
     let report = match dualsim::diff::check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts) {
