@@ -18,7 +18,7 @@ pub const SCENE: &str = include_str!("../examples/scenes/box_toss.toml");
 pub fn derivative_check(scene: &Scene) -> Result<CheckReport, DiffError> {
     let opts = CheckOptions {
         samples: 3,
-        diff: DiffOptions { rho: None, fd_eps: 1e-7 },
+        diff: DiffOptions { rho: None, fd_eps: 1e-7, ..Default::default() },
         ..Default::default()
     };
     check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts)

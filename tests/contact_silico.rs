@@ -125,7 +125,7 @@ fn single_level_ift_matches_unrolled_and_fd() {
     let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
     let rel = |a: &DMat<f64>, b: &DMat<f64>| (a - b).abs().max() / a.abs().max().max(1.0);
     for (label, x) in [("resting", settle), ("falling", x_fall)] {
-        let o = DiffOptions { rho: None, fd_eps: 1e-7 };
+        let o = DiffOptions { rho: None, fd_eps: 1e-7, ..Default::default() };
         let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap();
         let unr = step_jacobian(&w, &x, &u, &params, Method::Unrolled, &o).unwrap();
         let fd = step_jacobian(&w, &x, &u, &params, Method::Fd, &o).unwrap();

@@ -29,7 +29,7 @@ fn state_at(s: &Scene, k: usize) -> State<f64> {
 fn agree(label: &str, world: &World<f64>, x: &State<f64>, u: &DVec<f64>, rho: f64) {
     let opts = CheckOptions {
         samples: 1,
-        diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6 },
+        diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() },
         ..Default::default()
     };
     let report = check(world, x, &Controls::Constant(u.clone()), 1, &opts).unwrap();
@@ -104,7 +104,7 @@ fn small_rho_exact_methods_agree_fd_needs_a_small_step() {
     let nv = bt.world.model.nv;
     let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
     let rel = |a: &DMat<f64>, b: &DMat<f64>| (a - b).abs().max() / a.abs().max().max(1.0);
-    let o = |eps: f64| DiffOptions { rho: Some(1e-8), fd_eps: eps };
+    let o = |eps: f64| DiffOptions { rho: Some(1e-8), fd_eps: eps, ..Default::default() };
     let ift = step_jacobian(&bt.world, &x, &u, &params, Method::Ift, &o(1e-6)).unwrap();
     let lift = step_jacobian(&bt.world, &x, &u, &params, Method::Lift, &o(1e-6)).unwrap();
     let unr = step_jacobian(&bt.world, &x, &u, &params, Method::Unrolled, &o(1e-6)).unwrap();

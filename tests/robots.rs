@@ -57,7 +57,7 @@ fn robot_and_free_body_step_together() {
     // derivative methods agree on the mixed world
     let rep = check(&w, &x, &Controls::Constant(w.zero_control()), 20, &CheckOptions {
         samples: 2,
-        diff: DiffOptions { rho: None, fd_eps: 1e-6 },
+        diff: DiffOptions { rho: None, fd_eps: 1e-6, ..Default::default() },
         ..Default::default()
     })
     .unwrap();

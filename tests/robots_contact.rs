@@ -150,7 +150,7 @@ fn pendulum_resting_on_its_tip_balances_the_gravity_torque() {
 /// `diff::check` at one state: ift vs lift ≤ 1e-9, unrolled ≤ 1e-7, fd ≤
 /// 1e-5 (relative to max(1, ‖J‖∞) per block).
 fn agree(label: &str, w: &World<f64>, x: &State<f64>, rho: f64) {
-    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6 }, ..Default::default() };
+    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() }, ..Default::default() };
     let rep = check(w, x, &Controls::Constant(w.zero_control()), 1, &opts).unwrap();
     let worst = |k: &str| rep.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
     let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));

@@ -139,6 +139,9 @@ fn primal(k: &Kernel) -> TokenStream {
 
 /// Emits the straight-line code computing `roots`; returns the statements
 /// and a function turning a node id into the expression that reads it.
+/// Bindings per block of [`Emitter::statements`].
+const CHUNK: usize = 48;
+
 struct Emitter<'a> {
     g: &'a Graph,
     t: &'a Ident,
@@ -188,7 +191,24 @@ impl Emitter<'_> {
         }
     }
 
+    /// The statements computing `roots`, grouped in blocks of
+    /// [`CHUNK`] bindings, `let (a, b, ..) = { let a = ..; ..; (a, b, ..) };`,
+    /// so that the lexical scopes of a long kernel nest about `√n` deep
+    /// instead of `n` (LLVM's debug-info emission recurses once per level
+    /// and overflows its stack on kernels of thousands of bindings).
     fn statements(&self, roots: &[Id]) -> Vec<TokenStream> {
+        let flat = self.bindings(roots);
+        flat.chunks(CHUNK)
+            .map(|chunk| {
+                let names: Vec<&Ident> = chunk.iter().flat_map(|(n, _)| n.iter()).collect();
+                let stmts = chunk.iter().map(|(_, s)| s);
+                quote!(let (#(#names,)*) = { #(#stmts)* (#(#names,)*) };)
+            })
+            .collect()
+    }
+
+    /// One `let` per reachable node, with the names it binds.
+    fn bindings(&self, roots: &[Id]) -> Vec<(Vec<Ident>, TokenStream)> {
         let g = self.g;
         let t = self.t;
         // Reachability, and the derivative order needed from each call.
@@ -294,12 +314,17 @@ impl Emitter<'_> {
                         }
                     });
                     let span = info.span;
-                    out.push(quote_spanned!(span=> let #pat #ty = #path(#(#args),*);));
+                    let names = match level[id] {
+                        0 => vec![v.clone()],
+                        1 => vec![v.clone(), j.clone()],
+                        _ => vec![v.clone(), j.clone(), h.clone()],
+                    };
+                    out.push((names, quote_spanned!(span=> let #pat #ty = #path(#(#args),*);)));
                     continue;
                 }
             };
             let v = Self::tmp(id);
-            out.push(quote!(let #v: #t = #rhs;));
+            out.push((vec![v.clone()], quote!(let #v: #t = #rhs;)));
         }
         out
     }
@@ -307,7 +332,7 @@ impl Emitter<'_> {
 
 /// Expands a parsed kernel into the original function and its derivative
 /// siblings.
-pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
+pub fn expand(k: &Kernel, with_hessian: bool) -> syn::Result<TokenStream> {
     let Lowered {
         mut graph,
         inputs,
@@ -318,7 +343,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
     let nout = outputs.len();
     let mut d = Diff::default();
     let jac = diff::jacobian(&mut graph, &mut d, &outputs, nin);
-    let hess = diff::hessian(&mut graph, &mut d, &jac);
+    let hess = if with_hessian { diff::hessian(&mut graph, &mut d, &jac) } else { Vec::new() };
 
     let em = Emitter {
         g: &graph,
@@ -361,7 +386,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
     let mut hess_roots = jac_roots.clone();
     hess_roots.extend(hess.iter().flatten().flatten());
     let jac_stmts = em.statements(&jac_roots);
-    let hess_stmts = em.statements(&hess_roots);
+    let hess_stmts = if with_hessian { em.statements(&hess_roots) } else { Vec::new() };
 
     let name = &k.item.sig.ident;
     let vis = &k.item.vis;
@@ -386,6 +411,19 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
          `H[o][i][k]` = ∂² output `o` / ∂ input `i` ∂ input `k`."
     );
     let allow = quote!(#[allow(unused_variables, unused_parens, clippy::all, clippy::pedantic)]);
+    let hessian_fn = if with_hessian {
+        quote! {
+            #[doc = #hess_doc]
+            #[inline]
+            #allow
+            #vis #hess_sig {
+                #(#hess_stmts)*
+                (#value, #jac_tokens, #hess_tokens)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     let primal = primal(k);
     Ok(quote! {
         #primal
@@ -398,13 +436,7 @@ pub fn expand(k: &Kernel) -> syn::Result<TokenStream> {
             (#value, #jac_tokens)
         }
 
-        #[doc = #hess_doc]
-        #[inline]
-        #allow
-        #vis #hess_sig {
-            #(#hess_stmts)*
-            (#value, #jac_tokens, #hess_tokens)
-        }
+        #hessian_fn
     })
 }
 
@@ -415,7 +447,7 @@ mod tests {
     fn expand_str(src: &str) -> String {
         let item: syn::ItemFn = syn::parse_str(src).expect("valid Rust");
         let k = crate::parse::kernel(item).expect("valid kernel");
-        expand(&k).expect("expands").to_string()
+        expand(&k, true).expect("expands").to_string()
     }
 
     #[test]

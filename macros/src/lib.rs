@@ -8,6 +8,8 @@
 //!
 //! * `<name>_jacobian(args) -> (value, [[T; NIN]; NOUT])`
 //! * `<name>_hessian(args) -> (value, jacobian, [[[T; NIN]; NIN]; NOUT])`
+//!   (not with `#[kernel(jacobian)]`, for large kernels whose Hessian is not
+//!   needed: its code grows with the square of the number of inputs)
 //!
 //! `NIN` counts every scalar input, flattened in argument order (`x: T` is
 //! one, `p: [T; 3]` is three); `NOUT` is 1 for a kernel returning `T` and `M`
@@ -103,18 +105,28 @@ mod graph;
 mod parse;
 
 /// Generates `<name>_jacobian` and `<name>_hessian` for a kernel function
-/// (see the crate docs for the language).
+/// (see the crate docs for the language). `#[kernel(jacobian)]` generates
+/// `<name>_jacobian` only (for large kernels whose Hessian is not needed:
+/// the Hessian's code grows with the square of the number of inputs); such
+/// a kernel can be called from other `#[kernel(jacobian)]`s only.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let attr = proc_macro2::TokenStream::from(attr);
-        return syn::Error::new_spanned(attr, "`#[kernel]` takes no arguments")
+    let attr = proc_macro2::TokenStream::from(attr);
+    let hessian = match attr.to_string().as_str() {
+        "" => true,
+        "jacobian" => false,
+        _ => {
+            return syn::Error::new_spanned(
+                attr,
+                "`#[kernel]` takes no arguments, or `jacobian` (no `_hessian` sibling)",
+            )
             .into_compile_error()
-            .into();
-    }
+            .into()
+        }
+    };
     let item = syn::parse_macro_input!(item as syn::ItemFn);
     parse::kernel(item)
-        .and_then(|k| expand::expand(&k))
+        .and_then(|k| expand::expand(&k, hessian))
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

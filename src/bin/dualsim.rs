@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
-use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param};
+use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
 use dualsim::viz::{atomic_write, run_report, trajectory_json, RunReport};
 use dualsim::scene::{self, Scene};
 use dualsim::sim::{rollout_with, SimError};
@@ -51,6 +51,10 @@ enum Command {
         /// is stiff: the truncation error grows like ε² f''').
         #[arg(long, default_value_t = 1e-7)]
         fd_eps: f64,
+        /// How `ift` assembles ∂r/∂θ: `kernel` (generated #[kernel] Jacobians,
+        /// dual numbers where not covered) or `dual` (dual numbers only).
+        #[arg(long, default_value = "kernel")]
+        partials: String,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -73,6 +77,10 @@ enum Command {
         /// Relaxation ρ at which derivatives are taken (default: the scene's).
         #[arg(long)]
         rho: Option<f64>,
+        /// How `ift` assembles ∂r/∂θ: `kernel` (generated #[kernel] Jacobians,
+        /// dual numbers where not covered) or `dual` (dual numbers only).
+        #[arg(long, default_value = "kernel")]
+        partials: String,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -107,9 +115,11 @@ fn main() -> ExitCode {
         Some(Command::Run { scene, solver, steps, out, json }) => {
             run(&scene, solver.as_deref(), steps, out.as_deref(), json)
         }
-        Some(Command::Check { scene, rho, samples, fd_eps, json }) => check(&scene, rho, samples, fd_eps, json),
-        Some(Command::Grad { scene, of, wrt, method, rho, json }) => {
-            grad(&scene, &of, &wrt, &method, rho, json)
+        Some(Command::Check { scene, rho, samples, fd_eps, partials, json }) => {
+            check(&scene, rho, samples, fd_eps, &partials, json)
+        }
+        Some(Command::Grad { scene, of, wrt, method, rho, partials, json }) => {
+            grad(&scene, &of, &wrt, &method, rho, &partials, json)
         }
         Some(Command::Bench { scene, json }) => bench(&scene, json),
         Some(Command::View { trajectory, out }) => view(&trajectory, out.as_deref()),
@@ -285,7 +295,18 @@ fn demo() -> ExitCode {
     }
 }
 
-fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, json: bool) -> ExitCode {
+fn parse_partials(s: &str) -> Result<Partials, ExitCode> {
+    Partials::from_name(s).ok_or_else(|| {
+        eprintln!("error: --partials {s}: expected kernel or dual");
+        ExitCode::from(EXIT_INPUT)
+    })
+}
+
+fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, partials: &str, json: bool) -> ExitCode {
+    let partials = match parse_partials(partials) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let scene = match load_scene(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -298,7 +319,7 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, json: bool)
     }
     let opts = CheckOptions {
         samples,
-        diff: DiffOptions { rho, fd_eps },
+        diff: DiffOptions { rho, fd_eps, partials },
         ..Default::default()
     };
     let report = match dualsim::diff::check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts) {
@@ -340,7 +361,12 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, json: bool)
     }
 }
 
-fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, json: bool) -> ExitCode {
+#[allow(clippy::too_many_arguments)]
+fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partials: &str, json: bool) -> ExitCode {
+    let partials = match parse_partials(partials) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let scene = match load_scene(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -364,7 +390,7 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, json: 
         }
     };
     let inputs: Vec<_> = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
-    let opts = DiffOptions { rho, ..Default::default() };
+    let opts = DiffOptions { rho, partials, ..Default::default() };
     let t0 = Instant::now();
     let rj = match dualsim::diff::rollout_jacobian(
         &scene.world,

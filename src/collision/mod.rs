@@ -41,6 +41,7 @@ pub mod capsule_capsule;
 pub mod capsule_plane;
 pub mod capsule_sphere;
 pub mod frame;
+pub mod kernels;
 pub mod sphere_box;
 pub mod sphere_plane;
 pub mod sphere_sphere;

@@ -24,7 +24,8 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
-use super::partials::{contact_partials, dynamics_partials, StatePartials};
+use super::partials::kernel_partials;
+use super::Param;
 use crate::contact::free_flight::FreeFlight;
 use crate::contact::ipm::residual::{evaluate, local_residual, Candidate, CandidateKey, Island, Partner, UnitKind};
 use crate::contact::ipm::solve::IslandJacobian;
@@ -197,17 +198,18 @@ pub trait ImplicitStep {
         Ok(self.solve_jacobian(p, s, y, rhs)?.rows(0, p.model.nv).into_owned())
     }
 
-    /// Closed-form `∂r/∂q` (directions `q ⊕ δ`), `∂r/∂v`, `∂r/∂u` at `y`
-    /// (see [`super::partials`]), where the backend has them. The default
-    /// `None` makes `ift` evaluate these columns like every other
-    /// parameter's, by dual numbers.
-    fn state_partials(
+    /// `∂r/∂θ` for `params` at `y` from generated kernels (see
+    /// [`super::partials`]), where the backend has them (`Ok(None)`
+    /// otherwise, and by default: `ift` then evaluates every column by
+    /// dual numbers).
+    fn kernel_partials(
         &self,
         _p: &StepProblem<'_, f64>,
         _s: &Self::Structure,
         _y: &DVec<f64>,
-    ) -> Option<Result<StatePartials, SolveError>> {
-        None
+        _params: &[Param],
+    ) -> Result<Option<DMat<f64>>, SolveError> {
+        Ok(None)
     }
 }
 
@@ -230,18 +232,14 @@ impl ImplicitStep for FreeFlight {
         true
     }
 
-    fn state_partials(
+    fn kernel_partials(
         &self,
         p: &StepProblem<'_, f64>,
         _: &(),
         y: &DVec<f64>,
-    ) -> Option<Result<StatePartials, SolveError>> {
-        if has_articulated(p.model) {
-            // closed forms cover free bodies only; robots use the dual path
-            return None;
-        }
-        let mut out = StatePartials::zeros(y.len(), p.model.nv);
-        Some(dynamics_partials(p, y, &mut out).map(|_| out))
+        params: &[Param],
+    ) -> Result<Option<DMat<f64>>, SolveError> {
+        kernel_partials(p, &[], &[], y, params)
     }
 
     /// Block diagonal: `diag(m 𝟙, ∂P⁺/∂ω⁺)` per body.
@@ -459,22 +457,15 @@ impl ImplicitStep for Ipm {
         ipm_solve(p, cands, y, rhs, false)
     }
 
-    fn state_partials(
+    fn kernel_partials(
         &self,
         p: &StepProblem<'_, f64>,
         cands: &Vec<Candidate<f64>>,
         y: &DVec<f64>,
-    ) -> Option<Result<StatePartials, SolveError>> {
-        if has_articulated(p.model) {
-            return None;
-        }
+        params: &[Param],
+    ) -> Result<Option<DMat<f64>>, SolveError> {
         let offsets: Vec<usize> = candidate_offsets(p.model.nv, cands).into_iter().map(|(_, o)| o).collect();
-        let mut out = StatePartials::zeros(y.len(), p.model.nv);
-        Some(
-            dynamics_partials(p, y, &mut out)
-                .and_then(|_| contact_partials(p, cands, &offsets, y, &mut out))
-                .map(|_| out),
-        )
+        kernel_partials(p, cands, &offsets, y, params)
     }
 
     fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {

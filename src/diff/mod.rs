@@ -8,7 +8,7 @@
 //!
 //! | method | how |
 //! |---|---|
-//! | [`Method::Ift`] | solve in f64; `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ`, the solves with `∂r/∂y` by the backend's own block-structured factorization at the solution ([`ImplicitStep::solve_jacobian`], factored once for all columns); `∂r/∂θ` exact: closed forms for the state and control ([`ImplicitStep::state_partials`], see [`partials`]), dual-number evaluation of the generic residual in column blocks of 8 for every other parameter |
+//! | [`Method::Ift`] | solve in f64; `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ`, the solves with `∂r/∂y` by the backend's own block-structured factorization at the solution ([`ImplicitStep::solve_jacobian`], factored once for all columns); `∂r/∂θ` exact: by default from generated `#[kernel]` Jacobians ([`ImplicitStep::kernel_partials`], see [`partials`]; free bodies and the closed-form contact pairs), otherwise ([`Partials::Dual`], robots) by dual-number evaluation of the generic residual in column blocks of 8 |
 //! | [`Method::Lift`] | solve in f64, then `k` Newton steps of the residual *in the scalar `T`* with the f64 factorization (`k` = derivative order): the dual parts are exact because they are nilpotent; works for any num-dual type (gradients, Hessians) |
 //! | [`Method::Unrolled`] | the whole solver in a dual scalar |
 //! | [`Method::Fd`] | central differences, perturbing on the manifold (`q ⊕ δ`) |
@@ -37,7 +37,7 @@ pub use check::{check, CheckOptions, CheckReport};
 pub use implicit::{dense_solve, ImplicitStep};
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
-pub use step::{lift_step, step_jacobian, DiffOptions, StepJacobian};
+pub use step::{lift_step, step_jacobian, DiffOptions, Partials, StepJacobian};
 
 use crate::contact::SolveError;
 use crate::sim::SimError;

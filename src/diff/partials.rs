@@ -1,198 +1,285 @@
-//! Closed-form partials of a step residual with respect to the state and
-//! the control, `∂r/∂q`, `∂r/∂v`, `∂r/∂u` (the `ift` right-hand sides for
-//! `Param::Q`, `Param::V`, `Param::U`), instead of a dual-number
-//! evaluation of the whole residual per block of 8 parameters.
+//! `∂r/∂θ` of a step residual from generated kernels (`#[kernel]`, see
+//! `contact::ipm::kernels` and `collision::kernels`): the `ift`
+//! right-hand sides without dual numbers ([`Partials::Kernel`](super::Partials)).
 //!
-//! `q` is perturbed on the manifold, `q ⊕ δ` (per free body: world-frame
-//! translation and rotation, as [`Param::Q`](super::Param::Q)). Per free
-//! body `i` (dynamics rows `k = idx_v .. k + 6`, see `dynamics::free`):
+//! Per free body `i` (dynamics rows `k = idx_v .. k + 6`) the Jacobian of
+//! `free_body_rows` gives the columns of `Param::Q` (rotation directions
+//! `φ(δθ) ⊗ r`), `V`, `U`, `Mass`, `Inertia`, `Gravity` and `Dt`. Per
+//! contact candidate, the Jacobian of its `contact_<pair>` kernel (contact
+//! kinematics `y = (φ, v_t1, v_t2)` and impulses `W_aᵀ f`, `W_bᵀ f` at
+//! `q⁺ = (q ⊕ δ) ⊕ h v⁺`) in the directions `δ_a`, `δ_b`, `h` and the shape
+//! sizes gives, with `C = ∂r_c/∂y` from the law's `local_<law>` kernel,
+//! the contact rows `C ∂y/∂θ` and the dynamics rows `−∂(Wᵀ f)/∂θ` of
+//! `Param::Q`, `Dt` and `Shape`; the law kernel's `∂r_c/∂μ` times
+//! `∂μ/∂friction` (the combine rule, differentiated by one `Dual64`
+//! evaluation of `Combine::apply`) gives `Param::Friction`.
+//! `Param::Restitution` does not enter the `ipm` residual (zero column).
 //!
-//! ```text
-//! r_lin = m (ṗ⁺ − ṗ) − h (m g + f),   r_ang = P⁺(ω⁺) − P⁻(ω) − h τ,
-//! P±(ω) = c(ω) I ω ± (h/2) ω × I ω,  I = R I_b Rᵀ (at q)
-//! ∂r/∂u = −h 𝟙₆
-//! ∂r_lin/∂ṗ = −m 𝟙,   ∂r_ang/∂ω = −∂P⁻/∂ω = −rotational_jacobian(I, ω, −h)
-//! ∂r_ang/∂δθ = ∂P⁺/∂I[dI] − ∂P⁻/∂I[dI],  dI = [δθ]× I − I [δθ]×
-//! ```
-//!
-//! (the last by one forward-mode evaluation in `δθ` per body). The
-//! contact rows and the contact impulses `−Σ_c W_cᵀ f_c` in the dynamics
-//! rows depend on `q` only through the poses of the contact's bodies at
-//! `q⁺ = (q ⊕ δ) ⊕ h v⁺`: per contact one forward-mode evaluation of the
-//! contact kinematics in the 12 directions `(δ_a, δ_b)` gives
-//! `∂y_c/∂δ` (3 × 12) and `∂(W_iᵀ f_c)/∂δ` at fixed `f_c` (6 × 12 per
-//! body), the same machinery as the Newton matrix's `K` and `G` (see
-//! `contact::ipm::kinematics`); the contact rows are then
-//! `C_c ∂y_c/∂δ` with `C_c = ∂r_c/∂y_c`. Contact rows do not depend on
-//! `v` or `u`.
+//! Not covered (the caller falls back to dual numbers for every column):
+//! models with articulated bodies (robots), and contacts the kernels do not
+//! represent ([`selectors`] returns `None`: coincident sphere centres,
+//! degenerate or exactly parallel capsule segments, pairs without a closed
+//! form).
 
-use nalgebra::{Const, Matrix3, U1};
-use num_dual::DualSVec64;
+use num_dual::Dual64;
 
-use crate::contact::ipm::kinematics::{contact_kinematics, Other};
-use crate::contact::ipm::residual::{local_jacobian, Candidate, Partner};
+use super::Param;
+use crate::collision::kernels::{selectors, PairKernel};
+use crate::contact::ipm::kernels::*;
+use crate::contact::ipm::residual::{Candidate, Law, Partner};
 use crate::contact::{SolveError, StepProblem};
-use crate::dynamics::free::{rotational_jacobian, world_inertia, DynamicsError};
-use crate::math::integrate::phi_scalar;
-use crate::math::{integrate, so3, DMat, DVec, Quat, Vec3};
-use crate::Scalar;
+use crate::geometry::Shape;
+use crate::math::{DMat, DVec, Pose, Quat, Vec3};
 
-/// `∂r/∂q` (tangent directions `q ⊕ δ`), `∂r/∂v`, `∂r/∂u` at a solution,
-/// each `n × nv` (`n` = number of unknowns of the residual).
-#[derive(Clone, Debug)]
-pub struct StatePartials {
-    /// `∂r/∂δ` at `δ = 0`.
-    pub dq: DMat<f64>,
-    /// `∂r/∂v`.
-    pub dv: DMat<f64>,
-    /// `∂r/∂u`.
-    pub du: DMat<f64>,
+/// Inputs of a `contact_<pair>` kernel.
+const NK: usize = 58;
+type ContactKernel = fn(
+    [f64; 7],
+    [f64; 6],
+    [f64; 6],
+    [f64; 7],
+    [f64; 6],
+    [f64; 6],
+    f64,
+    [f64; 3],
+    [f64; 4],
+    [f64; 6],
+    [f64; 3],
+    [f64; 3],
+) -> ([f64; 15], [[f64; NK]; 15]);
+
+// Input offsets of a contact kernel.
+const DA: usize = 7;
+const DB: usize = 26;
+const H: usize = 38;
+const SA: usize = 39;
+const SB: usize = 42;
+
+fn pose_array(p: &Pose<f64>) -> [f64; 7] {
+    let t = p.translation;
+    let r = p.rotation;
+    [t.x, t.y, t.z, r.w, r.i, r.j, r.k]
 }
 
-impl StatePartials {
-    /// All zero, `n` rows, `nv` columns.
-    pub fn zeros(n: usize, nv: usize) -> Self {
-        StatePartials { dq: DMat::zeros(n, nv), dv: DMat::zeros(n, nv), du: DMat::zeros(n, nv) }
+fn array_pose(q: &[f64; 7]) -> Pose<f64> {
+    Pose::new(Quat::new(q[3], q[4], q[5], q[6]), Vec3::new(q[0], q[1], q[2]))
+}
+
+/// Shape sizes in the kernels' layout (`None`: not a kernel shape).
+fn sizes(s: &Shape<f64>) -> Option<[f64; 4]> {
+    Some(match s {
+        Shape::Sphere { radius } => [*radius, 0.0, 0.0, 0.0],
+        Shape::Capsule { radius, half_length } => [*radius, *half_length, 0.0, 0.0],
+        Shape::Box { half_extents } => [half_extents.x, half_extents.y, half_extents.z, 0.0],
+        Shape::Plane { normal, offset } => [normal.x, normal.y, normal.z, *offset],
+        _ => return None,
+    })
+}
+
+/// Number of `Param::Shape` sizes of a shape the kernels take.
+fn n_sizes(s: &Shape<f64>) -> usize {
+    match s {
+        Shape::Sphere { .. } => 1,
+        Shape::Capsule { .. } => 2,
+        Shape::Box { .. } => 3,
+        _ => 0,
     }
 }
 
-fn retraction(body: usize) -> impl Fn(crate::math::RetractionError) -> SolveError {
-    move |source| SolveError::from(DynamicsError::Retraction { body, source })
+fn kernel_of(k: &PairKernel) -> (ContactKernel, [f64; 6]) {
+    match *k {
+        PairKernel::SpherePlane => (contact_sphere_plane_jacobian, [0.0; 6]),
+        PairKernel::CapsulePlane(s) => (contact_capsule_plane_jacobian, [s, 0.0, 0.0, 0.0, 0.0, 0.0]),
+        PairKernel::BoxPlane(s) => (contact_box_plane_jacobian, [s[0], s[1], s[2], 0.0, 0.0, 0.0]),
+        PairKernel::SphereSphere => (contact_sphere_sphere_jacobian, [0.0; 6]),
+        PairKernel::CapsuleSphere { sel, flip } => (
+            if flip { contact_sphere_capsule_jacobian } else { contact_capsule_sphere_jacobian },
+            [sel[0], sel[1], 0.0, 0.0, 0.0, 0.0],
+        ),
+        PairKernel::CapsuleCapsule(sel) => (contact_capsule_capsule_jacobian, sel),
+        PairKernel::SphereBox { inside, m, w, flip } => (
+            match (inside, flip) {
+                (false, false) => contact_sphere_box_outside_jacobian,
+                (true, false) => contact_sphere_box_inside_jacobian,
+                (false, true) => contact_box_sphere_outside_jacobian,
+                (true, true) => contact_box_sphere_inside_jacobian,
+            },
+            [m[0], m[1], m[2], w[0], w[1], w[2]],
+        ),
+    }
 }
 
-/// `P(ω) = c(ω) I ω + s (h/2) ω × I ω`.
-fn momentum<S: Scalar>(iw: &Matrix3<S>, w: &Vec3<S>, h: S, s: f64) -> Result<Vec3<S>, crate::math::RetractionError> {
-    let c = phi_scalar(w, h)?;
-    let iww = iw * w;
-    Ok(iww * c + w.cross(&iww) * (h * S::from_re(0.5 * s)))
-}
-
-/// The dynamics rows' partials of every free body (see the module docs);
-/// `v⁺ = y[..nv]`.
-pub fn dynamics_partials(p: &StepProblem<'_, f64>, y: &DVec<f64>, out: &mut StatePartials) -> Result<(), SolveError> {
-    type E = DualSVec64<3>;
-    let h = p.h;
-    for (i, b) in p.model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
-            continue;
+/// Value and Jacobian (`n × (n + 5)`: `x`, `y`, `μ`, `κ`) of the law's
+/// local rows.
+fn local_rows(law: Law, x: &DVec<f64>, y: &Vec3<f64>, mu: f64, kappa: f64) -> (DVec<f64>, DMat<f64>) {
+    fn pack<const N: usize, const M: usize>(v: [f64; N], j: [[f64; M]; N]) -> (DVec<f64>, DMat<f64>) {
+        (DVec::from_column_slice(&v), DMat::from_fn(N, M, |r, c| j[r][c]))
+    }
+    let yy = [y.x, y.y, y.z];
+    match law {
+        Law::Frictionless => {
+            let (v, j) = local_frictionless_jacobian([x[0], x[1]], yy, mu, kappa);
+            pack(v, j)
         }
-        let k = b.idx_v;
-        let m = b.inertia.mass;
-        for d in 0..6 {
-            out.du[(k + d, k + d)] = -h;
+        Law::Exact => {
+            let (v, j) = local_exact_jacobian(core::array::from_fn(|k| x[k]), yy, mu, kappa);
+            pack(v, j)
         }
-        for d in 0..3 {
-            out.dv[(k + d, k + d)] = -m;
-        }
-        let iw = world_inertia(p.model, i, p.q);
-        let w0 = Vec3::new(p.v[k + 3], p.v[k + 4], p.v[k + 5]);
-        let w1 = Vec3::new(y[k + 3], y[k + 4], y[k + 5]);
-        let jm = rotational_jacobian(&iw, &w0, -h).map_err(retraction(i))?;
-        out.dv.view_mut((k + 3, k + 3), (3, 3)).copy_from(&(-jm));
-        // I(δθ) = R(δθ) I_b R(δθ)ᵀ with R(δθ) = φ(δθ) R.
-        let kq = b.idx_q;
-        let r = Quat::new(E::from_re(p.q[kq + 3]), E::from_re(p.q[kq + 4]), E::from_re(p.q[kq + 5]), E::from_re(p.q[kq + 6]));
-        let dth = Vec3::from_fn(|j, _| E::from_re(0.0).derivative(j));
-        let rd = so3::to_matrix(&(integrate::phi(&dth).map_err(retraction(i))? * r));
-        let iwd = rd * b.inertia.inertia.map(E::from_re) * rd.transpose();
-        let hd = E::from_re(h);
-        let ra = momentum(&iwd, &w1.map(E::from_re), hd, 1.0).map_err(retraction(i))?
-            - momentum(&iwd, &w0.map(E::from_re), hd, -1.0).map_err(retraction(i))?;
-        for row in 0..3 {
-            let g = ra[row].eps.unwrap_generic(Const::<3>, U1);
-            for j in 0..3 {
-                out.dq[(k + 3 + row, k + 3 + j)] = g[j];
-            }
+        Law::Pyramid => {
+            let (v, j) = local_pyramid_jacobian(core::array::from_fn(|k| x[k]), yy, mu, kappa);
+            pack(v, j)
         }
     }
-    Ok(())
 }
 
-/// The contact rows' and contact impulses' `∂/∂δ` of every candidate
-/// (offsets of the candidates' unknowns in `y` as `offsets`, in candidate
-/// order). A contact with static geometry is seeded in its body's 6
-/// directions only, a body pair in 12.
-pub fn contact_partials(
+/// `∂r/∂θ` columns of `params` at `y` from the kernels, or `None` where
+/// the kernels do not cover the problem (see the module docs). `cands`
+/// are the contact candidates with the offsets of their unknowns in `y`
+/// (empty for a contact-free backend).
+pub fn kernel_partials(
     p: &StepProblem<'_, f64>,
     cands: &[Candidate<f64>],
     offsets: &[usize],
     y: &DVec<f64>,
-    out: &mut StatePartials,
-) -> Result<(), SolveError> {
-    for (cand, &off) in cands.iter().zip(offsets) {
-        match cand.b {
-            Partner::Body(_) => contact_partial::<12>(p, cand, off, y, out)?,
-            Partner::Static(_) => contact_partial::<6>(p, cand, off, y, out)?,
-        }
+    params: &[Param],
+) -> Result<Option<DMat<f64>>, SolveError> {
+    let model = p.model;
+    if model.bodies.iter().any(|b| !b.is_free_root()) {
+        return Ok(None);
     }
-    Ok(())
-}
+    let h = p.h;
+    let mut out = DMat::zeros(y.len(), params.len());
 
-/// [`contact_partials`] of one contact, in `N` = 6 (static partner) or 12
-/// (body pair) forward-mode directions.
-fn contact_partial<const N: usize>(
-    p: &StepProblem<'_, f64>,
-    cand: &Candidate<f64>,
-    off: usize,
-    y: &DVec<f64>,
-    out: &mut StatePartials,
-) -> Result<(), SolveError> {
-    type E<const M: usize> = DualSVec64<M>;
-    let grad = |x: &E<N>| -> nalgebra::SVector<f64, N> { x.eps.unwrap_generic(Const::<N>, U1) };
-    let h = E::<N>::from_re(p.h);
-    {
-        let ba = &p.model.bodies[cand.a];
-        let body_q = |idx_q: usize, seed: usize, body: usize| -> Result<[E<N>; 7], SolveError> {
-            let q: [E<N>; 7] = core::array::from_fn(|k| E::<N>::from_re(p.q[idx_q + k]));
-            let d: [E<N>; 6] = core::array::from_fn(|k| E::<N>::from_re(0.0).derivative(seed + k));
-            integrate(&q, &d, E::<N>::from_re(1.0)).map_err(retraction(body))
-        };
-        let body_v = |idx_v: usize| -> [E<N>; 6] { core::array::from_fn(|k| E::<N>::from_re(y[idx_v + k])) };
-        let qa = body_q(ba.idx_q, 0, cand.a)?;
-        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E<N>>();
-        let shape_b;
-        let (other, jb, kb) = match cand.b {
-            Partner::Body(j) => {
-                let bb = &p.model.bodies[j];
-                shape_b = p.shapes[j].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?.cast::<E<N>>();
-                (Other::Body { shape: &shape_b, q: body_q(bb.idx_q, 6, j)?, v: body_v(bb.idx_v) }, j, Some(bb.idx_v))
-            }
-            Partner::Static(j) => {
-                shape_b = p.statics[j].shape.cast::<E<N>>();
-                (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<E<N>>() }, cand.a, None)
-            }
-        };
-        let kin = contact_kinematics(&shape_a, &qa, &body_v(ba.idx_v), &other, h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
-        let n = cand.law.size();
-        let x = y.rows(off, n).into_owned();
-        let f = cand.law.impulse(&x).map(E::<N>::from_re);
-        let (_, c) = local_jacobian(cand.law, &x, cand.mu, false);
-        // Columns of each side's δ: (body, v offset, first seed).
-        let mut sides = vec![(ba.idx_v, 0)];
-        if let Some(kb) = kb {
-            sides.push((kb, 6));
-        }
-        // Contact rows: C ∂y/∂δ.
-        let dy = DMat::from_fn(3, N, |r, j| grad(&kin.y[r])[j]);
-        let rows = &c * dy;
-        for &(kv, seed) in &sides {
-            let mut blk = out.dq.view_mut((off, kv), (n, 6));
-            blk += rows.columns(seed, 6);
-        }
-        // Dynamics rows: −∂(W_iᵀ f)/∂δ.
-        let ws = [Some(kin.w_a), kin.w_b];
-        for (wi, &(kw, _)) in ws.iter().zip(&sides) {
-            let Some(w) = wi else { continue };
-            let gen = w.transpose() * f;
-            for r in 0..6 {
-                let g = grad(&gen[r]);
-                for &(kv, seed) in &sides {
-                    for j in 0..6 {
-                        out.dq[(kw + r, kv + j)] -= g[seed + j];
-                    }
+    // Dynamics rows.
+    for (bi, b) in model.bodies.iter().enumerate() {
+        let (kq, kv) = (b.idx_q, b.idx_v);
+        let r = [p.q[kq + 3], p.q[kq + 4], p.q[kq + 5], p.q[kq + 6]];
+        let v: [f64; 6] = core::array::from_fn(|d| p.v[kv + d]);
+        let v1: [f64; 6] = core::array::from_fn(|d| y[kv + d]);
+        let u: [f64; 6] = core::array::from_fn(|d| p.u[kv + d]);
+        let ib = b.inertia.inertia;
+        let ibs: [f64; 9] = core::array::from_fn(|k| ib[(k / 3, k % 3)]);
+        let g = [p.gravity.x, p.gravity.y, p.gravity.z];
+        phi_scalar_check(&v, &v1, h, bi)?;
+        let (_, j) = free_body_rows_jacobian(r, [0.0; 3], v, v1, u, b.inertia.mass, ibs, g, h);
+        for (col, prm) in params.iter().enumerate() {
+            let input = match *prm {
+                Param::Q(i) if (kv + 3..kv + 6).contains(&i) => Some(4 + i - kv - 3),
+                Param::V(i) if (kv..kv + 6).contains(&i) => Some(7 + i - kv),
+                Param::U(i) if (kv..kv + 6).contains(&i) => Some(19 + i - kv),
+                Param::Mass(m) if m == bi => Some(25),
+                Param::Inertia(m, k) if m == bi && k < 3 => Some(26 + 4 * k),
+                Param::Gravity(k) if k < 3 => Some(35 + k),
+                Param::Dt => Some(38),
+                _ => None,
+            };
+            if let Some(ii) = input {
+                for row in 0..6 {
+                    out[(kv + row, col)] += j[row][ii];
                 }
             }
         }
+    }
+
+    // Contacts.
+    let kappa = p.params.rho;
+    for (cand, &off) in cands.iter().zip(offsets) {
+        if cand.parts.is_some() || cand.link.is_some() {
+            // Conic (bilevel) and robot-link contacts: dual partials.
+            return Ok(None);
+        }
+        let ba = &model.bodies[cand.a];
+        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?;
+        let qa: [f64; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
+        let va: [f64; 6] = core::array::from_fn(|k| y[ba.idx_v + k]);
+        let (shape_b, qb, vb, kb, fb, jb) = match cand.b {
+            Partner::Body(j) => {
+                let bb = &model.bodies[j];
+                let s = p.shapes[j].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?;
+                let q: [f64; 7] = core::array::from_fn(|k| p.q[bb.idx_q + k]);
+                let v: [f64; 6] = core::array::from_fn(|k| y[bb.idx_v + k]);
+                (s, q, v, Some(bb.idx_v), p.materials[j].friction, Some(j))
+            }
+            Partner::Static(j) => {
+                let st = &p.statics[j];
+                (&st.shape, pose_array(&st.pose), [0.0; 6], None, st.material.friction, None)
+            }
+        };
+        let pa1 = pose_after(qa, [0.0; 6], va, h);
+        let pb1 = pose_after(qb, [0.0; 6], vb, h);
+        let Some(pk) = selectors(shape_a, &array_pose(&pa1), shape_b, &array_pose(&pb1), cand.feature) else {
+            return Ok(None);
+        };
+        let (Some(sa), Some(sb)) = (sizes(shape_a), sizes(shape_b)) else { return Ok(None) };
+        let (kern, sel) = kernel_of(&pk);
+        let n = cand.law.size();
+        let x = y.rows(off, n).into_owned();
+        let f = cand.law.impulse(&x);
+        let mut e = [0.0; 3];
+        e[cand.axis] = 1.0;
+        let (kv_out, jk) = kern(qa, [0.0; 6], va, qb, [0.0; 6], vb, h, [sa[0], sa[1], sa[2]], sb, sel, e, [f.x, f.y, f.z]);
+        if kv_out.iter().chain(jk.iter().flatten()).any(|v| !v.is_finite()) {
+            return Ok(None);
+        }
+        let fa = p.materials[cand.a].friction;
+        let mu = p.friction_combine.apply(fa, fb);
+        let yk = Vec3::new(kv_out[0], kv_out[1], kv_out[2]);
+        let (_, jl) = local_rows(cand.law, &x, &yk, mu, kappa);
+        // ∂μ/∂(friction of a, of b).
+        let dmu_a = p.friction_combine.apply(Dual64::from_re(fa).derivative(), Dual64::from_re(fb)).eps;
+        let dmu_b = p.friction_combine.apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative()).eps;
+        let (ka, na) = (ba.idx_v, n_sizes(shape_a));
+        let nbz = n_sizes(shape_b);
+        for (col, prm) in params.iter().enumerate() {
+            // Kernel input direction (one input) and friction derivative.
+            let input = match *prm {
+                Param::Q(i) if (ka..ka + 6).contains(&i) => Some(DA + i - ka),
+                Param::Q(i) if kb.is_some_and(|k| (k..k + 6).contains(&i)) => Some(DB + i - kb.unwrap_or(0)),
+                Param::Dt => Some(H),
+                Param::Shape(b, k) if b == cand.a && k < na => Some(SA + k),
+                Param::Shape(b, k) if Some(b) == jb && k < nbz => Some(SB + k),
+                _ => None,
+            };
+            if let Some(ii) = input {
+                let dy = Vec3::new(jk[0][ii], jk[1][ii], jk[2][ii]);
+                for row in 0..n {
+                    let mut s = 0.0;
+                    for d in 0..3 {
+                        s += jl[(row, n + d)] * dy[d];
+                    }
+                    out[(off + row, col)] += s;
+                }
+                for row in 0..6 {
+                    out[(ka + row, col)] -= jk[3 + row][ii];
+                }
+                if let Some(kb) = kb {
+                    for row in 0..6 {
+                        out[(kb + row, col)] -= jk[9 + row][ii];
+                    }
+                }
+            }
+            let dmu = match *prm {
+                Param::Friction(b) if b == cand.a => dmu_a,
+                Param::Friction(b) if Some(b) == jb => dmu_b,
+                _ => 0.0,
+            };
+            if dmu != 0.0 {
+                for row in 0..n {
+                    out[(off + row, col)] += jl[(row, n + 3)] * dmu;
+                }
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The retraction's domain check of `dynamics::free` (`‖h ω‖ < 2`) for
+/// both velocities, as its typed error.
+fn phi_scalar_check(v: &[f64; 6], v1: &[f64; 6], h: f64, body: usize) -> Result<(), SolveError> {
+    for w in [v, v1] {
+        crate::math::integrate::phi_scalar(&Vec3::new(w[3], w[4], w[5]), h).map_err(|source| {
+            SolveError::from(crate::dynamics::free::DynamicsError::Retraction { body, source })
+        })?;
     }
     Ok(())
 }

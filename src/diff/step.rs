@@ -24,11 +24,40 @@ pub struct DiffOptions {
     pub rho: Option<f64>,
     /// Central-difference step. Default 1e-6.
     pub fd_eps: f64,
+    /// How `ift` assembles `∂r/∂θ`. Default [`Partials::Kernel`].
+    pub partials: Partials,
 }
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        DiffOptions { rho: None, fd_eps: 1e-6 }
+        DiffOptions { rho: None, fd_eps: 1e-6, partials: Partials::Kernel }
+    }
+}
+
+/// How the `ift` method assembles the right-hand sides `∂r/∂θ`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Partials {
+    /// Generated `#[kernel]` Jacobians (see [`super::partials`]) where the
+    /// backend and the problem are covered, dual numbers otherwise.
+    #[default]
+    Kernel,
+    /// Dual-number evaluation of the whole residual in column blocks of 8
+    /// for every parameter.
+    Dual,
+}
+
+impl Partials {
+    /// The name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Partials::Kernel => "kernel",
+            Partials::Dual => "dual",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Partials> {
+        [Partials::Kernel, Partials::Dual].into_iter().find(|p| p.name() == s)
     }
 }
 
@@ -136,10 +165,10 @@ fn residual_param_jacobian<B: ImplicitStep>(
     Ok(jth)
 }
 
-/// `∂r/∂θ` for `params`: the state and control columns (`Param::Q`,
-/// `Param::V`, `Param::U`) from the backend's closed forms
-/// ([`ImplicitStep::state_partials`]) where it has them, every other
-/// column by [`residual_param_jacobian`].
+/// `∂r/∂θ` for `params`: with [`Partials::Kernel`] from the backend's
+/// generated kernels ([`ImplicitStep::kernel_partials`]) where it has
+/// them, otherwise (and with [`Partials::Dual`]) by
+/// [`residual_param_jacobian`].
 #[allow(clippy::too_many_arguments)]
 fn param_partials<B: ImplicitStep>(
     b: &B,
@@ -150,31 +179,40 @@ fn param_partials<B: ImplicitStep>(
     st: &B::Structure,
     y: &DVec<f64>,
     params: &[Param],
+    partials: Partials,
 ) -> Result<DMat<f64>, DiffError> {
+    if partials == Partials::Kernel {
+        // The same typed errors as the dual path for parameters that do
+        // not exist.
+        check_params(world, state, u, params)?;
+        if let Some(j) = b.kernel_partials(p, st, y, params)? {
+            return Ok(j);
+        }
+    }
+    residual_param_jacobian(b, world, state, u, st, y, params)
+}
+
+/// `DiffError::BadParam` for a parameter that does not exist in `world`
+/// (as [`seeded`] reports it).
+fn check_params(world: &World<f64>, state: &State<f64>, u: &DVec<f64>, params: &[Param]) -> Result<(), DiffError> {
     let nv = world.model.nv;
-    let is_state = |q: &Param| matches!(q, Param::Q(i) | Param::V(i) | Param::U(i) if *i < nv);
-    let sp = if params.iter().any(is_state) { b.state_partials(p, st, y).transpose()? } else { None };
-    let Some(sp) = sp else {
-        return residual_param_jacobian(b, world, state, u, st, y, params);
-    };
-    let (idx, others): (Vec<usize>, Vec<Param>) =
-        params.iter().enumerate().filter(|(_, q)| !is_state(q)).map(|(j, q)| (j, *q)).unzip();
-    let mut jth = DMat::zeros(y.len(), params.len());
-    if !others.is_empty() {
-        let jo = residual_param_jacobian(b, world, state, u, st, y, &others)?;
-        for (c, &j) in idx.iter().enumerate() {
-            jth.set_column(j, &jo.column(c));
+    let nb = world.model.bodies.len();
+    for prm in params {
+        let ok = match *prm {
+            Param::Q(i) | Param::V(i) | Param::U(i) => i < nv,
+            Param::Mass(b) | Param::Friction(b) | Param::Restitution(b) => b < nb,
+            Param::Inertia(b, k) => b < nb && k < 3,
+            Param::Gravity(k) => k < 3,
+            Param::Dt => true,
+            Param::Shape(..) => false,
+        };
+        if !ok {
+            // `seeded` knows the shapes' parameters; one f64 evaluation.
+            seeded::<f64>(world, state, u, &[*prm], &[0.0])
+                .map(|_| ())?;
         }
     }
-    for (j, q) in params.iter().enumerate() {
-        match *q {
-            Param::Q(i) if i < nv => jth.set_column(j, &sp.dq.column(i)),
-            Param::V(i) if i < nv => jth.set_column(j, &sp.dv.column(i)),
-            Param::U(i) if i < nv => jth.set_column(j, &sp.du.column(i)),
-            _ => {}
-        }
-    }
-    Ok(jth)
+    Ok(())
 }
 
 /// Per free body, the Jacobian of its output tangent `q⁺ ⊖ q⁺₀` (6 rows),
@@ -230,11 +268,12 @@ fn ift<B: ImplicitStep>(
     state: &State<f64>,
     u: &DVec<f64>,
     params: &[Param],
+    partials: Partials,
 ) -> Result<StepJacobian, DiffError> {
     let p = world.problem(state, u);
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
-    let jth = param_partials(b, &p, world, state, u, &st, &y, params)?;
+    let jth = param_partials(b, &p, world, state, u, &st, &y, params, partials)?;
     let dy = -b.solve_jacobian_velocity(&p, &st, &y, &jth).map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
     let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
@@ -461,7 +500,7 @@ pub fn step_jacobian(
 ) -> Result<StepJacobian, DiffError> {
     let w = with_rho(world, opts);
     match method {
-        Method::Ift => with_backend!(w, |b| ift(&b, &w, state, u, params)),
+        Method::Ift => with_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials)),
         Method::Lift => unrolled(&w, state, u, params, true),
         Method::Unrolled => unrolled(&w, state, u, params, false),
         Method::Fd => with_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),

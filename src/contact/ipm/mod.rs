@@ -136,6 +136,7 @@
 //! `β₀ = μγ`, `η_t = v_t`, `ψ = ‖v_t‖ + scale`).
 
 pub mod cone;
+pub mod kernels;
 pub mod kinematics;
 pub mod residual;
 pub mod robot;
