@@ -72,8 +72,9 @@ fn momentum<S: Scalar>(iw: &Matrix3<S>, w: &Vec3<S>, h: S, s: f64) -> Result<Vec
 pub fn dynamics_partials(p: &StepProblem<'_, f64>, y: &DVec<f64>, out: &mut StatePartials) -> Result<(), SolveError> {
     type E = DualSVec64<3>;
     let h = p.h;
+    let lone = p.model.lone_free_bodies();
     for (i, b) in p.model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
