@@ -169,3 +169,23 @@ fn quadruped_stands_on_the_ground() {
     assert!(tilt < 1e-3, "stays level: {tilt:e}");
     assert!(vmax < 1e-2, "at rest: {vmax:e}");
 }
+
+#[test]
+fn derivative_methods_agree_on_the_standing_quadruped() {
+    // `diff::check` at the standing state (8 contacts, base included in
+    // the robot's coordinates): ift vs lift ≤ 1e-9, unrolled ≤ 1e-7, fd ≤
+    // 1e-5 (relative to max(1, ‖J‖∞) per block).
+    use dualsim::diff::{check, CheckOptions, DiffOptions};
+    let s = dualsim::scene::load(&scenes().join("quadruped_stand.toml")).unwrap();
+    let w = &s.world;
+    let x = rollout(w, &s.initial, &s.controls, 100).unwrap().last().clone();
+    let rho = w.params.rho;
+    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6 }, ..Default::default() };
+    let rep = check(w, &x, &s.controls, 1, &opts).unwrap();
+    let worst = |k: &str| rep.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
+    let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
+    println!("standing quadruped rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})", rep.fd_skipped_columns);
+    assert!(rep.blocks.iter().all(|b| b.norm.is_finite()));
+    assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{l:e} {un:e} {f:e}");
+    assert!(rep.passed);
+}
