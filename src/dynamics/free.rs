@@ -123,7 +123,7 @@ pub fn bias_forces<T: Scalar>(
     }
 }
 
-/// Kinetic energy `½ mᵢ‖ṗᵢ‖² + ½ ωᵢᵀ Iᵢ ωᵢ` summed over bodies.
+/// Kinetic energy `½ mᵢ‖ṗᵢ‖² + ½ ωᵢᵀ Iᵢ ωᵢ` summed over the lone free bodies (robots: `crba::kinetic_energy`).
 pub fn kinetic_energy<T: Scalar>(model: &Model<T>, q: &DVec<T>, v: &DVec<T>) -> T {
     let half = T::from_re(0.5);
     let mut e = T::zero();
@@ -154,7 +154,8 @@ fn discrete_momentum_rot<T: Scalar>(
 }
 
 /// Total world-frame linear and angular momentum (about the world origin)
-/// at a node, in the discrete sense conserved by the integrator:
+/// of the lone free bodies at a node, in the discrete sense conserved by
+/// the integrator (robots: `crba::spatial_momentum`):
 /// `Σ m ṗ` and `Σ (p × m ṗ + P⁻(ω))`, where `v` is the velocity of the step
 /// that ended at `q`.
 pub fn discrete_momentum<T: Scalar>(
