@@ -99,7 +99,7 @@ pub struct CheckReport {
 fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
     let mut out = Vec::new();
     let bodies =
-        world.model.bodies.iter().enumerate().filter(|(_, b)| b.is_free_root()).take(max_bodies);
+        world.model.bodies.iter().enumerate().filter(|&(i, _)| world.model.is_lone_free_body(i)).take(max_bodies);
     for (b, body) in bodies {
         let k = body.idx_v;
         out.extend((0..3).map(|i| ("position", Param::Q(k + i))));
@@ -147,7 +147,8 @@ pub fn check(
     let named = inputs(world, opts.max_bodies);
     let params: Vec<Param> = named.iter().map(|(_, p)| *p).collect();
     let nv = world.model.nv;
-    let free = || world.model.bodies.iter().filter(|b| b.is_free_root());
+    let lone = world.model.lone_free_bodies();
+    let free = || world.model.bodies.iter().zip(&lone).filter(|(_, &l)| l).map(|(b, _)| b);
     let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);
     let of_rows: [(&str, Vec<usize>); 6] = [
         ("position", free().flat_map(|b| b.idx_v..b.idx_v + 3).collect()),

@@ -120,9 +120,10 @@ fn free_body_solve(
     out: &mut DMat<f64>,
 ) -> Result<(), SolveError> {
     let b = &p.model.bodies[i];
-    // Rows of bodies that are not free roots are not part of the residual
-    // (zero rows), and a massless body has a zero block: singular.
-    if !b.is_free_root() || b.inertia.mass == 0.0 {
+    // Rows of bodies that are not lone free bodies are not part of the
+    // free-body residual (zero rows), and a massless body has a zero
+    // block: singular.
+    if !p.model.is_lone_free_body(i) || b.inertia.mass == 0.0 {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     let k = b.idx_v;

@@ -228,8 +228,9 @@ fn output_blocks(
 ) -> Result<Vec<Option<nalgebra::SMatrix<f64, 6, 13>>>, DiffError> {
     type E = DualSVec64<13>;
     let mut out = Vec::with_capacity(model.bodies.len());
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             out.push(None);
             continue;
         }

@@ -1,8 +1,10 @@
 //! Time stepping of the articulated joints of a model (every joint that is
-//! not a free root: robots' revolute, prismatic, spherical and floating-base
-//! joints).
+//! not a lone free body: robots' revolute, prismatic, spherical joints and
+//! the free joint of a floating-base robot's base, whose six coordinates
+//! — world-frame `ṗ` and `ω`, `dynamics::model` — are stepped with the rest
+//! of the robot, coupled to its links through ABA).
 //!
-//! Free bodies take the variational step of [`super::free`] inside the
+//! Lone free bodies ([`super::Model::lone_free_bodies`]) take the variational step of [`super::free`] inside the
 //! contact backends; the articulated coordinates take a semi-implicit
 //! (symplectic) Euler step on the articulated-body algorithm:
 //!
@@ -13,8 +15,8 @@
 //! written as the residual rows `r = v⁺ − v − h ABA(q, v, u)` so that the
 //! implicit-function derivatives treat both kinds of joint alike. This is
 //! the step of a robot without contact; a robot with a contact candidate on
-//! one of its links (fixed-base robots, links against static geometry and
-//! free bodies) is
+//! one of its links (fixed- or floating-base robots, links against static
+//! geometry and free bodies) is
 //! solved by the `ipm` backend as one unit of an island, with the rows
 //! `M(q)(v⁺ − v − h ABA(q, v, u)) − Σ W_cᵀ f_c` (`contact::ipm::robot`),
 //! which reduce to these without contact.
@@ -25,21 +27,24 @@ use crate::Scalar;
 
 /// The velocity indices of the articulated joints.
 pub fn articulated_dofs<T: Scalar>(model: &Model<T>) -> Vec<usize> {
+    let lone = model.lone_free_bodies();
     model
         .bodies
         .iter()
-        .filter(|b| !b.is_free_root())
-        .flat_map(|b| b.idx_v..b.idx_v + b.joint.nv())
+        .zip(lone)
+        .filter(|(_, l)| !l)
+        .flat_map(|(b, _)| b.idx_v..b.idx_v + b.joint.nv())
         .collect()
 }
 
 /// True when the model has articulated joints with coordinates.
 pub fn has_articulated<T: Scalar>(model: &Model<T>) -> bool {
-    model.bodies.iter().any(|b| !b.is_free_root() && b.joint.nv() > 0)
+    let lone = model.lone_free_bodies();
+    model.bodies.iter().zip(lone).any(|(b, l)| !l && b.joint.nv() > 0)
 }
 
 /// Writes `v⁺ = v + h ABA(q, v, u)` into the articulated entries of
-/// `v_next` (the free-root entries are left untouched).
+/// `v_next` (the lone free bodies' entries are left untouched).
 pub fn articulated_velocity<T: Scalar>(
     model: &Model<T>,
     q: &DVec<T>,

@@ -32,8 +32,9 @@
 //! The linear part is symplectic Euler, so a projectile follows the discrete
 //! closed form `p_n = p₀ + n h ṗ₀ + h² g n(n + 1)/2` exactly.
 //!
-//! Only free root bodies ([`super::Body::is_free_root`]) are handled; the
-//! entries of articulated bodies are left untouched (zero in `mass_matrix`),
+//! Only lone free bodies ([`super::Model::lone_free_bodies`]: free roots
+//! without children) are handled; the entries of articulated bodies (the
+//! base of a floating-base robot included) are left untouched (zero in `mass_matrix`),
 //! use `dynamics::{rnea, crba, aba}` for those.
 
 use super::{Data, Model};
@@ -85,8 +86,9 @@ pub fn world_inertia<T: Scalar>(model: &Model<T>, i: usize, q: &DVec<T>) -> Mat3
 /// Fills `data.mass_matrix` with `M(q)` (block diagonal for free bodies).
 pub fn mass_matrix<T: Scalar>(model: &Model<T>, data: &mut Data<T>, q: &DVec<T>) {
     data.mass_matrix.fill(T::zero());
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -106,8 +108,9 @@ pub fn bias_forces<T: Scalar>(
     v: &DVec<T>,
     gravity: &Vec3<T>,
 ) {
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -120,12 +123,13 @@ pub fn bias_forces<T: Scalar>(
     }
 }
 
-/// Kinetic energy `½ mᵢ‖ṗᵢ‖² + ½ ωᵢᵀ Iᵢ ωᵢ` summed over bodies.
+/// Kinetic energy `½ mᵢ‖ṗᵢ‖² + ½ ωᵢᵀ Iᵢ ωᵢ` summed over the lone free bodies (robots: `crba::kinetic_energy`).
 pub fn kinetic_energy<T: Scalar>(model: &Model<T>, q: &DVec<T>, v: &DVec<T>) -> T {
     let half = T::from_re(0.5);
     let mut e = T::zero();
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -150,7 +154,8 @@ fn discrete_momentum_rot<T: Scalar>(
 }
 
 /// Total world-frame linear and angular momentum (about the world origin)
-/// at a node, in the discrete sense conserved by the integrator:
+/// of the lone free bodies at a node, in the discrete sense conserved by
+/// the integrator (robots: `crba::spatial_momentum`):
 /// `Σ m ṗ` and `Σ (p × m ṗ + P⁻(ω))`, where `v` is the velocity of the step
 /// that ended at `q`.
 pub fn discrete_momentum<T: Scalar>(
@@ -161,8 +166,9 @@ pub fn discrete_momentum<T: Scalar>(
 ) -> Result<(Vec3<T>, Vec3<T>), DynamicsError> {
     let mut lin = Vec3::zeros();
     let mut ang = Vec3::zeros();
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -192,8 +198,9 @@ pub fn momentum_residual<T: Scalar>(
     h: T,
     out: &mut DVec<T>,
 ) -> Result<(), DynamicsError> {
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -287,8 +294,9 @@ pub fn free_flight_velocity<T: Scalar>(
     let mut max_iters = 0;
     // A tolerance below the scalar's resolution (f32) cannot be met.
     let tolerance = params.tolerance.max(8.0 * T::default_epsilon().re());
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let k = b.idx_v;
@@ -343,8 +351,9 @@ pub fn integrate_model<T: Scalar>(
             .map_err(|source| DynamicsError::Retraction { body: 0, source });
     }
     let mut out = q.clone();
+    let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
-        if !b.is_free_root() {
+        if !lone[i] {
             continue;
         }
         let qi = crate::math::integrate(
@@ -365,10 +374,8 @@ pub fn difference_model<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>)
         return super::configuration::difference(model, q0, q1);
     }
     let mut out = DVec::zeros(model.nv);
-    for b in &model.bodies {
-        if !b.is_free_root() {
-            continue;
-        }
+    let lone = model.lone_free_bodies();
+    for (b, _) in model.bodies.iter().zip(&lone).filter(|(_, &l)| l) {
         let d = crate::math::difference(
             &q0.as_slice()[b.idx_q..b.idx_q + 7],
             &q1.as_slice()[b.idx_q..b.idx_q + 7],

@@ -181,8 +181,8 @@ pub struct Body<T: Scalar> {
 }
 
 impl<T: Scalar> Body<T> {
-    /// True for a free-floating root body (the bodies `dynamics::free`
-    /// handles).
+    /// True for a free-floating root body: a lone free body (see
+    /// [`Model::is_lone_free_body`]) or the base of a floating-base robot.
     pub fn is_free_root(&self) -> bool {
         self.parent.is_none() && self.joint == Joint::Free
     }
@@ -265,6 +265,26 @@ impl<T: Scalar> Default for Model<T> {
 }
 
 impl<T: Scalar> Model<T> {
+    /// Per body: true for a lone free body, a free root without children
+    /// (the bodies `dynamics::free` steps with the variational free-body
+    /// step). The free root of a floating-base robot (a free root with
+    /// children) is not: its six coordinates are stepped with the rest of
+    /// the robot by the articulated dynamics (`dynamics::articulated`).
+    pub fn lone_free_bodies(&self) -> Vec<bool> {
+        let mut out: Vec<bool> = self.bodies.iter().map(|b| b.is_free_root()).collect();
+        for b in &self.bodies {
+            if let Some(p) = b.parent {
+                out[p] = false;
+            }
+        }
+        out
+    }
+
+    /// True when body `i` is a lone free body (see [`Model::lone_free_bodies`]).
+    pub fn is_lone_free_body(&self, i: usize) -> bool {
+        self.bodies[i].is_free_root() && !self.bodies.iter().any(|b| b.parent == Some(i))
+    }
+
     /// An empty model.
     pub fn new() -> Self {
         Model {

@@ -163,21 +163,15 @@ impl<T: Scalar> World<T> {
     /// reached past the cylinder's ends would put the end points of
     /// neighbouring links' capsules on the joint between them (duplicate
     /// contacts). Contact of robot links with static geometry and free
-    /// bodies is modelled by the `ipm` backend for robots whose root is
-    /// attached to the world (fixed base); the links of a floating-base robot (whose
-    /// base is stepped as a free body) are refused with
-    /// [`ModelError::Unsupported`] when they have collision shapes.
+    /// bodies is modelled by the `ipm` backend for fixed- and floating-base
+    /// robots alike (a floating-base robot is one articulated unit, base
+    /// included).
     pub fn add_robot_with_collisions(
         &mut self,
         name: &str,
         robot: &crate::dynamics::urdf::UrdfRobot,
         base: &crate::math::Pose<f64>,
     ) -> Result<usize, ModelError> {
-        if !robot.collisions.is_empty() && robot.model.bodies.first().is_some_and(|b| b.is_free_root()) {
-            return Err(ModelError::Unsupported(format!(
-                "robot `{name}`: collision shapes on a floating-base robot (contact is modelled for fixed-base robots only)"
-            )));
-        }
         let r = self.add_robot(name, &robot.model, base)?;
         let first = self.robots[r].first_body;
         for c in &robot.collisions {

@@ -114,8 +114,9 @@
 //! the witness point at `q⁺` (`D` the differential of `q ⊕ h v⁺`, the
 //! identity for revolute and prismatic joints), so the normal row is again
 //! `∂φ/∂v⁺ / h` ([`robot`]); against a free body, the body's side is
-//! the free-body one above. Only robots whose root is not a free root
-//! (fixed base) are units; link–link contact is not modelled.
+//! the free-body one above. Fixed- and floating-base robots are units (a
+//! floating base's six velocities with its joints'; lone free bodies are
+//! free-body units); link–link contact is not modelled.
 //!
 //! # Candidates
 //!
@@ -331,6 +332,7 @@ pub fn detect<T: Scalar>(
     // pair: few link shapes).
     if !p.link_shapes.is_empty() {
         let units = robot_units(p.model);
+        let lone = p.model.lone_free_bodies();
         let mut in_unit = vec![false; nb];
         for u in &units {
             for &b in &u.bodies {
@@ -352,7 +354,7 @@ pub fn detect<T: Scalar>(
             }
             for j in 0..nb {
                 let Some(sb) = &p.shapes[j] else { continue };
-                if !p.model.bodies[j].is_free_root() {
+                if !lone[j] {
                     continue;
                 }
                 if let Some(list) = pair_contacts(&ls.shape, &pose, sb, &body_pose(p, q, j)) {
@@ -394,7 +396,7 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
         i
     }
     let nb = model.bodies.len();
-    // The unit of each body: a free root is its own unit; the links of a
+    // The unit of each body: a lone free body is its own unit; the links of a
     // robot unit share their root's.
     let mut unit_root: Vec<usize> = (0..nb).collect();
     let robots = if cands.iter().any(|c| c.link.is_some()) { robot_units(model) } else { Vec::new() };

@@ -1,9 +1,10 @@
 //! Robots as island units: the dynamics rows of an articulated system
 //! and the kinematics of contacts on its links.
 //!
-//! A robot (a subtree of the model whose root is attached to the world by
-//! a joint other than a free root, e.g. a fixed base) is one unit of an
-//! island; its unknowns are all its `n` joint velocities `v⁺`. Its
+//! A robot (a subtree of the model that is not a lone free body: a fixed
+//! base, or a floating base whose root has a free joint) is one unit of an
+//! island; its unknowns are all its `n` joint velocities `v⁺` (for a
+//! floating base, the six base velocities first: world-frame `ṗ` and `ω`). Its
 //! dynamics rows are the semi-implicit Euler step of the articulated
 //! dynamics with the contact impulses,
 //!
@@ -55,9 +56,10 @@ use crate::Scalar;
 use nalgebra::{Const, Matrix3x6, Matrix3xX, U1};
 use num_dual::DualSVec64;
 
-/// The robots of a model that can be island units: every subtree whose
-/// root is not a free root (a free root is a free body, stepped by
-/// `dynamics::free`) and that has velocity coordinates.
+/// The robots of a model that can be island units: every subtree that is
+/// not a lone free body (those are stepped by `dynamics::free`) and that
+/// has velocity coordinates; a floating-base robot's unit includes its six
+/// base coordinates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RobotUnit {
     /// Root body.
@@ -83,10 +85,11 @@ pub fn roots<T: Scalar>(model: &Model<T>) -> Vec<usize> {
 /// The robot units of `model` (see [`RobotUnit`]).
 pub fn robot_units<T: Scalar>(model: &Model<T>) -> Vec<RobotUnit> {
     let root = roots(model);
+    let lone = model.lone_free_bodies();
     let mut out: Vec<RobotUnit> = Vec::new();
     for (i, b) in model.bodies.iter().enumerate() {
         let r = root[i];
-        if model.bodies[r].is_free_root() {
+        if lone[r] {
             continue;
         }
         let u = match out.iter().position(|u| u.root == r) {
