@@ -180,7 +180,7 @@ fn derivative_methods_agree_on_the_standing_quadruped() {
     let w = &s.world;
     let x = rollout(w, &s.initial, &s.controls, 100).unwrap().last().clone();
     let rho = w.params.rho;
-    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6 }, ..Default::default() };
+    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() }, ..Default::default() };
     let rep = check(w, &x, &s.controls, 1, &opts).unwrap();
     let worst = |k: &str| rep.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
     let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
