@@ -2,38 +2,18 @@
 //! answers for a prismatic body and a pendulum resting on a plane, and
 //! the derivative methods agreeing on robots in contact.
 
-use std::path::{Path, PathBuf};
 
-use dualsim::collision::pair_contacts;
 use dualsim::contact::ipm::robot::{candidate_kinematics, robot_contact_jacobian, robot_units};
 use dualsim::contact::ipm::{candidates, Params};
 use dualsim::diff::{check, CheckOptions, DiffOptions};
-use dualsim::dynamics::kinematics::forward_kinematics;
 use dualsim::dynamics::urdf;
 use dualsim::geometry::{Shape, StaticGeometry};
 use dualsim::prelude::*;
 use nalgebra::Vector3;
 
-fn scenes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes")
-}
-
-/// Smallest gap between any link shape and any static geometry at `x`,
-/// from the closed-form pairs (independent of the solver's statistics).
-fn min_link_gap(w: &World<f64>, x: &State<f64>) -> f64 {
-    let mut d = w.model.data();
-    forward_kinematics(&w.model, &mut d, &x.q, None);
-    let mut gap = f64::INFINITY;
-    for ls in &w.link_shapes {
-        let pose = d.omi[ls.body] * ls.pose;
-        for st in &w.statics {
-            for c in pair_contacts(&ls.shape, &pose, &st.shape, &st.pose).unwrap() {
-                gap = gap.min(c.gap);
-            }
-        }
-    }
-    gap
-}
+#[path = "common/robots.rs"]
+mod robot_common;
+use robot_common::{min_link_gap, scenes};
 
 #[test]
 fn arm_falls_onto_the_ground_and_comes_to_rest() {

@@ -2,33 +2,16 @@
 //! scene stepper, free flight against known answers, a quadruped-like
 //! robot standing on its feet.
 
-use std::path::{Path, PathBuf};
 
-use dualsim::collision::pair_contacts;
 use dualsim::dynamics::crba::spatial_momentum;
 use dualsim::dynamics::kinematics::forward_kinematics;
 use dualsim::dynamics::urdf;
 use dualsim::prelude::*;
 use nalgebra::UnitQuaternion;
 
-fn scenes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes")
-}
-
-fn min_link_gap(w: &World<f64>, x: &State<f64>) -> f64 {
-    let mut d = w.model.data();
-    forward_kinematics(&w.model, &mut d, &x.q, None);
-    let mut gap = f64::INFINITY;
-    for ls in &w.link_shapes {
-        let pose = d.omi[ls.body] * ls.pose;
-        for st in &w.statics {
-            for c in pair_contacts(&ls.shape, &pose, &st.shape, &st.pose).unwrap() {
-                gap = gap.min(c.gap);
-            }
-        }
-    }
-    gap
-}
+#[path = "common/robots.rs"]
+mod robot_common;
+use robot_common::{min_link_gap, scenes};
 
 fn quadruped(h: f64, gravity: [f64; 3]) -> World<f64> {
     let robot = urdf::load_file(scenes().join("quadruped.urdf"), urdf::BaseJoint::Floating).unwrap();
