@@ -354,6 +354,20 @@ fn island_point(
     Ok((v_local, xs))
 }
 
+/// The implicit unknowns `y = (v⁺, x_1, …, x_m)` of a contact backend:
+/// the next velocity followed by every contact's unknowns in order.
+fn stacked_root(v_next: &DVec<f64>, xs: &[DVec<f64>]) -> DVec<f64> {
+    let nv = v_next.len();
+    let mut y = DVec::zeros(nv + xs.iter().map(|x| x.len()).sum::<usize>());
+    y.rows_mut(0, nv).copy_from(v_next);
+    let mut off = nv;
+    for x in xs {
+        y.rows_mut(off, x.len()).copy_from(x);
+        off += x.len();
+    }
+    y
+}
+
 /// `y = (v⁺, x_c for each candidate in order)`; the residual rows are the
 /// dynamics of every body (with the contact impulses of its island) and
 /// each candidate's contact rows with complementarity relaxed to ρ.
@@ -365,15 +379,7 @@ impl ImplicitStep for Ipm {
         p: &StepProblem<'_, f64>,
     ) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
         let (sol, st) = self.solve_structured(p)?;
-        let n = p.model.nv + st.xs.iter().map(|x| x.len()).sum::<usize>();
-        let mut y = DVec::zeros(n);
-        y.rows_mut(0, p.model.nv).copy_from(&sol.v_next);
-        let mut off = p.model.nv;
-        for x in &st.xs {
-            y.rows_mut(off, x.len()).copy_from(x);
-            off += x.len();
-        }
-        Ok((y, st.candidates))
+        Ok((stacked_root(&sol.v_next, &st.xs), st.candidates))
     }
 
     fn residual<T: Scalar>(
@@ -487,15 +493,7 @@ impl ImplicitStep for crate::contact::silico::single_level::SingleLevel {
 
     fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError> {
         let (sol, pairs, xs) = self.solve_structured(p)?;
-        let n = p.model.nv + xs.iter().map(|x| x.len()).sum::<usize>();
-        let mut y = DVec::zeros(n);
-        y.rows_mut(0, p.model.nv).copy_from(&sol.v_next);
-        let mut off = p.model.nv;
-        for x in &xs {
-            y.rows_mut(off, x.len()).copy_from(x);
-            off += x.len();
-        }
-        Ok((y, pairs))
+        Ok((stacked_root(&sol.v_next, &xs), pairs))
     }
 
     fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Self::Structure, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
@@ -519,15 +517,7 @@ impl ImplicitStep for crate::contact::silico::bilevel::Bilevel {
 
     fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
         let (sol, st) = self.solve_structured(p)?;
-        let n = p.model.nv + st.xs.iter().map(|x| x.len()).sum::<usize>();
-        let mut y = DVec::zeros(n);
-        y.rows_mut(0, p.model.nv).copy_from(&sol.v_next);
-        let mut off = p.model.nv;
-        for x in &st.xs {
-            y.rows_mut(off, x.len()).copy_from(x);
-            off += x.len();
-        }
-        Ok((y, st.candidates))
+        Ok((stacked_root(&sol.v_next, &st.xs), st.candidates))
     }
 
     fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Vec<Candidate<f64>>, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
