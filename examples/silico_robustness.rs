@@ -11,7 +11,7 @@
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
 //! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
 
-use dualsim::contact::silico::experiment::{momentum_error, run_drop, stack_world, DropRun};
+use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, stack_world, DropRun};
 use dualsim::contact::SolverKind;
 use dualsim::contact::silico::experiment::drop_world;
 use std::time::Instant;
@@ -80,11 +80,12 @@ fn drop_table(solver: SolverKind, runs: usize, threads: usize) {
     }
 }
 
-fn stack_table(solvers: &[SolverKind], threads: usize) {
+fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
     println!("\n### Stacking: two boxes, 10 towers × 6 rates × 6 ρ, 1 s\n");
     println!("| backend | runs | failed runs | mean momentum error (kg m/s) | max run error |");
     println!("|---|---|---|---|---|");
     let mut means = Vec::new();
+    let mut cells: Vec<Vec<Option<f64>>> = Vec::new();
     for &solver in solvers {
         let jobs = 10 * HZ.len() * RHO.len();
         let res: Vec<Option<f64>> = parallel(jobs, threads, |k| {
@@ -92,13 +93,40 @@ fn stack_table(solvers: &[SolverKind], threads: usize) {
             let hz = HZ[(k / 10) % HZ.len()];
             let rho = RHO[k / (10 * HZ.len())];
             let (w, x0) = stack_world(way, solver, 1.0 / hz, rho, CAP);
-            momentum_error(&w, &x0, 1.0)
+            if settle_steps > 0 {
+                let x1 = settle(&w, &x0, settle_steps)?;
+                momentum_error(&w, &x1, 1.0)
+            } else {
+                momentum_error(&w, &x0, 1.0)
+            }
         });
         let ok: Vec<f64> = res.iter().flatten().copied().collect();
         let mean = ok.iter().sum::<f64>() / ok.len().max(1) as f64;
         let max = ok.iter().copied().fold(0.0, f64::max);
         println!("| {} | {} | {} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
         means.push(mean);
+        cells.push(res);
+    }
+    // Breakdown: mean error (failed runs left out) per rate and per ρ.
+    let cell_mean = |res: &[Option<f64>], keep: &dyn Fn(usize) -> bool| {
+        let v: Vec<f64> = res.iter().enumerate().filter(|(k, _)| keep(*k)).filter_map(|(_, e)| *e).collect();
+        let failed = res.iter().enumerate().filter(|(k, e)| keep(*k) && e.is_none()).count();
+        format!("{:.2e} ({failed} failed)", v.iter().sum::<f64>() / v.len().max(1) as f64)
+    };
+    let names: Vec<&str> = solvers.iter().map(|s| s.name()).collect();
+    println!("\nper rate (mean momentum error, failed runs left out):\n");
+    println!("| rate (Hz) | {} |", names.join(" | "));
+    println!("|---|{}", "---|".repeat(names.len()));
+    for (i, hz) in HZ.iter().enumerate() {
+        let row: Vec<String> = cells.iter().map(|res| cell_mean(res, &|k| (k / 10) % HZ.len() == i)).collect();
+        println!("| {hz} | {} |", row.join(" | "));
+    }
+    println!("\nper ρ:\n");
+    println!("| ρ | {} |", names.join(" | "));
+    println!("|---|{}", "---|".repeat(names.len()));
+    for (i, rho) in RHO.iter().enumerate() {
+        let row: Vec<String> = cells.iter().map(|res| cell_mean(res, &|k| k / (10 * HZ.len()) == i)).collect();
+        println!("| {rho:e} | {} |", row.join(" | "));
     }
     if means.len() == 2 {
         println!("\nratio bilevel / single_level = {:.1}", means[1] / means[0]);
@@ -111,6 +139,7 @@ fn main() {
     let runs: usize = opt("--runs").map(|s| s.parse().expect("--runs N")).unwrap_or(100);
     let threads: usize = opt("--threads").map(|s| s.parse().expect("--threads T")).unwrap_or(1);
     let backend = opt("--backend").unwrap_or_else(|| "both".into());
+    let settle_steps: usize = opt("--settle").map(|s| s.parse().expect("--settle STEPS")).unwrap_or(0);
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
     let solvers: Vec<SolverKind> = match backend.as_str() {
         "single_level" => vec![SolverKind::SingleLevel],
@@ -124,6 +153,6 @@ fn main() {
         }
     }
     if experiment == "stack" || experiment == "all" {
-        stack_table(&solvers, threads);
+        stack_table(&solvers, threads, settle_steps);
     }
 }

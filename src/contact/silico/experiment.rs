@@ -247,3 +247,21 @@ pub fn momentum_error(world: &World<f64>, x0: &State<f64>, duration: f64) -> Opt
     }
     Some(sum / count.max(1) as f64)
 }
+
+/// The tower `x0` settled into `world`'s own rest configuration: `steps`
+/// quasi-static steps (each from zero velocity, the velocity then
+/// discarded). Bodies placed exactly touching are not at rest under a
+/// relaxed contact model (the relaxed gap at rest is `φ ≈ ρ/γ`), and
+/// every backend relaxes a little differently; settling lets each backend
+/// start from its own rest state. `None` when a step fails.
+pub fn settle(world: &World<f64>, x0: &State<f64>, steps: usize) -> Option<State<f64>> {
+    let u = world.zero_control();
+    let mut x = x0.clone();
+    for _ in 0..steps {
+        x.v.fill(0.0);
+        x = crate::sim::step(world, &x, &u).ok()?.state;
+    }
+    x.v.fill(0.0);
+    Some(x)
+}
+
