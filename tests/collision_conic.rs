@@ -378,3 +378,38 @@ fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
     }
     assert!((eps[3] - jac.dalpha_dshape_a()[0]).abs() < 1e-9);
 }
+
+/// Nesterov–Todd scaling of the conic solver: `W z = W⁻¹ s` (both map to
+/// the scaled point λ), `W W⁻¹ = I`, and the matrix form agrees.
+#[test]
+fn nt_scaling_maps_s_and_z_to_the_same_point() {
+    use dualsim::collision::conic::{ConeLayout, Scaling};
+    use nalgebra::{DMatrix, DVector};
+    let layout = ConeLayout { n_orthant: 2, soc: vec![4] };
+    let s = DVector::from_vec(vec![1.0, 2.0, 3.0, 0.5, -1.0, 2.0]);
+    let z = DVector::from_vec(vec![0.3, 4.0, 2.0, 1.0, 0.2, -0.7]);
+    let w = Scaling::new(&layout, &s, &z).expect("s and z are interior");
+    let a = w.apply(&layout, &z, false);
+    let b = w.apply(&layout, &s, true);
+    assert!((&a - &b).norm() < 1e-12, "{a} {b}");
+    let back = w.apply(&layout, &w.apply(&layout, &s, true), false);
+    assert!((back - &s).norm() < 1e-12);
+    let m = DMatrix::from_columns(&[s.clone(), z.clone()]);
+    let wm = w.apply_inv_mat(&layout, &m);
+    assert!((wm.column(0) - w.apply(&layout, &s, true)).norm() < 1e-14);
+    // A point on the cone boundary has no scaling.
+    let edge = DVector::from_vec(vec![1.0, 2.0, 1.0, 1.0, 0.0, 0.0]);
+    assert!(Scaling::new(&layout, &edge, &z).is_none());
+}
+
+/// `ConeLayout::jordan_div` inverts the Jordan product.
+#[test]
+fn jordan_div_inverts_jordan() {
+    use dualsim::collision::conic::ConeLayout;
+    use nalgebra::DVector;
+    let layout = ConeLayout { n_orthant: 1, soc: vec![3] };
+    let u = DVector::from_vec(vec![2.0, 3.0, 1.0, 0.5]);
+    let v = DVector::from_vec(vec![1.0, -1.0, 2.0, 0.3]);
+    let r = layout.jordan(&u, &v);
+    assert!((layout.jordan_div(&u, &r) - v).norm() < 1e-12);
+}

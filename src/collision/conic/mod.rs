@@ -60,7 +60,7 @@ use nalgebra::{DMatrix, DVector};
 
 pub use primitive::{lower, LocalCone};
 pub use proximity_gradient::{proximity_gradient, ProximityJacobian};
-pub use solve::{ConeLayout, ConicParams, ConicSolution};
+pub use solve::{ConeLayout, ConicParams, ConicSolution, Scaling};
 
 use crate::geometry::{BundleOp, Shape};
 use crate::math::{so3, Pose, Vec3};

@@ -265,8 +265,10 @@ fn smallest_positive_root(a: f64, b: f64, c: f64) -> f64 {
     t
 }
 
-/// Nesterov–Todd scaling of one iterate.
-struct Scaling {
+/// Nesterov–Todd scaling `W` of one iterate `(s, z)` of a cone layout:
+/// symmetric, with `W z = W⁻¹ s` (the scaled point λ).
+#[derive(Clone, Debug)]
+pub struct Scaling {
     /// Orthant: `w_i = √(s_i/z_i)`.
     w_orth: Vec<f64>,
     /// Per SOC: (η, w̄).
@@ -274,7 +276,9 @@ struct Scaling {
 }
 
 impl Scaling {
-    fn new(layout: &ConeLayout, s: &DVector<f64>, z: &DVector<f64>) -> Option<Scaling> {
+    /// The scaling of `(s, z)`, or `None` when either is not strictly
+    /// inside its cone.
+    pub fn new(layout: &ConeLayout, s: &DVector<f64>, z: &DVector<f64>) -> Option<Scaling> {
         let mut w_orth = Vec::with_capacity(layout.n_orthant);
         for i in 0..layout.n_orthant {
             let w = (s[i] / z[i]).sqrt();
@@ -314,7 +318,7 @@ impl Scaling {
     }
 
     /// `W v` (inverse = false) or `W⁻¹ v` (inverse = true); W is symmetric.
-    fn apply(&self, layout: &ConeLayout, v: &DVector<f64>, inverse: bool) -> DVector<f64> {
+    pub fn apply(&self, layout: &ConeLayout, v: &DVector<f64>, inverse: bool) -> DVector<f64> {
         let mut out = DVector::zeros(v.len());
         for i in 0..layout.n_orthant {
             out[i] = if inverse { v[i] / self.w_orth[i] } else { v[i] * self.w_orth[i] };
@@ -337,7 +341,7 @@ impl Scaling {
     }
 
     /// `W⁻¹ A` column by column (in place on a copy of A).
-    fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
+    pub fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = A.clone();
         for j in 0..A.ncols() {
             let mut col = out.column_mut(j);
@@ -571,34 +575,4 @@ fn solve_once(
         z += dz * t;
     }
     Err(no_conv(params.max_iters, residual))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nt_scaling_maps_s_and_z_to_the_same_point() {
-        let layout = ConeLayout { n_orthant: 2, soc: vec![4] };
-        let s = DVector::from_vec(vec![1.0, 2.0, 3.0, 0.5, -1.0, 2.0]);
-        let z = DVector::from_vec(vec![0.3, 4.0, 2.0, 1.0, 0.2, -0.7]);
-        let w = Scaling::new(&layout, &s, &z).unwrap();
-        let a = w.apply(&layout, &z, false);
-        let b = w.apply(&layout, &s, true);
-        assert!((&a - &b).norm() < 1e-12, "{a} {b}");
-        let back = w.apply(&layout, &w.apply(&layout, &s, true), false);
-        assert!((back - &s).norm() < 1e-12);
-        let m = DMatrix::from_columns(&[s.clone(), z.clone()]);
-        let wm = w.apply_inv_mat(&layout, &m);
-        assert!((wm.column(0) - w.apply(&layout, &s, true)).norm() < 1e-14);
-    }
-
-    #[test]
-    fn jordan_div_inverts_jordan() {
-        let layout = ConeLayout { n_orthant: 1, soc: vec![3] };
-        let u = DVector::from_vec(vec![2.0, 3.0, 1.0, 0.5]);
-        let v = DVector::from_vec(vec![1.0, -1.0, 2.0, 0.3]);
-        let r = layout.jordan(&u, &v);
-        assert!((layout.jordan_div(&u, &r) - v).norm() < 1e-12);
-    }
 }
