@@ -50,7 +50,7 @@
 //! `q ⊕ h v` to its central point with `s ∘ z = scale² e` (a centred,
 //! interior start), the contact unknowns as in `ipm`.
 
-use nalgebra::{Const, Vector6, U1};
+use nalgebra::{Const, Matrix3, Vector6, U1};
 use num_dual::DualSVec64;
 
 use super::pairs::{body_parts, conic_candidates, pair_mu, static_parts, ConicPair};
@@ -73,10 +73,6 @@ use crate::Scalar;
 /// so `s z` carries a round-off of ~1e-16 ‖h‖ ‖z‖ whatever ρ (at ρ = 1e-10
 /// `complementarity_tolerance · ρ` = 1e-16 is below it).
 pub const COMP_FLOOR: f64 = 1e-14;
-
-/// Whether the initial `v⁺` is shrunk until no pair overlaps (off: it
-/// made the 10 Hz drops fail more often).
-const SHRINK_START: bool = false;
 
 /// Width of the dual-number column blocks of the Newton matrix.
 const BLOCK: usize = 16;
@@ -478,11 +474,33 @@ fn v3<T: Scalar>(u: &DVec<T>, i: usize) -> Vec3<T> {
     Vec3::new(u[i], u[i + 1], u[i + 2])
 }
 
+/// Smallest relative distance `(x₀ − ‖x₁‖) / x₀` to the boundary of `Q³`
+/// at which a pair is Nesterov–Todd scaled.
+const NT_MARGIN: f64 = 1e-10;
+
+/// The Nesterov–Todd scaling `(W, W⁻¹, λ)` of a friction cone pair, or
+/// `None` when `z` or `s` is within [`NT_MARGIN`] of the cone boundary
+/// (relative) or the scaling is not finite. At small ρ a sliding contact
+/// has both `z` and `s` this close to the boundary: `det = x₀² − ‖x₁‖²`
+/// then cancels to round-off (or below zero) and the scaling is NaN, which
+/// made the whole direction NaN and the step stall at the iteration cap.
+/// Such a pair keeps the plain linearization `Arw(s) dz + Arw(z) ds` for
+/// the iteration (decided on primal values).
+fn nt_safe(z: &Vec3<f64>, s: &Vec3<f64>) -> Option<(Matrix3<f64>, Matrix3<f64>, Vec3<f64>)> {
+    let rel = |x: &Vec3<f64>| (x[0] - (x[1] * x[1] + x[2] * x[2]).sqrt()) / x[0].abs().max(f64::MIN_POSITIVE);
+    if !(rel(z) > NT_MARGIN && rel(s) > NT_MARGIN) {
+        return None;
+    }
+    let (w, winv, lambda) = nt_scaling(z, s);
+    let finite = w.iter().chain(winv.iter()).chain(lambda.iter()).all(|x| x.is_finite());
+    finite.then_some((w, winv, lambda))
+}
+
 /// Replaces the friction cone rows of `j` by their Nesterov–Todd scaled
-/// linearization `Arw(λ)(W⁻¹ dz + W ds)`.
+/// linearization `Arw(λ)(W⁻¹ dz + W ds)` (where [`nt_safe`] allows it).
 fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
     for c in isl_cones.iter().filter(|c| c.nt) {
-        let (w, winv, lambda) = nt_scaling(&v3(u, c.z), &v3(u, c.s));
+        let Some((w, winv, lambda)) = nt_safe(&v3(u, c.z), &v3(u, c.s)) else { continue };
         let al = arrow(&lambda);
         for r in 0..3 {
             j.row_mut(c.row + r).fill(0.0);
@@ -493,7 +511,8 @@ fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
 }
 
 /// Right-hand side of a direction: `r_κ` with the complementarity rows
-/// replaced (NT rows: `λ∘λ − κe`) and the Mehrotra term of `corr` added.
+/// replaced (NT rows: `λ∘λ − κe`, where [`nt_safe`] allows the scaling,
+/// as in [`scale_rows`]) and the Mehrotra term of `corr` added.
 fn direction_rhs<T: Scalar>(
     cones: &[ConeBlock],
     r0: &DVec<T>,
@@ -504,15 +523,15 @@ fn direction_rhs<T: Scalar>(
 ) -> DVec<T> {
     let mut r = r0.clone();
     let k = T::from_re(kappa);
+    let ur = u.map(|x| x.re());
     for c in cones {
         r[c.row] -= k;
-        if c.nt && nt {
+        let scaled = if c.nt && nt { nt_safe(&v3(&ur, c.z), &v3(&ur, c.s)) } else { None };
+        if let Some((w, winv, _)) = scaled {
             let (_, _, lambda) = nt_scaling(&v3(u, c.z), &v3(u, c.s));
             let mut l = jordan(&lambda, &lambda);
             l[0] -= k;
             if let Some(d) = corr {
-                let ur = u.map(|x| x.re());
-                let (w, winv, _) = nt_scaling(&v3(&ur, c.z), &v3(&ur, c.s));
                 let add = jordan(&(winv * v3(d, c.z)), &(w * v3(d, c.s)));
                 l += add.map(T::from_re);
             }
@@ -632,26 +651,15 @@ fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, 
     let scale = params.initial_scale;
     let mut u = DVec::zeros(isl.size);
     let mu0 = (scale * scale).max(p.params.rho);
-    // v⁺₀ = t v₀ with the largest t ∈ {1, ½, ¼, ⅛, 0} at which no pair
-    // overlaps at q ⊕ h v⁺₀ (an interior start: every gap slack can equal
-    // its gap).
-    let mut t = 1.0;
-    let (mut poses, mut proxes) = loop {
-        let v_t = v0 * T::from_re(t);
-        let mut poses = Vec::new();
-        for (li, &g) in isl.bodies.iter().enumerate() {
-            let (q, v) = body_arrays(p, g, &v_t.as_slice()[6 * li..6 * li + 6]);
-            poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
-        }
-        let proxes = isl.pairs.iter().map(|lp| pair_proximity(lp, &poses, &isl.local, mu0)).collect::<Result<Vec<_>, _>>()?;
-        if !SHRINK_START || t == 0.0 || proxes.iter().all(|pr| pr.alpha >= 1.0) {
-            u.rows_mut(0, v0.len()).copy_from(&v_t);
-            break (poses, proxes);
-        }
-        t = if t > 0.1 { t * 0.5 } else { 0.0 };
-    };
-    let _ = &mut poses;
-    for ((lp, &off), prox) in isl.pairs.iter().zip(&isl.offsets).zip(proxes.drain(..)) {
+    // v⁺₀ = v₀; every collision program at q ⊕ h v⁺₀.
+    let mut poses = Vec::with_capacity(isl.bodies.len());
+    for (li, &g) in isl.bodies.iter().enumerate() {
+        let (q, v) = body_arrays(p, g, &v0.as_slice()[6 * li..6 * li + 6]);
+        poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
+    }
+    let proxes = isl.pairs.iter().map(|lp| pair_proximity(lp, &poses, &isl.local, mu0)).collect::<Result<Vec<_>, _>>()?;
+    u.rows_mut(0, v0.len()).copy_from(v0);
+    for ((lp, &off), prox) in isl.pairs.iter().zip(&isl.offsets).zip(proxes) {
         let (n, m) = (lp.n, lp.m());
         let sol = &prox.solution;
         for i in 0..n {
