@@ -449,21 +449,47 @@ impl DualProblem {
     }
 }
 
-/// Exact primal `∂r/∂u` of an island at `u` (dual numbers, blocks of 16).
+/// Exact primal `∂r/∂u` of an island at `u`. The slack columns of every
+/// collision program are filled in closed form (`s` enters only the
+/// feasibility rows, as `I`, and the complementarity rows, as `Arw(z)`);
+/// every other column by dual numbers, in blocks of 16.
 fn island_jacobian<T: Scalar>(pd: &StepProblem<'_, D>, isl: &Isl<T>, u: &DVec<f64>, rho: f64) -> Result<DMat<f64>, SolveError> {
     let n = u.len();
     let mut j = DMat::zeros(n, n);
-    for start in (0..n).step_by(BLOCK) {
-        let w = BLOCK.min(n - start);
+    let mut is_slack = vec![false; n];
+    for (lp, &off) in isl.pairs.iter().zip(&isl.offsets) {
+        is_slack[off + lp.n..off + lp.n + lp.m()].fill(true);
+    }
+    let cols: Vec<usize> = (0..n).filter(|&c| !is_slack[c]).collect();
+    for block in cols.chunks(BLOCK) {
         let mut ud = u.map(D::from_re);
-        for k in 0..w {
-            ud[start + k] = D::from_re(u[start + k]).derivative(k);
+        for (k, &c) in block.iter().enumerate() {
+            ud[c] = D::from_re(u[c]).derivative(k);
         }
         let (r, _) = island_residual(pd, &isl.bodies, &isl.local, &isl.pairs_d, &isl.offsets, &ud, D::from_re(rho))?;
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
-            for k in 0..w {
-                j[(i, start + k)] = g[k];
+            for (k, &c) in block.iter().enumerate() {
+                j[(i, c)] = g[k];
+            }
+        }
+    }
+    for (lp, &off) in isl.pairs.iter().zip(&isl.offsets) {
+        let (s0, z0, m) = (off + lp.n, off + lp.n + lp.m(), lp.m());
+        for i in 0..m {
+            j[(s0 + i, s0 + i)] = 1.0;
+        }
+        // Complementarity rows (from z0): ∂(s ∘ z)/∂s = Arw(z).
+        for i in 0..lp.layout.n_orthant {
+            j[(z0 + i, s0 + i)] = u[z0 + i];
+        }
+        for (st, d) in lp.layout.soc_blocks() {
+            for k in 0..d {
+                j[(z0 + st, s0 + st + k)] = u[z0 + st + k];
+            }
+            for k in 1..d {
+                j[(z0 + st + k, s0 + st)] = u[z0 + st + k];
+                j[(z0 + st + k, s0 + st + k)] = u[z0 + st];
             }
         }
     }
@@ -624,9 +650,45 @@ struct IslSol<T: Scalar> {
     complementarity: f64,
 }
 
-fn solve_lin<T: Scalar>(j: &DMat<f64>, rhs: &DVec<T>) -> Result<DVec<T>, SolveError> {
-    let lu = j.map(T::from_re).lu();
-    lu.solve(rhs).map(|d| -d).ok_or(SolveError::Singular("single-level Newton system"))
+/// A Newton matrix factored once (f64 LU with partial pivoting) and applied
+/// to right-hand sides in any scalar: the matrix is primal, so `J⁻¹ r` in
+/// a dual scalar is the same as factoring `J` embedded in that scalar.
+struct Factored {
+    l: DMat<f64>,
+    u: DMat<f64>,
+    p: nalgebra::PermutationSequence<nalgebra::Dyn>,
+}
+
+impl Factored {
+    fn new(j: &DMat<f64>) -> Result<Self, SolveError> {
+        let lu = j.clone().lu();
+        if !lu.is_invertible() {
+            return Err(SolveError::Singular("single-level Newton system"));
+        }
+        Ok(Factored { l: lu.l(), u: lu.u(), p: lu.p().clone() })
+    }
+
+    /// The Newton direction `−J⁻¹ rhs`.
+    fn solve<T: Scalar>(&self, rhs: &DVec<T>) -> DVec<T> {
+        let mut x = rhs.clone();
+        self.p.permute_rows(&mut x);
+        let n = x.len();
+        for i in 0..n {
+            let mut acc = x[i];
+            for k in 0..i {
+                acc -= x[k] * T::from_re(self.l[(i, k)]);
+            }
+            x[i] = acc;
+        }
+        for i in (0..n).rev() {
+            let mut acc = x[i];
+            for k in i + 1..n {
+                acc -= x[k] * T::from_re(self.u[(i, k)]);
+            }
+            x[i] = acc / T::from_re(self.u[(i, i)]);
+        }
+        -x
+    }
 }
 
 /// The pair's collision program at body poses `poses` (island order),
@@ -719,9 +781,9 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
         if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
             for _ in 0..params.polish_steps {
                 let ur = u.map(|x| x.re());
-                let j = island_jacobian(pd, isl, &ur, 0.0)?;
+                let j = Factored::new(&island_jacobian(pd, isl, &ur, 0.0)?)?;
                 let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
-                let du = solve_lin(&j, &rhs)?;
+                let du = j.solve(&rhs);
                 let dre = du.map(|x| x.re());
                 if boundary_step(isl, &u, &dre) <= 1.0 {
                     break;
@@ -747,7 +809,9 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
             scale_rows(&isl.cones, &mut j_nt, &ur);
         }
         let r_aff = direction_rhs(&isl.cones, &r0, &u, 0.0, None, nt);
-        let du_aff = solve_lin(&j_nt, &r_aff)?.map(|x| x.re());
+        let lu_nt = Factored::new(&j_nt)?;
+        let mut lu_plain = None;
+        let du_aff = lu_nt.solve(&r_aff).map(|x| x.re());
         let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
         let nu = mean_comp(isl, &u, None);
         let nu_aff = mean_comp(isl, &u, Some((&du_aff, alpha_aff)));
@@ -771,8 +835,14 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
         let mut accepted = 0.0;
         for (so, scaled) in dirs {
             let rhs = direction_rhs(&isl.cones, &r0, &u, kappa, so, scaled);
-            let jm = if scaled { &j_nt } else { &j_plain };
-            let du = solve_lin(jm, &rhs)?;
+            let du = if scaled {
+                lu_nt.solve(&rhs)
+            } else {
+                if lu_plain.is_none() {
+                    lu_plain = Some(Factored::new(&j_plain)?);
+                }
+                lu_plain.as_ref().expect("factored above").solve(&rhs)
+            };
             let dre = du.map(|x| x.re());
             let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
             for _ in 0..=params.max_backtracks {
@@ -797,7 +867,7 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
         if accepted < params.recenter_below {
             let kc = nu.max(rho);
             let rhs = direction_rhs(&isl.cones, &r0, &u, kc, None, nt);
-            let du = solve_lin(&j_nt, &rhs)?;
+            let du = lu_nt.solve(&rhs);
             let dre = du.map(|x| x.re());
             let mut a = (params.fraction_to_boundary * boundary_step(isl, &u, &dre)).min(1.0);
             for _ in 0..=params.max_backtracks {
