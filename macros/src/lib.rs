@@ -102,31 +102,29 @@ mod ast;
 mod diff;
 mod expand;
 mod graph;
+mod inline;
 mod parse;
 
 /// Generates `<name>_jacobian` and `<name>_hessian` for a kernel function
-/// (see the crate docs for the language). `#[kernel(jacobian)]` generates
-/// `<name>_jacobian` only (for large kernels whose Hessian is not needed:
-/// the Hessian's code grows with the square of the number of inputs); such
-/// a kernel can be called from other `#[kernel(jacobian)]`s only.
+/// (see the crate docs for the language). Arguments, comma-separated:
+/// `jacobian` generates `<name>_jacobian` only (for large kernels whose
+/// Hessian is not needed: the Hessian's code grows with the square of the
+/// number of inputs; such a kernel can be called from other
+/// `#[kernel(jacobian)]`s or inlined); `inline` inlines the called kernels
+/// (see the crate docs).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let attr = proc_macro2::TokenStream::from(attr);
-    let hessian = match attr.to_string().as_str() {
-        "" => true,
-        "jacobian" => false,
-        _ => {
-            return syn::Error::new_spanned(
-                attr,
-                "`#[kernel]` takes no arguments, or `jacobian` (no `_hessian` sibling)",
-            )
-            .into_compile_error()
-            .into()
-        }
-    };
-    let item = syn::parse_macro_input!(item as syn::ItemFn);
-    parse::kernel(item)
-        .and_then(|k| expand::expand(&k, hessian))
+    inline::start(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Internal: one step of `#[kernel(inline)]`'s collection of its callees'
+/// sources (see `inline.rs`). Not an API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __kernel_inline(input: TokenStream) -> TokenStream {
+    inline::step(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }
