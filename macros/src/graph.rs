@@ -13,6 +13,11 @@
 //! though IEEE gives `0·∞ = NaN`; derivatives are exact where the value is
 //! finite, like num-dual's).
 //!
+//! Calls of the kernels in an [`Inline`] map are lowered by evaluating the
+//! callee's body on the caller's argument nodes (its parameters bound to
+//! them in a fresh environment), so an inlined kernel leaves no trace in the
+//! DAG; other calls become [`Node::Call`] and go through the chain rule.
+//!
 //! Ids are allocated in creation order and children are always created
 //! before their parents, so increasing id order is a topological order.
 
