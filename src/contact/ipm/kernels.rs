@@ -88,6 +88,7 @@ pub fn side_impulse<T: Scalar>(r: [T; 3], w: [T; 3], h: T, n: [T; 3], t1: [T; 3]
 /// point_b, normal]` between poses `pa`, `pb` (at `q⁺`) moving with `va`,
 /// `vb` (`kinematics::contact_kinematics`).
 #[kernel(jacobian, inline)]
+#[allow(clippy::too_many_arguments)]
 pub fn contact_rows<T: Scalar>(
     pa: [T; 7],
     va: [T; 6],
