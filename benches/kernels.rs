@@ -192,6 +192,16 @@ fn kernels(c: &mut Criterion) {
         spring_hessian,
         |x| ([x[0], x[1], x[2]], [x[3], x[4], x[5]], x[6], x[7])
     );
+    bench_kernel!(
+        c,
+        "rotated_gap_inlined",
+        8,
+        1,
+        rotated_gap_inlined,
+        rotated_gap_inlined_jacobian,
+        rotated_gap_inlined_hessian,
+        |x| ([x[0], x[1], x[2], x[3]], [x[4], x[5], x[6]], x[7])
+    );
     bench_kernel!(c, "trig", 2, 1, trig, trig_jacobian, trig_hessian, |x| (
         x[0], x[1]
     ));

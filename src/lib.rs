@@ -40,6 +40,8 @@ pub mod scene;
 pub mod sim;
 pub mod viz;
 
+#[doc(hidden)]
+pub use dualsim_macros::__kernel_inline;
 pub use dualsim_macros::kernel;
 pub use scalar::Scalar;
 

@@ -148,6 +148,10 @@ check_kernel!(sparse_matches_num_dual: sparse, sparse_jacobian, sparse_hessian, 
     (a 2, s) -> a 3);
 check_kernel!(paths_and_generics_matches_num_dual: paths_and_generics,
     paths_and_generics_jacobian, paths_and_generics_hessian, 4, (a 3, s) -> a 2);
+check_kernel!(rotated_gap_inlined_matches_num_dual: rotated_gap_inlined,
+    rotated_gap_inlined_jacobian, rotated_gap_inlined_hessian, 8, (a 4, a 3, s) -> s);
+check_kernel!(paths_and_generics_inlined_matches_num_dual: paths_and_generics_inlined,
+    paths_and_generics_inlined_jacobian, paths_and_generics_inlined_hessian, 4, (a 3, s) -> a 2);
 
 #[test]
 fn structural_zeros_are_exact() {

@@ -17,7 +17,7 @@
 //! | `sin a`, `cos a`, `exp a`, `ln a` | `a′ cos a`, `−a′ sin a`, `a′ s`, `a′/a` |
 //! | `abs a` | `a′ · sign(a)`, the sign decided on `a.re() >= 0` |
 //! | `a.powi(n)` | `n · a.powi(n−1) · a′` |
-//! | output `o` of `f(args)` | `Σᵢ J_f[o][i] · argᵢ′` (from `f_jacobian`) |
+//! | output `o` of `f(args)` (not inlined) | `Σᵢ J_f[o][i] · argᵢ′` (from `f_jacobian`) |
 //! | `J_f[o][i]` | `Σⱼ H_f[o][i][j] · argⱼ′` (from `f_hessian`) |
 
 use crate::ast::Func;

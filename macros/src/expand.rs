@@ -11,15 +11,18 @@
 //! The bodies are straight-line code: one `let` per DAG node reachable from
 //! the requested outputs, in topological order. Constants are inlined
 //! (`T::zero()`, `T::one()`, `T::from_re(c)`), inputs are read in place
-//! (`x[2]`), and a call of another kernel `g` is one
+//! (`x[2]`), and a call of another kernel `g` (not inlined) is one
 //! `let (v, j[, h]) = g_jacobian(..)` / `g_hessian(..)` whose parts are read
-//! where needed.
+//! where needed. `sin a` and `cos a` both reachable (the derivative of one
+//! is the other) are one `let (s, c) = a.sin_cos();` (num-dual computes the
+//! pair once; for `f64` LLVM already fuses them into one `sincos` call).
 
-use crate::ast::{BinOp, Expr, Kernel, Shape};
+use crate::ast::{BinOp, Expr, Func, Kernel, Shape};
 use crate::diff::{self, Diff};
-use crate::graph::{self, Graph, Id, Lowered, Node, Val};
+use crate::graph::{self, Graph, Id, Inline, Lowered, Node, Val};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use std::collections::HashMap;
 use syn::Ident;
 
 /// `T::from_re(c)` for a literal constant.
@@ -227,10 +230,36 @@ impl Emitter<'_> {
             }
             stack.extend(g.children(id));
         }
+        // `sin a` and `cos a` both needed (the derivative of one is the
+        // other): one `a.sin_cos()`, bound where the first of them is.
+        let mut sin_cos: HashMap<Id, [Option<Id>; 2]> = HashMap::new();
+        for (id, node) in g.nodes.iter().enumerate() {
+            match *node {
+                Node::Func(Func::Sin, a) if reach[id] => {
+                    sin_cos.entry(a).or_default()[0] = Some(id)
+                }
+                Node::Func(Func::Cos, a) if reach[id] => {
+                    sin_cos.entry(a).or_default()[1] = Some(id)
+                }
+                _ => {}
+            }
+        }
         let mut out = Vec::new();
         for id in 0..g.nodes.len() {
             if !reach[id] {
                 continue;
+            }
+            if let Node::Func(Func::Sin | Func::Cos, a) = g.nodes[id] {
+                if let [Some(s), Some(c)] = sin_cos[&a] {
+                    if id == s.min(c) {
+                        let (s, c, a) = (Self::tmp(s), Self::tmp(c), self.read(a));
+                        out.push((
+                            vec![s.clone(), c.clone()],
+                            quote!(let (#s, #c): (#t, #t) = #a.sin_cos();),
+                        ));
+                    }
+                    continue;
+                }
             }
             let r = |x: Id| self.read(x);
             let rhs = match g.nodes[id] {
@@ -319,7 +348,10 @@ impl Emitter<'_> {
                         1 => vec![v.clone(), j.clone()],
                         _ => vec![v.clone(), j.clone(), h.clone()],
                     };
-                    out.push((names, quote_spanned!(span=> let #pat #ty = #path(#(#args),*);)));
+                    out.push((
+                        names,
+                        quote_spanned!(span=> let #pat #ty = #path(#(#args),*);),
+                    ));
                     continue;
                 }
             };
@@ -332,18 +364,22 @@ impl Emitter<'_> {
 
 /// Expands a parsed kernel into the original function and its derivative
 /// siblings.
-pub fn expand(k: &Kernel, with_hessian: bool) -> syn::Result<TokenStream> {
+pub fn expand(k: &Kernel, with_hessian: bool, inline: &Inline) -> syn::Result<TokenStream> {
     let Lowered {
         mut graph,
         inputs,
         outputs,
-    } = graph::lower(k)?;
+    } = graph::lower(k, inline)?;
     let t = &k.scalar;
     let nin = inputs.len();
     let nout = outputs.len();
     let mut d = Diff::default();
     let jac = diff::jacobian(&mut graph, &mut d, &outputs, nin);
-    let hess = if with_hessian { diff::hessian(&mut graph, &mut d, &jac) } else { Vec::new() };
+    let hess = if with_hessian {
+        diff::hessian(&mut graph, &mut d, &jac)
+    } else {
+        Vec::new()
+    };
 
     let em = Emitter {
         g: &graph,
@@ -386,7 +422,11 @@ pub fn expand(k: &Kernel, with_hessian: bool) -> syn::Result<TokenStream> {
     let mut hess_roots = jac_roots.clone();
     hess_roots.extend(hess.iter().flatten().flatten());
     let jac_stmts = em.statements(&jac_roots);
-    let hess_stmts = if with_hessian { em.statements(&hess_roots) } else { Vec::new() };
+    let hess_stmts = if with_hessian {
+        em.statements(&hess_roots)
+    } else {
+        Vec::new()
+    };
 
     let name = &k.item.sig.ident;
     let vis = &k.item.vis;
@@ -447,7 +487,9 @@ mod tests {
     fn expand_str(src: &str) -> String {
         let item: syn::ItemFn = syn::parse_str(src).expect("valid Rust");
         let k = crate::parse::kernel(item).expect("valid kernel");
-        expand(&k, true).expect("expands").to_string()
+        expand(&k, true, &Inline::new())
+            .expect("expands")
+            .to_string()
     }
 
     #[test]
@@ -462,5 +504,113 @@ mod tests {
         // ∂f/∂y = 1 is a constant, and ∂²f/∂y² = 0 is emitted as zero.
         assert!(out.contains("T :: one ()"), "{out}");
         assert!(out.contains("T :: zero ()"), "{out}");
+    }
+
+    #[test]
+    fn sin_and_cos_of_one_argument_are_one_sin_cos() {
+        let out = expand_str("fn f<T: Scalar>(x: T, y: T) -> T { sin(x * y) + cos(x) }");
+        // The derivatives need sin and cos of both `x·y` and `x`: one
+        // `sin_cos` each, in each of the two generated functions.
+        let generated = &out[out.find("fn f_jacobian").expect("generated")..];
+        assert_eq!(generated.matches("sin_cos ()").count(), 4, "{out}");
+        assert!(
+            !generated.contains(". sin ()") && !generated.contains(". cos ()"),
+            "{out}"
+        );
+    }
+}
+
+/// Operation counts of the crate's own kernels (`src/collision/kernels.rs`,
+/// `src/contact/ipm/kernels.rs`), with and without inlining.
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    fn crate_kernels() -> HashMap<String, Kernel> {
+        let mut out = HashMap::new();
+        for src in [
+            include_str!("../../src/collision/kernels.rs"),
+            include_str!("../../src/contact/ipm/kernels.rs"),
+        ] {
+            let file = syn::parse_file(src).expect("parses");
+            for item in file.items {
+                if let syn::Item::Fn(f) = item {
+                    if f.attrs.iter().any(|a| a.path().is_ident("kernel")) {
+                        let mut f = f.clone();
+                        f.attrs.retain(|a| !a.path().is_ident("kernel"));
+                        let k = crate::parse::kernel(f).expect("kernel");
+                        out.insert(k.item.sig.ident.to_string(), k);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Operations (DAG nodes other than constants, inputs and reads of a
+    /// call's results) of `name`'s value (`level` 0) or value and Jacobian
+    /// (1), the costs of the called kernels' generated functions included.
+    fn cost(name: &str, ks: &HashMap<String, Kernel>, inline: &Inline, level: u8) -> usize {
+        let k = &ks[name];
+        let l = graph::lower(k, inline).expect("lowers");
+        let mut g = l.graph;
+        let mut d = Diff::default();
+        let jac = diff::jacobian(&mut g, &mut d, &l.outputs, l.inputs.len());
+        let mut roots = l.outputs.clone();
+        if level > 0 {
+            roots.extend(jac.iter().flatten());
+        }
+        let mut reach = vec![false; g.nodes.len()];
+        let mut lvl = vec![0u8; g.nodes.len()];
+        let mut stack = roots;
+        while let Some(id) = stack.pop() {
+            if reach[id] {
+                continue;
+            }
+            reach[id] = true;
+            if let Node::CallJac { call, .. } = g.nodes[id] {
+                lvl[call] = 1;
+            }
+            stack.extend(g.children(id));
+        }
+        let mut n = 0;
+        for id in 0..g.nodes.len() {
+            if !reach[id] {
+                continue;
+            }
+            n += match g.nodes[id] {
+                Node::Const(_) | Node::Input(_) | Node::CallOut { .. } | Node::CallJac { .. } => 0,
+                Node::Call(_) => {
+                    let key = graph::path_key(&g.call_info(id).path);
+                    cost(&key, ks, inline, lvl[id])
+                }
+                _ => 1,
+            };
+        }
+        n
+    }
+
+    /// Inlining never costs operations on the crate's kernels, and on the
+    /// 58-input contact kernels it saves more than a third of them (the
+    /// table: `cargo test -p dualsim-macros --lib cost -- --nocapture`).
+    #[test]
+    fn inlining_saves_operations_on_the_crate_kernels() {
+        let ks = crate_kernels();
+        let all: Inline = crate_kernels();
+        let mut names: Vec<&String> = ks.keys().collect();
+        names.sort();
+        assert!(names.len() > 30, "{names:?}");
+        for name in names {
+            let chain = cost(name, &ks, &Inline::new(), 1);
+            let inlined = cost(name, &ks, &all, 1);
+            let value = cost(name, &ks, &all, 0);
+            eprintln!(
+                "{name:28} value {value:5}  jacobian: chain rule {chain:6}, inlined {inlined:6}"
+            );
+            assert!(inlined <= chain, "{name}: {inlined} > {chain}");
+            if name.starts_with("contact_") && name != "contact_rows" {
+                assert!(3 * inlined < 2 * chain, "{name}: {inlined} vs {chain}");
+            }
+        }
     }
 }

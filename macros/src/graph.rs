@@ -13,6 +13,11 @@
 //! though IEEE gives `0·∞ = NaN`; derivatives are exact where the value is
 //! finite, like num-dual's).
 //!
+//! Calls of the kernels in an [`Inline`] map are lowered by evaluating the
+//! callee's body on the caller's argument nodes (its parameters bound to
+//! them in a fresh environment), so an inlined kernel leaves no trace in the
+//! DAG; other calls become [`Node::Call`] and go through the chain rule.
+//!
 //! Ids are allocated in creation order and children are always created
 //! before their parents, so increasing id order is a topological order.
 
@@ -394,16 +399,39 @@ fn err<T>(span: proc_macro2::Span, msg: impl std::fmt::Display) -> syn::Result<T
     Err(Error::new(span, msg))
 }
 
-struct Lowerer {
-    g: Graph,
-    env: HashMap<String, Val>,
+/// Kernels whose bodies are inlined where they are called, by the callee
+/// path as written at the call ([`path_key`]).
+pub type Inline = HashMap<String, Kernel>;
+
+/// The key of a callee path in an [`Inline`] map: its segments joined by
+/// `::`, without generic arguments (`geom::norm2::<T>` → `geom::norm2`).
+pub fn path_key(path: &Path) -> String {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let lead = if path.leading_colon.is_some() {
+        "::"
+    } else {
+        ""
+    };
+    format!("{lead}{}", segs.join("::"))
 }
 
-/// Lowers a parsed kernel, checking shapes.
-pub fn lower(k: &Kernel) -> syn::Result<Lowered> {
+struct Lowerer<'a> {
+    g: Graph,
+    env: HashMap<String, Val>,
+    inline: &'a Inline,
+    /// The kernels being inlined, innermost last (a recursive call is an
+    /// error instead of an endless expansion).
+    stack: Vec<String>,
+}
+
+/// Lowers a parsed kernel, checking shapes; calls of the kernels in
+/// `inline` are replaced by their bodies.
+pub fn lower(k: &Kernel, inline: &Inline) -> syn::Result<Lowered> {
     let mut l = Lowerer {
         g: Graph::default(),
         env: HashMap::new(),
+        inline,
+        stack: vec![k.item.sig.ident.to_string()],
     };
     let mut inputs = Vec::new();
     for arg in &k.args {
@@ -437,7 +465,7 @@ pub fn lower(k: &Kernel) -> syn::Result<Lowered> {
     })
 }
 
-impl Lowerer {
+impl Lowerer<'_> {
     fn scalar(&mut self, e: &Expr) -> syn::Result<Id> {
         match self.expr(e, Some(Shape::Scalar))? {
             Val::Scalar(id) => Ok(id),
@@ -477,7 +505,14 @@ impl Lowerer {
                 Val::Scalar(self.g.powi(a, *exp))
             }
             Expr::Index { base, index, span } => {
-                if let Expr::Call { path, args, span } = &**base {
+                if let Some((path, args, span)) = match &**base {
+                    Expr::Call { path, args, span }
+                        if !self.inline.contains_key(&path_key(path)) =>
+                    {
+                        Some((path, args, span))
+                    }
+                    _ => None,
+                } {
                     // `kernel(args)[i]`: an array-valued call whose length
                     // need not be known.
                     let call = self.call(path, args, None, *span)?;
@@ -512,6 +547,9 @@ impl Lowerer {
                     .map(|x| self.scalar(x))
                     .collect::<syn::Result<_>>()?,
             ),
+            Expr::Call { path, args, span } if self.inline.contains_key(&path_key(path)) => {
+                self.inline_call(path, args, *span)?
+            }
             Expr::Call { path, args, span } => {
                 let shape = expect.unwrap_or(Shape::Scalar);
                 let call = self.call(path, args, Some(shape), *span)?;
@@ -534,6 +572,53 @@ impl Lowerer {
             }
         }
         Ok(v)
+    }
+
+    /// The body of the kernel `path` (in [`Lowerer::inline`]) evaluated on
+    /// `args`: the callee's nodes join the caller's DAG, so simplification
+    /// and common subexpressions work across the call.
+    fn inline_call(
+        &mut self,
+        path: &Path,
+        args: &[Expr],
+        span: proc_macro2::Span,
+    ) -> syn::Result<Val> {
+        let key = path_key(path);
+        let inline = self.inline;
+        let k = &inline[&key];
+        if self.stack.contains(&key) {
+            return err(
+                span,
+                format!("`{key}` calls itself (through inlined kernels)"),
+            );
+        }
+        if args.len() != k.args.len() {
+            return err(
+                span,
+                format!(
+                    "`{key}` takes {} arguments, {} given",
+                    k.args.len(),
+                    args.len()
+                ),
+            );
+        }
+        let mut env = HashMap::new();
+        for (a, param) in args.iter().zip(&k.args) {
+            let v = self.expr(a, Some(param.shape))?;
+            env.insert(param.name.to_string(), v);
+        }
+        let saved = std::mem::replace(&mut self.env, env);
+        self.stack.push(key);
+        let r = (|| {
+            for b in &k.lets {
+                let v = self.expr(&b.init, b.ty)?;
+                self.env.insert(b.name.to_string(), v);
+            }
+            self.expr(&k.tail, Some(k.ret))
+        })();
+        self.stack.pop();
+        self.env = saved;
+        r
     }
 
     fn call(

@@ -35,7 +35,7 @@ pub fn cross3<T: Scalar>(a: [T; 3], b: [T; 3]) -> [T; 3] {
 
 /// Rotation of `v` by the quaternion `q = [w, x, y, z]`
 /// (`v + w t + u × t`, `t = 2 u × v`, as `math::so3::rotate`).
-#[kernel]
+#[kernel(inline)]
 pub fn rotate<T: Scalar>(q: [T; 4], v: [T; 3]) -> [T; 3] {
     let u = [q[1], q[2], q[3]];
     let c: [T; 3] = cross3(u, v);
@@ -45,20 +45,20 @@ pub fn rotate<T: Scalar>(q: [T; 4], v: [T; 3]) -> [T; 3] {
 }
 
 /// `pose · x` for a pose `[p, r]`.
-#[kernel]
+#[kernel(inline)]
 pub fn act<T: Scalar>(pose: [T; 7], x: [T; 3]) -> [T; 3] {
     let rx: [T; 3] = rotate([pose[3], pose[4], pose[5], pose[6]], x);
     [rx[0] + pose[0], rx[1] + pose[1], rx[2] + pose[2]]
 }
 
 /// `pose⁻¹ · x = Rᵀ (x − p)`.
-#[kernel]
+#[kernel(inline)]
 pub fn act_inv<T: Scalar>(pose: [T; 7], x: [T; 3]) -> [T; 3] {
     rotate([pose[3], -pose[4], -pose[5], -pose[6]], [x[0] - pose[0], x[1] - pose[1], x[2] - pose[2]])
 }
 
 /// Sphere `(c, r)` against the world half-space `n · x ≤ d`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_plane_world<T: Scalar>(c: [T; 3], r: T, n: [T; 3], d: T) -> [T; 10] {
     let height = dot3(n, c) - d;
     [
@@ -76,7 +76,7 @@ pub fn sphere_plane_world<T: Scalar>(c: [T; 3], r: T, n: [T; 3], d: T) -> [T; 10
 }
 
 /// Spheres `(ca, ra)`, `(cb, rb)` with distinct centres.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_sphere_world<T: Scalar>(ca: [T; 3], ra: T, cb: [T; 3], rb: T) -> [T; 10] {
     let d = [ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]];
     let dist = sqrt(dot3(d, d));
@@ -103,7 +103,7 @@ pub fn flip<T: Scalar>(c: [T; 10]) -> [T; 10] {
 
 /// The plane `nl · x ≤ off` given in the frame `pose`, in the world:
 /// `[n (3), d]` (as `collision::world_plane`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn world_plane<T: Scalar>(nl: [T; 3], off: T, pose: [T; 7]) -> [T; 4] {
     let n: [T; 3] = rotate([pose[3], pose[4], pose[5], pose[6]], nl);
     [n[0], n[1], n[2], off + dot3(n, [pose[0], pose[1], pose[2]])]
@@ -111,7 +111,7 @@ pub fn world_plane<T: Scalar>(nl: [T; 3], off: T, pose: [T; 7]) -> [T; 4] {
 
 /// End point `e = p + s R (0, 0, l)` of a capsule's segment (`s = −1`:
 /// end 0, `s = 1`: end 1).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn capsule_end<T: Scalar>(pose: [T; 7], l: T, s: T) -> [T; 3] {
     let ax: [T; 3] = rotate([pose[3], pose[4], pose[5], pose[6]], [0, 0, l]);
     [pose[0] + s * ax[0], pose[1] + s * ax[1], pose[2] + s * ax[2]]
@@ -119,14 +119,14 @@ pub fn capsule_end<T: Scalar>(pose: [T; 7], l: T, s: T) -> [T; 3] {
 
 /// Sphere (radius `r`) at `pa` against the plane `(nl, off)` of the frame
 /// `pb`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_plane<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], nl: [T; 3], off: T) -> [T; 10] {
     let pl: [T; 4] = world_plane(nl, off, pb);
     sphere_plane_world([pa[0], pa[1], pa[2]], r, [pl[0], pl[1], pl[2]], pl[3])
 }
 
 /// Capsule end `s` (selector, ±1) against a plane.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn capsule_plane<T: Scalar>(pa: [T; 7], r: T, l: T, s: T, pb: [T; 7], nl: [T; 3], off: T) -> [T; 10] {
     let pl: [T; 4] = world_plane(nl, off, pb);
     let e: [T; 3] = capsule_end(pa, l, s);
@@ -134,7 +134,7 @@ pub fn capsule_plane<T: Scalar>(pa: [T; 7], r: T, l: T, s: T, pb: [T; 7], nl: [T
 }
 
 /// Box vertex with signs `sg` (selectors, ±1) against a plane.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn box_plane<T: Scalar>(pa: [T; 7], half: [T; 3], sg: [T; 3], pb: [T; 7], nl: [T; 3], off: T) -> [T; 10] {
     let pl: [T; 4] = world_plane(nl, off, pb);
     let x: [T; 3] = act(pa, [sg[0] * half[0], sg[1] * half[1], sg[2] * half[2]]);
@@ -154,14 +154,14 @@ pub fn box_plane<T: Scalar>(pa: [T; 7], half: [T; 3], sg: [T; 3], pb: [T; 7], nl
 }
 
 /// Spheres at the origins of `pa`, `pb`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_sphere<T: Scalar>(pa: [T; 7], ra: T, pb: [T; 7], rb: T) -> [T; 10] {
     sphere_sphere_world([pa[0], pa[1], pa[2]], ra, [pb[0], pb[1], pb[2]], rb)
 }
 
 /// Capsule `(pa, ra, la)` against the sphere `(pb, rb)`; the segment
 /// parameter is `t = wt t_free + t0` (selectors).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn capsule_sphere<T: Scalar>(pa: [T; 7], ra: T, la: T, wt: T, t0: T, pb: [T; 7], rb: T) -> [T; 10] {
     let e0: [T; 3] = capsule_end(pa, la, -1);
     let e1: [T; 3] = capsule_end(pa, la, 1);
@@ -174,7 +174,7 @@ pub fn capsule_sphere<T: Scalar>(pa: [T; 7], ra: T, la: T, wt: T, t0: T, pb: [T;
 /// Capsule against capsule; the segment parameters are
 /// `s = ws₀ s_free + ws₁ s_t0 + ws₂ s_t1 + s₀`, `t = wt t(s) + t₀`
 /// (selectors; `s_t0`, `s_t1`: `s` with `t` clamped to 0, 1).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn capsule_capsule<T: Scalar>(pa: [T; 7], ra: T, la: T, pb: [T; 7], rb: T, lb: T, sel: [T; 6]) -> [T; 10] {
     let a0: [T; 3] = capsule_end(pa, la, -1);
     let a1: [T; 3] = capsule_end(pa, la, 1);
@@ -202,7 +202,7 @@ pub fn capsule_capsule<T: Scalar>(pa: [T; 7], ra: T, la: T, pb: [T; 7], rb: T, l
 /// Sphere `(pa, r)` against the box `(pb, half)`, centre outside: the
 /// clamped local point is `m_k half_k + w_k local_k` (selectors `m`
 /// ∈ {−1, 0, 1}, `w = 1 − |m|`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_box_outside<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], half: [T; 3], m: [T; 3], w: [T; 3]) -> [T; 10] {
     let c = [pa[0], pa[1], pa[2]];
     let l: [T; 3] = act_inv(pb, c);
@@ -218,7 +218,7 @@ pub fn sphere_box_outside<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], half: [T; 3],
 
 /// Sphere `(pa, r)` against the box `(pb, half)`, centre inside: the face
 /// `m = ±e_k` (selector), `w = 1 − |m|`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn sphere_box_inside<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], half: [T; 3], m: [T; 3], w: [T; 3]) -> [T; 10] {
     let c = [pa[0], pa[1], pa[2]];
     let l: [T; 3] = act_inv(pb, c);

@@ -109,3 +109,25 @@ where
     let m = geom::norm2([s, 1, -s]);
     [n * s / (1 + m), dot3(a, [n, s, geom::norm2(a)]) - exp(-m)]
 }
+
+/// [`rotated_gap`] with its callees inlined (`#[kernel(inline)]`): an
+/// array-valued callee, a directly indexed call, a repeated call, a
+/// callee that calls a kernel, constant arguments.
+#[kernel(inline)]
+pub fn rotated_gap_inlined<T: Scalar>(q: [T; 4], v: [T; 3], h: T) -> T {
+    let w: [T; 3] = quat_rotate(q, v);
+    let z = quat_rotate(q, [v[0], v[1], v[2]])[2];
+    w[2] * z - h * w[0] + sphere_plane_gap([0.0, 0.0, 1.0], h, w, 0.1)
+}
+
+/// [`paths_and_generics`] with its callees inlined: callees reached by
+/// path and with a turbofish, with another scalar parameter name.
+#[kernel(inline)]
+pub fn paths_and_generics_inlined<S>(a: [S; 3], s: S) -> [S; 2]
+where
+    S: Scalar,
+{
+    let n = geom::norm2::<S>(a);
+    let m = geom::norm2([s, 1, -s]);
+    [n * s / (1 + m), dot3(a, [n, s, geom::norm2(a)]) - exp(-m)]
+}

@@ -1,6 +1,6 @@
 use dualsim::kernel;
 
-// Only `#[kernel]` and `#[kernel(jacobian)]` exist.
+// Only `#[kernel]`, `#[kernel(jacobian)]`, `#[kernel(inline)]` and `#[kernel(jacobian, inline)]` exist.
 #[kernel(hessian)]
 fn f<T: dualsim::Scalar>(x: T) -> T {
     x * x

@@ -39,14 +39,14 @@ pub fn quat_mul<T: Scalar>(a: [T; 4], b: [T; 4]) -> [T; 4] {
 }
 
 /// The retraction's half-step quaternion `φ(x) = [√(1 − ‖x‖²/4), x/2]`.
-#[kernel]
+#[kernel(inline)]
 pub fn phi<T: Scalar>(x: [T; 3]) -> [T; 4] {
     let a = [x[0] * 0.5, x[1] * 0.5, x[2] * 0.5];
     [sqrt(1 - dot3(a, a)), a[0], a[1], a[2]]
 }
 
 /// `(q ⊕ δ) ⊕ h v`: `p + δp + h ṗ`, `φ(h ω) ⊗ φ(δθ) ⊗ r`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn pose_after<T: Scalar>(q: [T; 7], d: [T; 6], v: [T; 6], h: T) -> [T; 7] {
     let p0: [T; 4] = phi([d[3], d[4], d[5]]);
     let r0: [T; 4] = quat_mul(p0, [q[3], q[4], q[5], q[6]]);
@@ -57,7 +57,7 @@ pub fn pose_after<T: Scalar>(q: [T; 7], d: [T; 6], v: [T; 6], h: T) -> [T; 7] {
 
 /// `L(x)ᵀ m` with `L(x) = c 𝟙 + u uᵀ / c + [u]×`, `u = x/2`,
 /// `c = √(1 − ‖u‖²)` (`kinematics::phi_rotation_jacobian`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn phi_rotation_t<T: Scalar>(x: [T; 3], m: [T; 3]) -> [T; 3] {
     let u = [x[0] * 0.5, x[1] * 0.5, x[2] * 0.5];
     let c = sqrt(1 - dot3(u, u));
@@ -68,7 +68,7 @@ pub fn phi_rotation_t<T: Scalar>(x: [T; 3], m: [T; 3]) -> [T; 3] {
 
 /// `Wᵀ f` of one side of a contact (without the side's sign): lever arm
 /// `r`, frame `(n, t1, t2)`, `L(hω)ᵀ` on the normal row's moment.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 pub fn side_impulse<T: Scalar>(r: [T; 3], w: [T; 3], h: T, n: [T; 3], t1: [T; 3], t2: [T; 3], f: [T; 3]) -> [T; 6] {
     let rn: [T; 3] = cross3(r, n);
     let mn: [T; 3] = phi_rotation_t([h * w[0], h * w[1], h * w[2]], rn);
@@ -87,7 +87,8 @@ pub fn side_impulse<T: Scalar>(r: [T; 3], w: [T; 3], h: T, n: [T; 3], t1: [T; 3]
 /// `[y (3), W_aᵀ f (6), W_bᵀ f (6)]` of a contact `c = [gap, point_a,
 /// point_b, normal]` between poses `pa`, `pb` (at `q⁺`) moving with `va`,
 /// `vb` (`kinematics::contact_kinematics`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
+#[allow(clippy::too_many_arguments)]
 pub fn contact_rows<T: Scalar>(
     pa: [T; 7],
     va: [T; 6],
@@ -132,7 +133,7 @@ pub fn contact_rows<T: Scalar>(
 }
 
 /// Sphere `a` against a plane `b`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_plane<T: Scalar>(
     qa: [T; 7],
@@ -155,7 +156,7 @@ pub fn contact_sphere_plane<T: Scalar>(
 }
 
 /// Capsule end `sel[0]` (±1) against a plane.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_plane<T: Scalar>(
     qa: [T; 7],
@@ -178,7 +179,7 @@ pub fn contact_capsule_plane<T: Scalar>(
 }
 
 /// Box vertex `sel[0..3]` (signs) against a plane.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_plane<T: Scalar>(
     qa: [T; 7],
@@ -201,7 +202,7 @@ pub fn contact_box_plane<T: Scalar>(
 }
 
 /// Sphere against sphere.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_sphere<T: Scalar>(
     qa: [T; 7],
@@ -224,7 +225,7 @@ pub fn contact_sphere_sphere<T: Scalar>(
 }
 
 /// Capsule `a` against sphere `b` (`sel[0..2] = (wt, t0)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_sphere<T: Scalar>(
     qa: [T; 7],
@@ -247,7 +248,7 @@ pub fn contact_capsule_sphere<T: Scalar>(
 }
 
 /// Sphere `a` against capsule `b` (`sel[0..2] = (wt, t0)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_capsule<T: Scalar>(
     qa: [T; 7],
@@ -271,7 +272,7 @@ pub fn contact_sphere_capsule<T: Scalar>(
 }
 
 /// Capsule against capsule (six selectors).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_capsule<T: Scalar>(
     qa: [T; 7],
@@ -294,7 +295,7 @@ pub fn contact_capsule_capsule<T: Scalar>(
 }
 
 /// Sphere `a` against box `b`, centre outside (`sel = (m, w)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_box_outside<T: Scalar>(
     qa: [T; 7],
@@ -324,7 +325,7 @@ pub fn contact_sphere_box_outside<T: Scalar>(
 }
 
 /// Sphere `a` against box `b`, centre inside (`sel = (m, w)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_box_inside<T: Scalar>(
     qa: [T; 7],
@@ -354,7 +355,7 @@ pub fn contact_sphere_box_inside<T: Scalar>(
 }
 
 /// Box `a` against sphere `b`, centre outside (`sel = (m, w)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_sphere_outside<T: Scalar>(
     qa: [T; 7],
@@ -378,7 +379,7 @@ pub fn contact_box_sphere_outside<T: Scalar>(
 }
 
 /// Box `a` against sphere `b`, centre inside (`sel = (m, w)`).
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_sphere_inside<T: Scalar>(
     qa: [T; 7],
@@ -408,7 +409,7 @@ pub fn contact_box_sphere_inside<T: Scalar>(
 /// `m(ṗ⁺ − ṗ) − h(m g + f)`, `P⁺(ω⁺) − P⁻(ω) − h τ` with
 /// `P±(ω) = c(ω) I ω ± (h/2) ω × I ω`, `I = R I_b Rᵀ`,
 /// `c(ω) = √(1 − h²‖ω‖²/4)`.
-#[kernel(jacobian)]
+#[kernel(jacobian, inline)]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn free_body_rows<T: Scalar>(
     r: [T; 4],
