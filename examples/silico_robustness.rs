@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
-//!     [--experiment drop|stack|all] [--threads T]
+//!     [--experiment drop|stack|all] [--threads T] [--hz RATE] [--settle STEPS]
 //! ```
+//!
+//! `--hz RATE` runs the drop at that one rate only; `--settle STEPS` first
+//! settles each tower quasi-statically in the backend's own model
+//! (`experiment::settle`) before measuring its momentum.
 //!
 //! Drop: 6 time steps (1/10 … 1/100 s) × 6 relaxations ρ (1e-3 … 1e-10) ×
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
@@ -38,9 +42,10 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
     out.into_inner().unwrap().into_iter().map(|x| x.unwrap()).collect()
 }
 
-fn drop_table(solver: SolverKind, runs: usize, threads: usize) {
+fn drop_table(solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>) {
     let t0 = Instant::now();
-    let cells: Vec<(f64, f64)> = HZ.iter().flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
+    let cells: Vec<(f64, f64)> =
+        HZ.iter().filter(|&&hz| only_hz.is_none_or(|o| o == hz)).flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
     let jobs = cells.len() * runs;
     let res: Vec<DropRun> = parallel(jobs, threads, |k| {
         let (hz, rho) = cells[k / runs];
@@ -67,6 +72,9 @@ fn drop_table(solver: SolverKind, runs: usize, threads: usize) {
     };
     for &hz in &HZ {
         let rs: Vec<&DropRun> = res.iter().enumerate().filter(|(k, _)| cells[k / runs].0 == hz).map(|x| x.1).collect();
+        if rs.is_empty() {
+            continue;
+        }
         row(format!("{hz}"), &rs);
     }
     let all: Vec<&DropRun> = res.iter().collect();
@@ -139,6 +147,7 @@ fn main() {
     let runs: usize = opt("--runs").map(|s| s.parse().expect("--runs N")).unwrap_or(100);
     let threads: usize = opt("--threads").map(|s| s.parse().expect("--threads T")).unwrap_or(1);
     let backend = opt("--backend").unwrap_or_else(|| "both".into());
+    let only_hz: Option<f64> = opt("--hz").map(|s| s.parse().expect("--hz RATE"));
     let settle_steps: usize = opt("--settle").map(|s| s.parse().expect("--settle STEPS")).unwrap_or(0);
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
     let solvers: Vec<SolverKind> = match backend.as_str() {
@@ -149,7 +158,7 @@ fn main() {
     };
     if experiment == "drop" || experiment == "all" {
         for &s in &solvers {
-            drop_table(s, runs, threads);
+            drop_table(s, runs, threads, only_hz);
         }
     }
     if experiment == "stack" || experiment == "all" {
