@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
-//!     [--experiment drop|stack|all] [--threads T] [--hz RATE] [--settle STEPS]
+//!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
+//!     [--threads T] [--hz RATE] [--settle STEPS]
 //! ```
 //!
 //! `--hz RATE` runs the drop at that one rate only; `--settle STEPS` first
@@ -15,9 +16,8 @@
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
 //! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
 
-use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, stack_world, DropRun};
+use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, Drop, DropRun, Stack};
 use dualsim::contact::SolverKind;
-use dualsim::contact::silico::experiment::drop_world;
 use std::time::Instant;
 
 const HZ: [f64; 6] = [10.0, 20.0, 30.0, 50.0, 75.0, 100.0];
@@ -42,17 +42,17 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
     out.into_inner().unwrap().into_iter().map(|x| x.unwrap()).collect()
 }
 
-fn drop_table(solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>) {
+fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>) {
     let t0 = Instant::now();
     let cells: Vec<(f64, f64)> =
         HZ.iter().filter(|&&hz| only_hz.is_none_or(|o| o == hz)).flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
     let jobs = cells.len() * runs;
     let res: Vec<DropRun> = parallel(jobs, threads, |k| {
         let (hz, rho) = cells[k / runs];
-        let w = drop_world(solver, 1.0 / hz, rho, CAP);
-        run_drop(&w, (k % runs) as u64, 1.5)
+        let w = kind.world(solver, 1.0 / hz, rho, CAP);
+        run_drop(kind, &w, (k % runs) as u64, 1.5)
     });
-    println!("\n### `{}`: polytope drop, {} runs ({} s)\n", solver.name(), jobs, t0.elapsed().as_secs());
+    println!("\n### `{}`: {} polytope drop, {} runs ({} s)\n", solver.name(), kind.name(), jobs, t0.elapsed().as_secs());
     println!("| rate (Hz) | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
     println!("|---|---|---|---|---|---|---|");
     let row = |label: String, rs: &[&DropRun]| {
@@ -88,8 +88,8 @@ fn drop_table(solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f
     }
 }
 
-fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
-    println!("\n### Stacking: two boxes, 10 towers × 6 rates × 6 ρ, 1 s\n");
+fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps: usize) {
+    println!("\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s\n", kind.name());
     println!("| backend | runs | failed runs | mean momentum error (kg m/s) | max run error |");
     println!("|---|---|---|---|---|");
     let mut means = Vec::new();
@@ -100,7 +100,7 @@ fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
             let way = k % 10;
             let hz = HZ[(k / 10) % HZ.len()];
             let rho = RHO[k / (10 * HZ.len())];
-            let (w, x0) = stack_world(way, solver, 1.0 / hz, rho, CAP);
+            let (w, x0) = kind.world(way, solver, 1.0 / hz, rho, CAP);
             if settle_steps > 0 {
                 let x1 = settle(&w, &x0, settle_steps)?;
                 momentum_error(&w, &x1, 1.0)
@@ -111,7 +111,11 @@ fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
         let ok: Vec<f64> = res.iter().flatten().copied().collect();
         let mean = ok.iter().sum::<f64>() / ok.len().max(1) as f64;
         let max = ok.iter().copied().fold(0.0, f64::max);
-        println!("| {} | {} | {} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
+        if ok.is_empty() {
+            println!("| {} | {} | {} | – | – |", solver.name(), jobs, jobs);
+        } else {
+            println!("| {} | {} | {} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
+        }
         means.push(mean);
         cells.push(res);
     }
@@ -119,7 +123,11 @@ fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
     let cell_mean = |res: &[Option<f64>], keep: &dyn Fn(usize) -> bool| {
         let v: Vec<f64> = res.iter().enumerate().filter(|(k, _)| keep(*k)).filter_map(|(_, e)| *e).collect();
         let failed = res.iter().enumerate().filter(|(k, e)| keep(*k) && e.is_none()).count();
-        format!("{:.2e} ({failed} failed)", v.iter().sum::<f64>() / v.len().max(1) as f64)
+        if v.is_empty() {
+            format!("– ({failed} failed)")
+        } else {
+            format!("{:.2e} ({failed} failed)", v.iter().sum::<f64>() / v.len() as f64)
+        }
     };
     let names: Vec<&str> = solvers.iter().map(|s| s.name()).collect();
     println!("\nper rate (mean momentum error, failed runs left out):\n");
@@ -136,7 +144,7 @@ fn stack_table(solvers: &[SolverKind], threads: usize, settle_steps: usize) {
         let row: Vec<String> = cells.iter().map(|res| cell_mean(res, &|k| k / (10 * HZ.len()) == i)).collect();
         println!("| {rho:e} | {} |", row.join(" | "));
     }
-    if means.len() == 2 {
+    if means.len() == 2 && means.iter().all(|m| *m > 0.0) {
         println!("\nratio bilevel / single_level = {:.1}", means[1] / means[0]);
     }
 }
@@ -150,6 +158,18 @@ fn main() {
     let only_hz: Option<f64> = opt("--hz").map(|s| s.parse().expect("--hz RATE"));
     let settle_steps: usize = opt("--settle").map(|s| s.parse().expect("--settle STEPS")).unwrap_or(0);
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
+    let drops: Vec<Drop> = match opt("--drop").as_deref() {
+        None | Some("both") => vec![Drop::Planar, Drop::Chamfered],
+        Some("planar") => vec![Drop::Planar],
+        Some("chamfered") => vec![Drop::Chamfered],
+        Some(other) => panic!("unknown drop {other}"),
+    };
+    let stacks: Vec<Stack> = match opt("--stack").as_deref() {
+        None | Some("both") => vec![Stack::Planar, Stack::Towers],
+        Some("planar") => vec![Stack::Planar],
+        Some("towers") => vec![Stack::Towers],
+        Some(other) => panic!("unknown stack {other}"),
+    };
     let solvers: Vec<SolverKind> = match backend.as_str() {
         "single_level" => vec![SolverKind::SingleLevel],
         "bilevel" => vec![SolverKind::Bilevel],
@@ -157,11 +177,15 @@ fn main() {
         other => panic!("unknown backend {other}"),
     };
     if experiment == "drop" || experiment == "all" {
-        for &s in &solvers {
-            drop_table(s, runs, threads, only_hz);
+        for &kind in &drops {
+            for &s in &solvers {
+                drop_table(kind, s, runs, threads, only_hz);
+            }
         }
     }
     if experiment == "stack" || experiment == "all" {
-        stack_table(&solvers, threads, settle_steps);
+        for &kind in &stacks {
+            stack_table(kind, &solvers, threads, settle_steps);
+        }
     }
 }

@@ -209,6 +209,18 @@ pub struct Params {
     /// derivative order exact (the `unrolled` method's gradients and
     /// Hessians), and it tightens the primal residual to round-off.
     pub polish_steps: usize,
+    /// `single_level` only: an attempt that has taken this many
+    /// iterations and whose last accepted step was shorter than
+    /// [`Params::restart_step`] (it is pinned against a cone boundary)
+    /// starts again from its initial point with every cone variable at
+    /// [`Params::restart_scale`]. The iterations of both attempts count
+    /// against the iteration cap. 0 disables. Default 10.
+    pub restart_after: usize,
+    /// See [`Params::restart_after`]. Default 0.2.
+    pub restart_step: f64,
+    /// See [`Params::restart_after`]. Default 1: a start far inside the
+    /// cones, the opposite of `initial_scale`'s default.
+    pub restart_scale: f64,
 }
 
 impl Default for Params {
@@ -227,6 +239,9 @@ impl Default for Params {
             newton: NewtonParams::default(),
             max_candidate_rounds: 4,
             polish_steps: 2,
+            restart_after: 10,
+            restart_step: 0.2,
+            restart_scale: 1.0,
         }
     }
 }

@@ -8,11 +8,23 @@
 //!   run *fails* when a step does not converge within the iteration cap
 //!   (30, Silico). Penetration is measured geometrically: the depth of
 //!   the lowest polytope vertex below the plane.
+//! * **Planar drop** ([`Drop::Planar`]): Silico's own experiment, which
+//!   is two-dimensional. The 5-sided polygon of Silico.jl's
+//!   `examples/benchmark/polytope_drop.jl` (`A x ≤ 0.4`, rows
+//!   (1, 0.2), (0, 1), (−1, −0.3), (0, −1), (0.8, −0.8)) in the x–z
+//!   plane, extruded ±0.2 m along y; 1 kg, inertia 0.2 kg m² (the 2-D
+//!   value, on every axis); μ = 0.2; initial height in [√2/2, 1.5] m, angle
+//!   in [0, 2π) about y, velocity `(v_x, v_z)` in [−1, 1] × [−2, 0] m/s,
+//!   angular velocity in [−1, 1] rad/s about y. The motion stays in the
+//!   x–z plane (the witness point of a contact along the extrusion is the
+//!   middle of the segment or face, by symmetry).
 //! * **Stacking** ([`stack_world`], [`momentum_error`]): two boxes stacked
 //!   in a stable tower (10 ways: sizes, offsets, yaw), simulated 1 s from
 //!   rest. Every body should stay at rest, so the momentum error of a
 //!   run is the mean over steps and bodies of
 //!   `‖m ṗ‖ + ‖I_world ω‖` (linear plus angular momentum, SI units).
+//!   [`Stack::Planar`] is Silico's own (two-dimensional) stack, as the
+//!   planar drop is.
 
 use crate::contact::{SolverKind, StepProblem};
 use crate::geometry::{Material, Shape, StaticGeometry};
@@ -56,6 +68,90 @@ pub fn drop_polytope() -> Shape<f64> {
     Shape::Polytope { normals, offsets }
 }
 
+/// Which drop experiment (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drop {
+    /// The chamfered box, dropped in 3-D with μ = 0.5.
+    Chamfered,
+    /// Silico's planar polygon drop (extruded along y), μ = 0.2.
+    Planar,
+}
+
+impl Drop {
+    /// Name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Drop::Chamfered => "chamfered",
+            Drop::Planar => "planar",
+        }
+    }
+
+    /// The dropped shape.
+    pub fn shape(self) -> Shape<f64> {
+        match self {
+            Drop::Chamfered => drop_polytope(),
+            Drop::Planar => planar_polytope(),
+        }
+    }
+
+    /// The drop world: time step `h`, relaxation `rho`, iteration cap
+    /// `max_iterations`, backend `solver`.
+    pub fn world(self, solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> World<f64> {
+        let (inertia, mu) = match self {
+            Drop::Chamfered => (box_inertia(1.0, Vec3::new(0.3, 0.25, 0.2)), 0.5),
+            Drop::Planar => (Mat3::identity() * 0.2, 0.2),
+        };
+        let mut w = World::<f64>::new(h);
+        w.solver = solver;
+        w.params.rho = rho;
+        w.params.max_iterations = max_iterations;
+        let mat = Material { friction: mu, restitution: 0.0 };
+        w.add_body("polytope", 1.0, inertia, Some(self.shape()), mat).expect("valid body");
+        w.statics.push(StaticGeometry { material: mat, ..ground() });
+        w
+    }
+
+    /// Seeded initial condition (module docs).
+    pub fn initial(self, world: &World<f64>, seed: u64) -> State<f64> {
+        match self {
+            Drop::Chamfered => drop_initial(world, seed),
+            Drop::Planar => {
+                let mut rng = Rng::new(seed);
+                let z = rng.range(std::f64::consts::FRAC_1_SQRT_2, 1.5);
+                let theta = rng.range(0.0, std::f64::consts::TAU);
+                let (vx, vz, w) = (rng.range(-1.0, 1.0), rng.range(-2.0, 0.0), rng.range(-1.0, 1.0));
+                let mut x = State::at_rest(&world.model, &[[0.0, 0.0, z]]);
+                let q = so3::exp(&Vec3::new(0.0, theta, 0.0));
+                x.q[3] = q.w;
+                x.q[4] = q.i;
+                x.q[5] = q.j;
+                x.q[6] = q.k;
+                x.v[0] = vx;
+                x.v[2] = vz;
+                x.v[4] = w;
+                x
+            }
+        }
+    }
+}
+
+/// Silico's planar drop polygon extruded ±0.2 m along y (module docs).
+pub fn planar_polytope() -> Shape<f64> {
+    let rows = [(1.0, 0.2), (0.0, 1.0), (-1.0, -0.3), (0.0, -1.0), (0.8, -0.8)];
+    let mut normals = Vec::new();
+    let mut offsets = Vec::new();
+    for (ax, az) in rows {
+        let n: f64 = f64::hypot(ax, az);
+        normals.push(Vec3::new(ax / n, 0.0, az / n));
+        offsets.push(0.4 / n);
+    }
+    normals.push(Vec3::y());
+    normals.push(-Vec3::y());
+    offsets.push(0.2);
+    offsets.push(0.2);
+    Shape::Polytope { normals, offsets }
+}
+
 /// Vertices of a polytope `{x : nₖ·x ≤ bₖ}` (triple intersections of face
 /// planes that satisfy every constraint).
 pub fn polytope_vertices(normals: &[Vec3<f64>], offsets: &[f64]) -> Vec<Vec3<f64>> {
@@ -93,24 +189,9 @@ fn box_inertia(m: f64, h: Vec3<f64>) -> Mat3<f64> {
     Mat3::from_diagonal(&Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y)) * (m / 3.0)
 }
 
-/// The polytope-drop world: time step `h`, relaxation `rho`, iteration
-/// cap `max_iterations`, backend `solver`.
+/// The chamfered-box drop world ([`Drop::Chamfered`]).
 pub fn drop_world(solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> World<f64> {
-    let mut w = World::<f64>::new(h);
-    w.solver = solver;
-    w.params.rho = rho;
-    w.params.max_iterations = max_iterations;
-    // Inertia of the unchamfered box (the chamfers remove < 4% of it).
-    w.add_body(
-        "polytope",
-        1.0,
-        box_inertia(1.0, Vec3::new(0.3, 0.25, 0.2)),
-        Some(drop_polytope()),
-        Material { friction: 0.5, restitution: 0.0 },
-    )
-    .expect("valid body");
-    w.statics.push(ground());
-    w
+    Drop::Chamfered.world(solver, h, rho, max_iterations)
 }
 
 /// Seeded initial condition of the drop: position `(±0.1, ±0.1, 0.5…1)`,
@@ -161,12 +242,12 @@ pub fn penetration(vertices: &[Vec3<f64>], q: &DVec<f64>) -> f64 {
     (-low).max(0.0)
 }
 
-/// Runs the drop for `duration` seconds from seed `seed`.
-pub fn run_drop(world: &World<f64>, seed: u64, duration: f64) -> DropRun {
-    let Shape::Polytope { normals, offsets } = drop_polytope() else { unreachable!() };
+/// Runs drop `kind` in `world` for `duration` seconds from seed `seed`.
+pub fn run_drop(kind: Drop, world: &World<f64>, seed: u64, duration: f64) -> DropRun {
+    let Shape::Polytope { normals, offsets } = kind.shape() else { unreachable!("drop shapes are polytopes") };
     let verts = polytope_vertices(&normals, &offsets);
     let steps = (duration / world.dt).round() as usize;
-    let mut x = drop_initial(world, seed);
+    let mut x = kind.initial(world, seed);
     let u = world.zero_control();
     let mut out = DropRun::default();
     let mut pen_sum = 0.0;
@@ -203,6 +284,47 @@ pub fn stack_ways() -> Vec<(Vec3<f64>, Vec3<f64>, [f64; 2], f64)> {
             (bottom, top, off, yaw)
         })
         .collect()
+}
+
+/// Which stacking experiment (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stack {
+    /// Ten 3-D towers of two boxes ([`stack_ways`]).
+    Towers,
+    /// Silico's planar stack: two 0.5 m cubes, the bottom one shifted by
+    /// 0.02 k m (k = 1 … 10) under the top one, μ = 0.5.
+    Planar,
+}
+
+impl Stack {
+    /// Name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Towers => "towers",
+            Stack::Planar => "planar",
+        }
+    }
+
+    /// The tower `way` (0..10) at rest: world and initial state.
+    pub fn world(self, way: usize, solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> (World<f64>, State<f64>) {
+        match self {
+            Stack::Towers => stack_world(way, solver, h, rho, max_iterations),
+            Stack::Planar => {
+                let half = Vec3::new(0.25, 0.25, 0.25);
+                let mut w = World::<f64>::new(h);
+                w.solver = solver;
+                w.params.rho = rho;
+                w.params.max_iterations = max_iterations;
+                let mat = Material { friction: 0.5, restitution: 0.0 };
+                let inertia = Mat3::identity() * 0.2;
+                w.add_body("bottom", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat).expect("valid body");
+                w.add_body("top", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat).expect("valid body");
+                w.statics.push(ground());
+                let x = State::at_rest(&w.model, &[[0.02 * (way + 1) as f64, 0.0, 0.25], [0.0, 0.0, 0.75]]);
+                (w, x)
+            }
+        }
+    }
 }
 
 /// The tower `way` (0..10) at rest: world and initial state.

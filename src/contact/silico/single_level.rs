@@ -40,6 +40,10 @@
 //! Nesterov–Todd scaled, Mehrotra predictor–corrector with the same
 //! centering, fraction-to-boundary, backtracking and recentering rules as
 //! `ipm` ([`crate::contact::ipm::Params`]), and the same convergence test.
+//! An attempt pinned against a cone boundary (10 iterations and a last
+//! accepted step below 0.2) is restarted once from the same `v⁺` with
+//! every cone variable at 1 instead of 0.01; both attempts count against
+//! the iteration cap ([`Params::restart_after`]).
 //! Every decision is taken on primal values, so the solve runs in any
 //! scalar (the `unrolled` method); the `ift` derivatives come from
 //! [`crate::diff::ImplicitStep`] on the same residual.
@@ -769,13 +773,27 @@ fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, 
     Ok(u)
 }
 
-fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl: &Isl<T>, v0: &DVec<T>, params: &Params) -> Result<IslSol<T>, SolveError> {
+/// One attempt at an island: at most `cap` iterations. With `stall =
+/// Some((k, a))` the attempt gives up after `k` or more iterations when
+/// its last accepted step was shorter than `a`, returning
+/// [`SolveError::MaxIterations`] with `iters < cap` (see
+/// [`Params::restart_after`]).
+fn solve_island<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pd: &StepProblem<'_, D>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+    cap: usize,
+    stall: Option<(usize, f64)>,
+) -> Result<IslSol<T>, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
     let mut u = initial_point(p, isl, v0, params)?;
     let res = |u: &DVec<T>| island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, u, T::zero());
     let (mut r0, mut evals) = res(&u)?;
     let mut iter = 0;
+    let mut last_step = 0.0_f64;
     loop {
         let m = measures(isl, &r0, &u, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
@@ -797,7 +815,7 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
             let m = measures(isl, &r0, &u, rho);
             return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max });
         }
-        if iter >= sp.max_iterations {
+        if iter >= cap || stall.is_some_and(|(k, a)| iter >= k && last_step < a) {
             return Err(SolveError::MaxIterations { iters: iter, residual: m.eq, complementarity: m.comp_max });
         }
         iter += 1;
@@ -882,12 +900,42 @@ fn solve_island<T: Scalar>(p: &StepProblem<'_, T>, pd: &StepProblem<'_, D>, isl:
         if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
             eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
         }
+        last_step = accepted;
         let Some((un, rn, en)) = taken.or(fallback.map(|f| f.1)) else {
             return Err(SolveError::Singular("line search: no trial point could be evaluated"));
         };
         u = un;
         r0 = rn;
         evals = en;
+    }
+}
+
+/// [`solve_island`] with one restart (see [`Params::restart_after`]): the
+/// iterations of both attempts count against the step's cap.
+fn solve_with_restart<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pd: &StepProblem<'_, D>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+) -> Result<IslSol<T>, SolveError> {
+    let max = p.params.max_iterations;
+    let stall = (params.restart_after > 0).then_some((params.restart_after, params.restart_step));
+    match solve_island(p, pd, isl, v0, params, max, stall) {
+        Err(SolveError::MaxIterations { iters, .. }) if iters < max => {
+            let again = Params { initial_scale: params.restart_scale, ..*params };
+            match solve_island(p, pd, isl, v0, &again, max - iters, None) {
+                Ok(mut sol) => {
+                    sol.iterations += iters;
+                    Ok(sol)
+                }
+                Err(SolveError::MaxIterations { iters: more, residual, complementarity }) => {
+                    Err(SolveError::MaxIterations { iters: iters + more, residual, complementarity })
+                }
+                Err(e) => Err(e),
+            }
+        }
+        other => other,
     }
 }
 
@@ -966,7 +1014,7 @@ impl SingleLevel {
                     let src = if params.warm_start { p.v } else { &v_next };
                     v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
                 }
-                let sol = solve_island(p, &pd, &isl, &v0, params)?;
+                let sol = solve_with_restart(p, &pd, &isl, &v0, params)?;
                 for (li, &g) in isl.bodies.iter().enumerate() {
                     let k = p.model.bodies[g].idx_v;
                     v_next.fixed_rows_mut::<6>(k).copy_from(&sol.u.fixed_rows::<6>(6 * li));
