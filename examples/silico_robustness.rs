@@ -5,7 +5,8 @@
 //! ```text
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
-//!     [--threads T] [--hz RATE] [--settle STEPS]
+//!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
+//!     [--restart-after K] [--restart-step A]
 //! ```
 //!
 //! `--hz RATE` runs the drop at that one rate only; `--settle STEPS` first
@@ -16,7 +17,7 @@
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
 //! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
 
-use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, Drop, DropRun, Stack};
+use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun};
 use dualsim::contact::SolverKind;
 use std::time::Instant;
 
@@ -42,14 +43,33 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
     out.into_inner().unwrap().into_iter().map(|x| x.unwrap()).collect()
 }
 
-fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>) {
+/// `single_level` restart tuning from the command line (defaults: the library's).
+#[derive(Clone, Copy)]
+struct Tuning {
+    restart_after: Option<usize>,
+    restart_step: Option<f64>,
+}
+
+impl Tuning {
+    fn apply(self, w: &mut dualsim::sim::World<f64>) {
+        if let Some(k) = self.restart_after {
+            w.ipm.restart_after = k;
+        }
+        if let Some(a) = self.restart_step {
+            w.ipm.restart_step = a;
+        }
+    }
+}
+
+fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>, tuning: Tuning) {
     let t0 = Instant::now();
     let cells: Vec<(f64, f64)> =
         HZ.iter().filter(|&&hz| only_hz.is_none_or(|o| o == hz)).flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
     let jobs = cells.len() * runs;
     let res: Vec<DropRun> = parallel(jobs, threads, |k| {
         let (hz, rho) = cells[k / runs];
-        let w = kind.world(solver, 1.0 / hz, rho, CAP);
+        let mut w = kind.world(solver, 1.0 / hz, rho, CAP);
+        tuning.apply(&mut w);
         run_drop(kind, &w, (k % runs) as u64, 1.5)
     });
     println!("\n### `{}`: {} polytope drop, {} runs ({} s)\n", solver.name(), kind.name(), jobs, t0.elapsed().as_secs());
@@ -88,19 +108,21 @@ fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_
     }
 }
 
-fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps: usize) {
-    println!("\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s\n", kind.name());
-    println!("| backend | runs | failed runs | mean momentum error (kg m/s) | max run error |");
-    println!("|---|---|---|---|---|");
+fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps: usize, continue_at_cap: bool) {
+    let how = if continue_at_cap { ", steps at the cap go on with their last iterate" } else { "" };
+    println!("\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s{how}\n", kind.name());
+    println!("| backend | runs | failed runs | runs with capped steps | mean momentum error (kg m/s) | max run error |");
+    println!("|---|---|---|---|---|---|");
     let mut means = Vec::new();
     let mut cells: Vec<Vec<Option<f64>>> = Vec::new();
     for &solver in solvers {
         let jobs = 10 * HZ.len() * RHO.len();
-        let res: Vec<Option<f64>> = parallel(jobs, threads, |k| {
+        let runs: Vec<Option<StackRun>> = parallel(jobs, threads, |k| {
             let way = k % 10;
             let hz = HZ[(k / 10) % HZ.len()];
             let rho = RHO[k / (10 * HZ.len())];
-            let (w, x0) = kind.world(way, solver, 1.0 / hz, rho, CAP);
+            let (mut w, x0) = kind.world(way, solver, 1.0 / hz, rho, CAP);
+            w.params.accept_at_cap = continue_at_cap;
             if settle_steps > 0 {
                 let x1 = settle(&w, &x0, settle_steps)?;
                 momentum_error(&w, &x1, 1.0)
@@ -108,13 +130,15 @@ fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps
                 momentum_error(&w, &x0, 1.0)
             }
         });
+        let capped = runs.iter().flatten().filter(|r| r.capped_steps > 0).count();
+        let res: Vec<Option<f64>> = runs.iter().map(|r| r.map(|r| r.error)).collect();
         let ok: Vec<f64> = res.iter().flatten().copied().collect();
         let mean = ok.iter().sum::<f64>() / ok.len().max(1) as f64;
         let max = ok.iter().copied().fold(0.0, f64::max);
         if ok.is_empty() {
-            println!("| {} | {} | {} | – | – |", solver.name(), jobs, jobs);
+            println!("| {} | {} | {} | {capped} | – | – |", solver.name(), jobs, jobs);
         } else {
-            println!("| {} | {} | {} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
+            println!("| {} | {} | {} | {capped} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
         }
         means.push(mean);
         cells.push(res);
@@ -156,8 +180,13 @@ fn main() {
     let threads: usize = opt("--threads").map(|s| s.parse().expect("--threads T")).unwrap_or(1);
     let backend = opt("--backend").unwrap_or_else(|| "both".into());
     let only_hz: Option<f64> = opt("--hz").map(|s| s.parse().expect("--hz RATE"));
+    let continue_at_cap = args.iter().any(|a| a == "--continue-at-cap");
     let settle_steps: usize = opt("--settle").map(|s| s.parse().expect("--settle STEPS")).unwrap_or(0);
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
+    let tuning = Tuning {
+        restart_after: opt("--restart-after").map(|s| s.parse().expect("--restart-after K")),
+        restart_step: opt("--restart-step").map(|s| s.parse().expect("--restart-step A")),
+    };
     let drops: Vec<Drop> = match opt("--drop").as_deref() {
         None | Some("both") => vec![Drop::Planar, Drop::Chamfered],
         Some("planar") => vec![Drop::Planar],
@@ -179,13 +208,13 @@ fn main() {
     if experiment == "drop" || experiment == "all" {
         for &kind in &drops {
             for &s in &solvers {
-                drop_table(kind, s, runs, threads, only_hz);
+                drop_table(kind, s, runs, threads, only_hz, tuning);
             }
         }
     }
     if experiment == "stack" || experiment == "all" {
         for &kind in &stacks {
-            stack_table(kind, &solvers, threads, settle_steps);
+            stack_table(kind, &solvers, threads, settle_steps, continue_at_cap);
         }
     }
 }

@@ -83,11 +83,18 @@ pub struct SolverParams {
     pub tolerance: f64,
     /// Iteration cap. Default 50.
     pub max_iterations: usize,
+    /// When a solve reaches the iteration cap, return its last iterate
+    /// (and set [`SolveStats::capped`]) instead of
+    /// [`SolveError::MaxIterations`]. That iterate does not satisfy the
+    /// step's equations; Silico's simulations carry on this way, which the
+    /// experiments of `contact::silico::experiment` need to compare like
+    /// with like. Default false.
+    pub accept_at_cap: bool,
 }
 
 impl Default for SolverParams {
     fn default() -> Self {
-        SolverParams { rho: 1e-6, tolerance: 1e-8, max_iterations: 50 }
+        SolverParams { rho: 1e-6, tolerance: 1e-8, max_iterations: 50, accept_at_cap: false }
     }
 }
 
@@ -157,6 +164,9 @@ pub struct SolveStats {
     pub max_penetration: f64,
     /// Number of active contact candidates.
     pub contacts: usize,
+    /// The solve reached the iteration cap and returned its last iterate
+    /// ([`SolverParams::accept_at_cap`]).
+    pub capped: bool,
 }
 
 /// A backend's answer.

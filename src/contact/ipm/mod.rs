@@ -616,6 +616,7 @@ impl Ipm {
             stats.iterations = stats.iterations.max(sol.iterations);
             stats.residual = stats.residual.max(sol.residual);
             stats.complementarity = stats.complementarity.max(sol.complementarity);
+            stats.capped |= sol.capped;
             for ((cand, x), ce) in island.contacts.iter().zip(&sol.xs).zip(&sol.eval.contacts) {
                 let f = cand.law.impulse(x);
                 let (t1, t2) = ce.tangents;

@@ -26,6 +26,8 @@ pub struct IslandSolution<T: Scalar> {
     pub residual: f64,
     /// Final complementarity `max zᵢ sᵢ`.
     pub complementarity: f64,
+    /// Stopped at the iteration cap ([`crate::contact::SolverParams::accept_at_cap`]).
+    pub capped: bool,
 }
 
 /// Measures of a point: equality residual ‖·‖∞, deviation of the
@@ -412,7 +414,11 @@ pub fn solve_island<T: Scalar>(
                 iterations: iter,
                 residual: m.eq,
                 complementarity: m.comp_max,
+                capped: false,
             });
+        }
+        if iter >= sp.max_iterations && sp.accept_at_cap {
+            return Ok(IslandSolution { v, xs, eval: ev, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: true });
         }
         if iter >= sp.max_iterations {
             return Err(SolveError::MaxIterations {

@@ -348,11 +348,22 @@ pub fn stack_world(way: usize, solver: SolverKind, h: f64, rho: f64, max_iterati
     (w, x)
 }
 
+/// Result of one stacking run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StackRun {
+    /// Mean over steps and bodies of `‖m ṗ‖ + ‖I_world ω‖` (kg m/s).
+    pub error: f64,
+    /// Steps that reached the iteration cap and went on with their last
+    /// iterate (only with `SolverParams::accept_at_cap`).
+    pub capped_steps: usize,
+}
+
 /// Mean over steps and bodies of `‖m ṗ‖ + ‖I_world ω‖` along a run of
 /// `duration` seconds (module docs); `None` when a step fails.
-pub fn momentum_error(world: &World<f64>, x0: &State<f64>, duration: f64) -> Option<f64> {
+pub fn momentum_error(world: &World<f64>, x0: &State<f64>, duration: f64) -> Option<StackRun> {
     let steps = (duration / world.dt).round() as usize;
     let traj = rollout(world, x0, &Controls::Constant(world.zero_control()), steps).ok()?;
+    let capped_steps = traj.stats.iter().filter(|s| s.capped).count();
     let mut sum = 0.0;
     let mut count = 0;
     for x in &traj.states[1..] {
@@ -367,7 +378,7 @@ pub fn momentum_error(world: &World<f64>, x0: &State<f64>, duration: f64) -> Opt
             count += 1;
         }
     }
-    Some(sum / count.max(1) as f64)
+    Some(StackRun { error: sum / count.max(1) as f64, capped_steps })
 }
 
 /// The tower `x0` settled into `world`'s own rest configuration: `steps`

@@ -652,6 +652,7 @@ struct IslSol<T: Scalar> {
     iterations: usize,
     residual: f64,
     complementarity: f64,
+    capped: bool,
 }
 
 /// A Newton matrix factored once (f64 LU with partial pivoting) and applied
@@ -813,9 +814,13 @@ fn solve_island<T: Scalar>(
                 evals = et;
             }
             let m = measures(isl, &r0, &u, rho);
-            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max });
+            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: false });
         }
-        if iter >= cap || stall.is_some_and(|(k, a)| iter >= k && last_step < a) {
+        let stalled = iter < cap && stall.is_some_and(|(k, a)| iter >= k && last_step < a);
+        if iter >= cap && sp.accept_at_cap {
+            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: true });
+        }
+        if iter >= cap || stalled {
             return Err(SolveError::MaxIterations { iters: iter, residual: m.eq, complementarity: m.comp_max });
         }
         iter += 1;
@@ -1022,6 +1027,7 @@ impl SingleLevel {
                 stats.iterations = stats.iterations.max(sol.iterations);
                 stats.residual = stats.residual.max(sol.residual);
                 stats.complementarity = stats.complementarity.max(sol.complementarity);
+                stats.capped |= sol.capped;
                 for ((&k, lp), (ev, &off)) in idx.iter().zip(&isl.pairs).zip(sol.evals.iter().zip(&isl.offsets)) {
                     xs[k] = sol.u.rows(off, lp.size()).into_owned();
                     let c0 = off + lp.n + 2 * lp.m();
