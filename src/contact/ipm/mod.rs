@@ -209,11 +209,11 @@ pub struct Params {
     /// derivative order exact (the `unrolled` method's gradients and
     /// Hessians), and it tightens the primal residual to round-off.
     pub polish_steps: usize,
-    /// `single_level` only: an attempt that has taken this many
-    /// iterations and whose last accepted step was shorter than
-    /// [`Params::restart_step`] (it is pinned against a cone boundary)
-    /// starts again from its initial point with every cone variable at
-    /// [`Params::restart_scale`]. The iterations of both attempts count
+    /// `single_level` only: an attempt that has taken at least this many
+    /// iterations, whose equalities are not yet met and whose last three
+    /// accepted steps were all shorter than [`Params::restart_step`] (it
+    /// is pinned against a cone boundary) starts again from its initial
+    /// point with every cone variable at [`Params::restart_scale`]. The iterations of both attempts count
     /// against the iteration cap. 0 disables. Default 10.
     pub restart_after: usize,
     /// See [`Params::restart_after`]. Default 0.2.

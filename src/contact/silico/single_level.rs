@@ -40,8 +40,9 @@
 //! Nesterov–Todd scaled, Mehrotra predictor–corrector with the same
 //! centering, fraction-to-boundary, backtracking and recentering rules as
 //! `ipm` ([`crate::contact::ipm::Params`]), and the same convergence test.
-//! An attempt pinned against a cone boundary (10 iterations and a last
-//! accepted step below 0.2) is restarted once from the same `v⁺` with
+//! An attempt pinned against a cone boundary (from iteration 10, equality
+//! residual above tolerance, three consecutive accepted steps below 0.2)
+//! is restarted once from the same `v⁺` with
 //! every cone variable at 1 instead of 0.01; both attempts count against
 //! the iteration cap ([`Params::restart_after`]).
 //! Every decision is taken on primal values, so the solve runs in any
@@ -73,10 +74,18 @@ use crate::scalar::safe_norm;
 use crate::Scalar;
 
 /// Absolute floor of the complementarity test `‖s ∘ z − ρe‖∞`: the slack
-/// of an active collision row is `h − Gw`, a difference of O(1) numbers,
-/// so `s z` carries a round-off of ~1e-16 ‖h‖ ‖z‖ whatever ρ (at ρ = 1e-10
-/// `complementarity_tolerance · ρ` = 1e-16 is below it).
-pub const COMP_FLOOR: f64 = 1e-14;
+/// of an active collision row is `h − Gw`, a difference of O(1) numbers
+/// computed through a Newton system whose condition grows as ρ shrinks,
+/// so `s z` cannot be driven below a round-off plateau whatever ρ (at
+/// ρ = 1e-10 `complementarity_tolerance · ρ` = 1e-16 is far below it). On
+/// the chamfered drop at ρ ≤ 1e-8 the plateau is 3e-14 … 2e-13 with the
+/// equality residual at 1e-15 (1e-14 here failed such solves at the
+/// iteration cap); 1e-12 is 1% of ρ at ρ = 1e-10.
+pub const COMP_FLOOR: f64 = 1e-12;
+
+/// An attempt is pinned ([`Params::restart_after`]) after this many
+/// consecutive short steps.
+const STALL_STEPS: usize = 3;
 
 /// Width of the dual-number column blocks of the Newton matrix.
 const BLOCK: usize = 16;
@@ -776,7 +785,8 @@ fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, 
 
 /// One attempt at an island: at most `cap` iterations. With `stall =
 /// Some((k, a))` the attempt gives up after `k` or more iterations when
-/// its last accepted step was shorter than `a`, returning
+/// its equalities are not met and its last [`STALL_STEPS`] accepted steps
+/// were shorter than `a`, returning
 /// [`SolveError::MaxIterations`] with `iters < cap` (see
 /// [`Params::restart_after`]).
 fn solve_island<T: Scalar>(
@@ -794,7 +804,8 @@ fn solve_island<T: Scalar>(
     let res = |u: &DVec<T>| island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, u, T::zero());
     let (mut r0, mut evals) = res(&u)?;
     let mut iter = 0;
-    let mut last_step = 0.0_f64;
+    // Consecutive iterations whose accepted step was short (stall test).
+    let mut short_steps = 0_usize;
     loop {
         let m = measures(isl, &r0, &u, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
@@ -816,7 +827,7 @@ fn solve_island<T: Scalar>(
             let m = measures(isl, &r0, &u, rho);
             return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: false });
         }
-        let stalled = iter < cap && stall.is_some_and(|(k, a)| iter >= k && last_step < a);
+        let stalled = iter < cap && m.eq > sp.tolerance && stall.is_some_and(|(k, _)| iter >= k && short_steps >= STALL_STEPS);
         if iter >= cap && sp.accept_at_cap {
             return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: true });
         }
@@ -905,7 +916,7 @@ fn solve_island<T: Scalar>(
         if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
             eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
         }
-        last_step = accepted;
+        short_steps = if stall.is_some_and(|(_, a)| accepted < a) { short_steps + 1 } else { 0 };
         let Some((un, rn, en)) = taken.or(fallback.map(|f| f.1)) else {
             return Err(SolveError::Singular("line search: no trial point could be evaluated"));
         };
