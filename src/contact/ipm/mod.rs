@@ -213,8 +213,9 @@ pub struct Params {
     /// iterations, whose equalities are not yet met and whose last three
     /// accepted steps were all shorter than [`Params::restart_step`] (it
     /// is pinned against a cone boundary) starts again from its initial
-    /// point with every cone variable at [`Params::restart_scale`]. The iterations of both attempts count
-    /// against the iteration cap. 0 disables. Default 10.
+    /// point with every cone variable at [`Params::restart_scale`]. The
+    /// iterations of both attempts count against the iteration cap. 0
+    /// disables. Default 10.
     pub restart_after: usize,
     /// See [`Params::restart_after`]. Default 0.2.
     pub restart_step: f64,

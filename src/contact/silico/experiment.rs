@@ -101,10 +101,7 @@ impl Drop {
             Drop::Chamfered => (box_inertia(1.0, Vec3::new(0.3, 0.25, 0.2)), 0.5),
             Drop::Planar => (Mat3::identity() * 0.2, 0.2),
         };
-        let mut w = World::<f64>::new(h);
-        w.solver = solver;
-        w.params.rho = rho;
-        w.params.max_iterations = max_iterations;
+        let mut w = empty_world(solver, h, rho, max_iterations);
         let mat = Material { friction: mu, restitution: 0.0 };
         w.add_body("polytope", 1.0, inertia, Some(self.shape()), mat).expect("valid body");
         w.statics.push(StaticGeometry { material: mat, ..ground() });
@@ -183,6 +180,16 @@ fn ground() -> StaticGeometry<f64> {
         pose: Pose::identity(),
         material: Material { friction: 0.5, restitution: 0.0 },
     }
+}
+
+/// A world without bodies: backend `solver`, time step `h`, relaxation
+/// `rho`, iteration cap `max_iterations`.
+fn empty_world(solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> World<f64> {
+    let mut w = World::<f64>::new(h);
+    w.solver = solver;
+    w.params.rho = rho;
+    w.params.max_iterations = max_iterations;
+    w
 }
 
 fn box_inertia(m: f64, h: Vec3<f64>) -> Mat3<f64> {
@@ -311,10 +318,7 @@ impl Stack {
             Stack::Towers => stack_world(way, solver, h, rho, max_iterations),
             Stack::Planar => {
                 let half = Vec3::new(0.25, 0.25, 0.25);
-                let mut w = World::<f64>::new(h);
-                w.solver = solver;
-                w.params.rho = rho;
-                w.params.max_iterations = max_iterations;
+                let mut w = empty_world(solver, h, rho, max_iterations);
                 let mat = Material { friction: 0.5, restitution: 0.0 };
                 let inertia = Mat3::identity() * 0.2;
                 w.add_body("bottom", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat).expect("valid body");
@@ -330,10 +334,7 @@ impl Stack {
 /// The tower `way` (0..10) at rest: world and initial state.
 pub fn stack_world(way: usize, solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> (World<f64>, State<f64>) {
     let (hb, ht, off, yaw) = stack_ways()[way];
-    let mut w = World::<f64>::new(h);
-    w.solver = solver;
-    w.params.rho = rho;
-    w.params.max_iterations = max_iterations;
+    let mut w = empty_world(solver, h, rho, max_iterations);
     let mat = Material { friction: 0.5, restitution: 0.0 };
     w.add_body("bottom", 1.0, box_inertia(1.0, hb), Some(Shape::Box { half_extents: hb }), mat).expect("valid body");
     w.add_body("top", 0.5, box_inertia(0.5, ht), Some(Shape::Box { half_extents: ht }), mat).expect("valid body");
