@@ -178,9 +178,8 @@ fn main() {
     let want = |k: &str| only.split(',').any(|o| o == k);
     let scenes: Value = serde_json::from_str(&std::fs::read_to_string(&scenes_path).expect("read scenes.json"))
         .expect("parse scenes.json");
-    // Paths in scenes.json are relative to the repository root, two levels up.
-    let root = scenes_path.parent().and_then(Path::parent).and_then(Path::parent).unwrap_or(Path::new("."));
-    let root = if root.as_os_str().is_empty() { Path::new(".") } else { root };
+    // Paths in scenes.json are relative to the repository root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let batch = scenes["timing"]["batch"].as_u64().unwrap_or(10) as usize;
 
     if want("box") || want("box_jacobian") {

@@ -106,14 +106,16 @@ def humanoid_urdf():
             f"  </link>\n"
         )
 
-    parts = ['<?xml version="1.0"?>\n<robot name="humanoid32">\n', link("pelvis", 8.0)]
+    head = ['<?xml version="1.0"?>\n<robot name="humanoid32">\n', link("pelvis", 8.0)]
     axes = ["0 0 1", "1 0 0", "0 1 0"]
+    chains = {}
     for name, n, offset in [
         ("left_leg", 6, (0.0, 0.1, -0.1)),
         ("right_leg", 6, (0.0, -0.1, -0.1)),
         ("left_arm", 7, (0.0, 0.2, 0.4)),
         ("right_arm", 7, (0.0, -0.2, 0.4)),
     ]:
+        parts = chains[name] = []
         parent = "pelvis"
         for k in range(n):
             w = [rng.next() * 0.1, rng.next() * 0.1, rng.next() * 0.1]
@@ -130,8 +132,13 @@ def humanoid_urdf():
             )
             parts.append(link(child, 1.5))
             parent = child
-    parts.append("</robot>\n")
-    return "".join(parts)
+    # The chains are drawn in the order of benches/dynamics.rs (same random
+    # numbers) but written in alphabetical order of their joint names:
+    # Pinocchio's parser (urdfdom) visits a link's children in that order,
+    # dualsim's importer in file order; written this way both give the same
+    # q and v layout (left_arm, left_leg, right_arm, right_leg).
+    body = [p for name in sorted(chains) for p in chains[name]]
+    return "".join(head + body + ["</robot>\n"])
 
 
 def humanoid_state(nv=32):
