@@ -75,10 +75,25 @@ def make_venv(path, steps, python=sys.executable):
     sh([py(path), "-m", "pip", "install", "-q", "--upgrade", "pip"])
     for s in steps:
         sh([py(path), "-m", "pip", "install", "-q", *s])
+    with open(os.path.join(path, MARKER), "w") as fh:
+        fh.write(json.dumps(steps) + "\n")
+
+
+def ready(path, steps):
+    """True when `path` was set up completely with these `steps`."""
+    try:
+        with open(os.path.join(path, MARKER)) as fh:
+            return json.loads(fh.read())[: len(steps)] == steps
+    except (OSError, ValueError):
+        return False
+
+
+MARKER = "peers-installed.json"
 
 
 def setup(force):
-    ok = {"main": os.path.exists(py(VENV)), "nimble": os.path.exists(py(VENV_NIMBLE))}
+    ok = {"main": ready(VENV, [REQ_MAIN]),
+          "nimble": ready(VENV_NIMBLE, [REQ_NIMBLE_DEPS, ["--no-deps", *REQ_NIMBLE]])}
     if force or not ok["main"]:
         make_venv(VENV, [REQ_MAIN])
         ok["main"] = True
@@ -88,8 +103,8 @@ def setup(force):
             # layer, several GB with CUDA); the measurements use the
             # compiled module only.
             npy = nimble_python()
-            deps = REQ_NIMBLE_DEPS + ([] if npy == sys.executable else ["tomli"])
-            make_venv(VENV_NIMBLE, [deps, ["--no-deps", *REQ_NIMBLE]], npy)
+            extra = [] if npy == sys.executable else [["tomli"]]
+            make_venv(VENV_NIMBLE, [REQ_NIMBLE_DEPS, ["--no-deps", *REQ_NIMBLE], *extra], npy)
             ok["nimble"] = True
         except subprocess.CalledProcessError as e:
             log(f"nimblephysics could not be installed for Python {platform.python_version()}: {e}")
