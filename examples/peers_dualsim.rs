@@ -170,14 +170,18 @@ fn pile_figure(name: &str, w: &World<f64>, x0: &State<f64>, steps: usize, budget
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let scenes_path = PathBuf::from(opt("--scenes").unwrap_or_else(|| "bench/peers/scenes.json".into()));
+    let opt =
+        |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let scenes_path =
+        PathBuf::from(opt("--scenes").unwrap_or_else(|| "bench/peers/scenes.json".into()));
     let reps: usize = opt("--reps").map(|s| s.parse().expect("--reps N")).unwrap_or(200);
     let budget: f64 = opt("--budget").map(|s| s.parse().expect("--budget SECONDS")).unwrap_or(20.0);
-    let only = opt("--only").unwrap_or_else(|| "box,box_jacobian,pile120,sphere_pile,humanoid".into());
+    let only =
+        opt("--only").unwrap_or_else(|| "box,box_jacobian,pile120,sphere_pile,humanoid".into());
     let want = |k: &str| only.split(',').any(|o| o == k);
-    let scenes: Value = serde_json::from_str(&std::fs::read_to_string(&scenes_path).expect("read scenes.json"))
-        .expect("parse scenes.json");
+    let scenes: Value =
+        serde_json::from_str(&std::fs::read_to_string(&scenes_path).expect("read scenes.json"))
+            .expect("parse scenes.json");
     // Paths in scenes.json are relative to the repository root.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let batch = scenes["timing"]["batch"].as_u64().unwrap_or(10) as usize;
@@ -234,8 +238,15 @@ fn main() {
         let s = &scenes["pile120"];
         let (r, m, mu) = (num(s, "radius"), num(s, "mass"), num(s, "friction"));
         let mut w = World::<f64>::new(num(s, "dt"));
-        let pos: Vec<[f64; 3]> =
-            s["positions"].as_array().unwrap().iter().map(|p| { let p = vecf(p); [p[0], p[1], p[2]] }).collect();
+        let pos: Vec<[f64; 3]> = s["positions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let p = vecf(p);
+                [p[0], p[1], p[2]]
+            })
+            .collect();
         for i in 0..pos.len() {
             w.add_body(
                 &format!("s{i}"),
@@ -261,7 +272,8 @@ fn main() {
     if want("humanoid") {
         let s = &scenes["humanoid"];
         let path = root.join(s["urdf"].as_str().unwrap());
-        let robot = urdf::load_file(&path, urdf::BaseJoint::Floating).unwrap_or_else(|e| panic!("{e}"));
+        let robot =
+            urdf::load_file(&path, urdf::BaseJoint::Floating).unwrap_or_else(|e| panic!("{e}"));
         let m = robot.model;
         let q = DVec::from_vec(vecf(&s["q"]));
         let v = DVec::from_vec(vecf(&s["v"]));
@@ -294,9 +306,13 @@ fn main() {
             ("humanoid_rnea_derivatives", t_drnea),
             ("humanoid_aba_derivatives", t_daba),
         ] {
-            emit(json!({"engine": "dualsim", "figure": fig, "median_s": t, "reps": hreps, "batch": hb,
-                        "model": common}));
+            emit(
+                json!({"engine": "dualsim", "figure": fig, "median_s": t, "reps": hreps, "batch": hb,
+                        "model": common}),
+            );
         }
-        emit(json!({"engine": "dualsim", "figure": "humanoid_values", "tau": tau_out, "ddq": ddq_out}));
+        emit(
+            json!({"engine": "dualsim", "figure": "humanoid_values", "tau": tau_out, "ddq": ddq_out}),
+        );
     }
 }
