@@ -34,6 +34,7 @@ pub mod demo;
 pub mod diff;
 pub mod dynamics;
 pub mod geometry;
+pub mod linalg;
 pub mod math;
 pub mod scalar;
 pub mod scene;

@@ -62,6 +62,16 @@ pub trait Scalar: RealField + Copy + Send + Sync + core::fmt::Debug + 'static {
     /// brings `num_traits::FromPrimitive::from_f64` (returning an `Option`)
     /// into scope, which would make `T::from_f64(0.5)` ambiguous.
     fn from_re(x: f64) -> Self;
+    /// The highest derivative order the type carries (num-dual's `NDERIV`):
+    /// 0 for plain floating point, 1 for first-order duals, 2 for
+    /// `Dual2`/hyper-dual numbers. Solvers use it to take the exact
+    /// (dual-evaluated) linearization only where derivative parts need it:
+    /// a Newton iteration whose matrix is inexact converges to the same
+    /// primal root, but each derivative order needs one step with the exact
+    /// Jacobian at the root. The default, 2, is the safe choice for a
+    /// user's type: it is exact for any derivative order up to two and only
+    /// costs speed; a user's plain-float type sets 0.
+    const DERIVATIVE_ORDER: usize = 2;
     /// True when the primal part is finite. Derivative parts are checked
     /// separately by [`Scalar::is_all_finite`].
     #[inline]
@@ -79,6 +89,7 @@ pub trait Scalar: RealField + Copy + Send + Sync + core::fmt::Debug + 'static {
 }
 
 impl Scalar for f64 {
+    const DERIVATIVE_ORDER: usize = 0;
     #[inline]
     fn re(&self) -> f64 {
         *self
@@ -90,6 +101,7 @@ impl Scalar for f64 {
 }
 
 impl Scalar for f32 {
+    const DERIVATIVE_ORDER: usize = 0;
     #[inline]
     fn re(&self) -> f64 {
         *self as f64
@@ -130,6 +142,7 @@ impl DerivativeFinite for f64 {
 }
 
 impl Scalar for Dual<f64> {
+    const DERIVATIVE_ORDER: usize = 1;
     #[inline]
     fn re(&self) -> f64 {
         self.re
@@ -144,6 +157,7 @@ impl Scalar for Dual<f64> {
 }
 
 impl Scalar for HyperDual<f64> {
+    const DERIVATIVE_ORDER: usize = 2;
     #[inline]
     fn re(&self) -> f64 {
         self.re
@@ -158,6 +172,7 @@ impl Scalar for HyperDual<f64> {
 }
 
 impl Scalar for Dual2<f64> {
+    const DERIVATIVE_ORDER: usize = 2;
     #[inline]
     fn re(&self) -> f64 {
         self.re
@@ -172,6 +187,7 @@ impl Scalar for Dual2<f64> {
 }
 
 impl<const N: usize> Scalar for DualVec<f64, Const<N>> {
+    const DERIVATIVE_ORDER: usize = 1;
     #[inline]
     fn re(&self) -> f64 {
         self.re
@@ -186,6 +202,7 @@ impl<const N: usize> Scalar for DualVec<f64, Const<N>> {
 }
 
 impl<const N: usize> Scalar for Dual2Vec<f64, Const<N>> {
+    const DERIVATIVE_ORDER: usize = 2;
     #[inline]
     fn re(&self) -> f64 {
         self.re
@@ -200,6 +217,7 @@ impl<const N: usize> Scalar for Dual2Vec<f64, Const<N>> {
 }
 
 impl<const M: usize, const N: usize> Scalar for HyperDualVec<f64, Const<M>, Const<N>> {
+    const DERIVATIVE_ORDER: usize = 2;
     #[inline]
     fn re(&self) -> f64 {
         self.re

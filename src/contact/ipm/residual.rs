@@ -126,8 +126,25 @@ pub fn local_residual<T: Scalar>(
     corrector: Option<&DVec<T>>,
     nt: bool,
 ) -> DVec<T> {
-    let n = law.size();
-    let mut r = DVec::zeros(n);
+    let r = local_residual_fixed(law, x.as_slice(), y, mu, kappa, corrector.map(|d| d.as_slice()), nt);
+    DVec::from_column_slice(&r.as_slice()[..law.size()])
+}
+
+/// Largest number of local unknowns of a contact (the pyramid's 12).
+pub const MAX_LOCAL: usize = 12;
+
+/// [`local_residual`] on the stack: rows `0..law.size()` of the result
+/// (the rest are zero).
+pub(crate) fn local_residual_fixed<T: Scalar>(
+    law: Law,
+    x: &[T],
+    y: &Vec3<T>,
+    mu: T,
+    kappa: T,
+    corrector: Option<&[T]>,
+    nt: bool,
+) -> nalgebra::SVector<T, MAX_LOCAL> {
+    let mut r = nalgebra::SVector::<T, MAX_LOCAL>::zeros();
     r[0] = x[1] - y[0];
     match law {
         Law::Frictionless => {}
@@ -182,58 +199,81 @@ pub fn local_residual<T: Scalar>(
 /// Nesterov–Todd scaled linearization `Arw(λ) (W⁻¹ dz + W ds)`.
 pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T, nt: bool) -> (DMat<T>, DMat<T>) {
     let n = law.size();
-    let one = T::one();
     let mut a = DMat::zeros(n, n);
     let mut c = DMat::zeros(n, 3);
-    a[(0, 1)] = one;
-    c[(0, 0)] = -one;
+    local_jacobian_with(law, x.as_slice(), mu, nt, |is_a, i, j, v| {
+        if is_a {
+            a[(i, j)] = v
+        } else {
+            c[(i, j)] = v
+        }
+    });
+    (a, c)
+}
+
+/// [`local_jacobian`] into any storage: `set(true, i, j, v)` writes
+/// `A[(i, j)] = v`, `set(false, i, j, v)` writes `C[(i, j)] = v`; entries
+/// not written are zero.
+pub(crate) fn local_jacobian_with<T: Scalar>(
+    law: Law,
+    x: &[T],
+    mu: T,
+    nt: bool,
+    mut set: impl FnMut(bool, usize, usize, T),
+) {
+    let one = T::one();
+    set(true, 0, 1, one);
+    set(false, 0, 0, -one);
     match law {
         Law::Frictionless => {}
         Law::Exact => {
-            a[(1, 2)] = one;
-            a[(1, 0)] = -mu;
-            a[(2, 6)] = one;
-            c[(2, 1)] = -one;
-            a[(3, 7)] = one;
-            c[(3, 2)] = -one;
+            set(true, 1, 2, one);
+            set(true, 1, 0, -mu);
+            set(true, 2, 6, one);
+            set(false, 2, 1, -one);
+            set(true, 3, 7, one);
+            set(false, 3, 2, -one);
         }
         Law::Pyramid => {
             for k in 0..4 {
-                a[(1 + k, 6 + k)] = one;
-                a[(1 + k, 10)] = -one;
+                set(true, 1 + k, 6 + k, one);
+                set(true, 1 + k, 10, -one);
             }
-            c[(1, 1)] = -one;
-            c[(2, 1)] = one;
-            c[(3, 2)] = -one;
-            c[(4, 2)] = one;
-            a[(5, 11)] = one;
-            a[(5, 0)] = -mu;
+            set(false, 1, 1, -one);
+            set(false, 2, 1, one);
+            set(false, 3, 2, -one);
+            set(false, 4, 2, one);
+            set(true, 5, 11, one);
+            set(true, 5, 0, -mu);
             for k in 2..6 {
-                a[(5, k)] = one;
+                set(true, 5, k, one);
             }
         }
     }
     let mut row = law.equalities();
     for &(z, s) in law.orthant_pairs() {
-        a[(row, z)] = x[s];
-        a[(row, s)] = x[z];
+        set(true, row, z, x[s]);
+        set(true, row, s, x[z]);
         row += 1;
     }
     for &(z, s) in law.soc_pairs() {
         let zz = Vec3::new(x[z], x[z + 1], x[z + 2]);
         let ss = Vec3::new(x[s], x[s + 1], x[s + 2]);
-        if nt {
+        let (bz, bs) = if nt {
             let (w, winv, lambda) = nt_scaling(&zz, &ss);
             let al = arrow(&lambda);
-            a.fixed_view_mut::<3, 3>(row, z).copy_from(&(al * winv));
-            a.fixed_view_mut::<3, 3>(row, s).copy_from(&(al * w));
+            (al * winv, al * w)
         } else {
-            a.fixed_view_mut::<3, 3>(row, z).copy_from(&arrow(&ss));
-            a.fixed_view_mut::<3, 3>(row, s).copy_from(&arrow(&zz));
+            (arrow(&ss), arrow(&zz))
+        };
+        for i in 0..3 {
+            for j in 0..3 {
+                set(true, row + i, z + j, bz[(i, j)]);
+                set(true, row + i, s + j, bs[(i, j)]);
+            }
         }
         row += 3;
     }
-    (a, c)
 }
 
 /// The other side of a contact.

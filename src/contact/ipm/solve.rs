@@ -1,7 +1,7 @@
 //! Mehrotra predictor–corrector on one island (see the [module docs](super)).
 
 use super::cone::{orthant_step, soc_step};
-use super::residual::{evaluate, local_jacobian, local_residual, Eval, Island, Law, UnitKind};
+use super::residual::{evaluate, local_jacobian_with, local_residual, local_residual_fixed, Eval, Island, Law, UnitKind};
 use super::robot::robot_contact_jacobian;
 use crate::scalar::safe_norm;
 use super::Params;
@@ -9,7 +9,8 @@ use crate::contact::{SolveError, StepProblem};
 use crate::math::{DMat, DVec, Vec3};
 use crate::Scalar;
 use super::kinematics::contact_jacobian;
-use nalgebra::{Matrix3, Matrix3x6, Matrix3xX, Matrix6};
+use crate::linalg::SmallLu;
+use nalgebra::{Matrix3, Matrix3x6, Matrix3xX, Matrix6, SMatrix, SVector};
 
 /// The result of one island's solve.
 #[derive(Clone, Debug)]
@@ -51,9 +52,9 @@ fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: 
     let mut comp_max: f64 = 0.0;
     let k = T::from_re(kappa);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
-        let r = local_residual(cand.law, x, &ce.y, cand.mu, k, None, false);
+        let r = local_residual_fixed(cand.law, x.as_slice(), &ce.y, cand.mu, k, None, false);
         let ne = cand.law.equalities();
-        for (i, ri) in r.iter().enumerate() {
+        for (i, ri) in r.iter().take(cand.law.size()).enumerate() {
             let a = ri.re().abs();
             merit += a * a;
             if i < ne {
@@ -179,16 +180,133 @@ impl<T: Scalar> ReducedLu<T> {
     }
 }
 
+/// LU of `A_c` and `A_c⁻¹ C_c` of one contact (the local block of the KKT
+/// reduction), fixed-size per friction law: no heap.
+enum LocalLu<T: Scalar> {
+    N2(SmallLu<T, 2>, SMatrix<T, 2, 3>),
+    N8(SmallLu<T, 8>, SMatrix<T, 8, 3>),
+    N12(SmallLu<T, 12>, SMatrix<T, 12, 3>),
+}
+
+fn local_lu<T: Scalar, const N: usize>(
+    law: Law,
+    x: &[T],
+    mu: T,
+    nt: bool,
+) -> Option<(SmallLu<T, N>, SMatrix<T, N, 3>)> {
+    let mut a = SMatrix::<T, N, N>::zeros();
+    let mut c = SMatrix::<T, N, 3>::zeros();
+    local_jacobian_with(law, x, mu, nt, |is_a, i, j, v| {
+        if is_a {
+            a[(i, j)] = v
+        } else {
+            c[(i, j)] = v
+        }
+    });
+    let lu = SmallLu::new(&a)?;
+    let ainv_c = lu.solve(&c);
+    Some((lu, ainv_c))
+}
+
+macro_rules! with_local {
+    ($self:expr, |$lu:ident, $ac:ident| $body:expr) => {
+        match $self {
+            LocalLu::N2($lu, $ac) => $body,
+            LocalLu::N8($lu, $ac) => $body,
+            LocalLu::N12($lu, $ac) => $body,
+        }
+    };
+}
+
+impl<T: Scalar> LocalLu<T> {
+    fn new(law: Law, x: &[T], mu: T, nt: bool) -> Option<Self> {
+        Some(match law.size() {
+            2 => {
+                let (l, c) = local_lu::<T, 2>(law, x, mu, nt)?;
+                LocalLu::N2(l, c)
+            }
+            8 => {
+                let (l, c) = local_lu::<T, 8>(law, x, mu, nt)?;
+                LocalLu::N8(l, c)
+            }
+            12 => {
+                let (l, c) = local_lu::<T, 12>(law, x, mu, nt)?;
+                LocalLu::N12(l, c)
+            }
+            n => unreachable!("no friction law has {n} unknowns"),
+        })
+    }
+
+    /// `A_c⁻¹ r`.
+    fn solve_vec(&self, r: &DVec<T>) -> Option<DVec<T>> {
+        with_local!(self, |lu, _ac| {
+            let b = SVector::from_fn(|i, _| r[i]);
+            let x = lu.solve(&b);
+            if !x.iter().all(|e| e.re().is_finite()) {
+                return None;
+            }
+            Some(DVec::from_column_slice(x.as_slice()))
+        })
+    }
+
+    /// `A_c⁻¹ B` for every column of `B`.
+    fn solve_mat(&self, b: &DMat<T>) -> Option<DMat<T>> {
+        let mut out = DMat::zeros(b.nrows(), b.ncols());
+        for j in 0..b.ncols() {
+            let col = self.solve_vec(&b.column(j).into_owned())?;
+            out.set_column(j, &col);
+        }
+        Some(out)
+    }
+
+    /// `A_c⁻¹ C_c dy`.
+    fn ainv_c_times(&self, dy: &Vec3<T>) -> DVec<T> {
+        with_local!(self, |_lu, ac| DVec::from_column_slice((ac * dy).as_slice()))
+    }
+
+    /// `A_c⁻¹ C_c` as a dynamic matrix.
+    fn ainv_c(&self) -> DMat<T> {
+        with_local!(self, |_lu, ac| DMat::from_column_slice(ac.nrows(), 3, ac.as_slice()))
+    }
+
+    /// `E A_c⁻¹ C_c` (3 × 3): the impulse response to `dy`.
+    fn n3(&self, law: Law) -> Matrix3<T> {
+        with_local!(self, |_lu, ac| {
+            let mut m = Matrix3::zeros();
+            for j in 0..3 {
+                let col = DVec::from_column_slice(ac.column(j).as_slice());
+                m.set_column(j, &law.impulse(&col));
+            }
+            m
+        })
+    }
+}
+
 /// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
 /// and the per-contact blocks needed to recover `dx_c`.
 struct Factored<T: Scalar> {
     reduced: ReducedLu<T>,
-    /// LU of each `A_c`.
-    local: Vec<nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>>,
-    /// `C_c` of each contact.
-    c_mats: Vec<DMat<T>>,
+    /// LU of each `A_c`, with `A_c⁻¹ C_c`.
+    local: Vec<LocalLu<T>>,
     /// `(island unit, K block)` of each contact, `K = ∂y/∂v⁺`.
     k_blocks: Vec<Vec<(usize, Matrix3xX<T>)>>,
+}
+
+/// How the contact blocks `K = ∂y/∂v⁺` and `G = ∂(Wᵀf)/∂v⁺` of the
+/// Newton matrix are formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Linearization {
+    /// Closed form from the impulse map at the iterate: `K = diag(h, 1, 1) W`
+    /// (the normal row is exact, `W`'s normal row being `∂φ/∂v⁺ / h`; the
+    /// tangent rows leave out the motion of the contact frame and lever
+    /// arms with `q⁺`, which is O(h)) and `G = 0`. No dual numbers: the
+    /// Newton iterations converge to the same root, at a linear rate of
+    /// order `h ‖f‖ ‖r‖ / ‖M‖` once close.
+    ClosedForm,
+    /// Exact `K` and `G` by one forward-mode dual evaluation of the contact
+    /// kinematics: the Jacobian the implicit-function derivatives and the
+    /// polishing steps of a dual scalar need.
+    Exact,
 }
 
 fn factor<T: Scalar>(
@@ -198,21 +316,18 @@ fn factor<T: Scalar>(
     v: &DVec<T>,
     xs: &[DVec<T>],
     nt: bool,
+    lin: Linearization,
 ) -> Result<Factored<T>, SolveError> {
     let mut r = DMat::zeros(island.dim(), island.dim());
     for (u, j) in island.units.iter().zip(&ev.jac) {
         r.view_mut((u.offset, u.offset), (u.size(), u.size())).copy_from(j);
     }
     let mut local = Vec::with_capacity(xs.len());
-    let mut c_mats = Vec::with_capacity(xs.len());
     let mut k_blocks = Vec::with_capacity(xs.len());
     let lift = |m: &DMat<f64>| m.map(T::from_re);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
-        let (a, c) = local_jacobian(cand.law, x, cand.mu, nt);
-        let lu = a.lu();
-        let ainv_c = lu.solve(&c).ok_or(SolveError::Singular("contact block"))?;
-        let n3: DMat<T> = cand.law.impulse_map::<T>() * ainv_c;
-        let n3 = Matrix3::from_fn(|i, j| n3[(i, j)]);
+        let lu = LocalLu::new(cand.law, x.as_slice(), cand.mu, nt).ok_or(SolveError::Singular("contact block"))?;
+        let n3 = lu.n3(cand.law);
         // Exact primal K and geometric stiffness G of the contact.
         let f = cand.law.impulse(x).map(|e| e.re());
         let unit_v = |li: usize| -> Vec<f64> {
@@ -220,6 +335,36 @@ fn factor<T: Scalar>(
             (0..u.size()).map(|k| v[u.offset + k].re()).collect()
         };
         let la = ce.blocks[0].0;
+        // A conic-program contact (`bilevel`) has a gap whose gradient is
+        // not the rigid motion of its witness points: always exact.
+        if lin == Linearization::ClosedForm && cand.parts.is_none() {
+            let h = p.h;
+            let ks: Vec<(usize, Matrix3xX<T>)> = ce
+                .blocks
+                .iter()
+                .map(|(u, w)| {
+                    let mut k = Matrix3xX::from_fn(w.ncols(), |i, j| T::from_re(w[(i, j)].re()));
+                    let hr = T::from_re(h.re());
+                    for j in 0..k.ncols() {
+                        k[(0, j)] *= hr;
+                    }
+                    (*u, k)
+                })
+                .collect();
+            for (lw, w) in ce.blocks.iter() {
+                let wn = w.map(|e| T::from_re(e.re())).transpose() * n3;
+                let uw = &island.units[*lw];
+                for (lk, k) in ks.iter() {
+                    let uk = &island.units[*lk];
+                    let add: DMat<T> = &wn * k;
+                    let mut blk = r.view_mut((uw.offset, uk.offset), (uw.size(), uk.size()));
+                    blk += add;
+                }
+            }
+            local.push(lu);
+            k_blocks.push(ks);
+            continue;
+        }
         // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
         let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la].kind {
             UnitKind::Robot(ru) => {
@@ -265,10 +410,9 @@ fn factor<T: Scalar>(
             }
         }
         local.push(lu);
-        c_mats.push(c);
         k_blocks.push(ks);
     }
-    Ok(Factored { reduced: ReducedLu::new(r), local, c_mats, k_blocks })
+    Ok(Factored { reduced: ReducedLu::new(r), local, k_blocks })
 }
 
 /// Newton direction for the local residuals `rc` (dynamics residual from
@@ -283,7 +427,7 @@ fn direction<T: Scalar>(
     let mut rhs = -ev.r_dyn.clone();
     let mut ainv_r = Vec::with_capacity(rc.len());
     for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
-        let u = f.local[c].solve(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
+        let u = f.local[c].solve_vec(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
         let eu = cand.law.impulse(&u);
         for (lw, w) in &ce.blocks {
             let un = &island.units[*lw];
@@ -300,8 +444,7 @@ fn direction<T: Scalar>(
             let un = &island.units[*lk];
             dy += k * dv.rows(un.offset, un.size());
         }
-        let cdy = &f.c_mats[c] * dy;
-        let corr = f.local[c].solve(&cdy).ok_or(SolveError::Singular("contact block"))?;
+        let corr = f.local[c].ainv_c_times(&dy);
         dxs.push(-(&ainv_r[c] + corr));
     }
     Ok((dv, dxs))
@@ -386,14 +529,19 @@ pub fn solve_island<T: Scalar>(
     }
     ev = evaluate(p, island, &v, &xs)?;
     let mut iter = 0;
+    // The contact blocks of the Newton matrix: closed form while the
+    // iteration makes progress, exact once a step is short (see
+    // `Params::exact_jacobian_below`). Decided on primal values, so a dual
+    // scalar follows the f64 iterates exactly.
+    let mut lin = if params.exact_jacobian_below > 1.0 { Linearization::Exact } else { Linearization::ClosedForm };
     loop {
         let m = measures(island, &ev, &xs, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
-            // Polish: full Newton steps on r_ρ with the exact (unscaled)
-            // Jacobian. The primal barely moves; the derivative parts of a
-            // dual scalar converge (one step per derivative order).
+            // Polish: full Newton steps on r_ρ (unscaled cone rows) with
+            // the loop's linearization, which tighten the primal residual
+            // towards round-off, the same in every scalar.
             for _ in 0..params.polish_steps {
-                let fac = factor(p, island, &ev, &v, &xs, false)?;
+                let fac = factor(p, island, &ev, &v, &xs, false, lin)?;
                 let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
                 let (dv, dxs) = direction(island, &ev, &fac, &r)?;
                 if boundary_step(island, &xs, &dxs) <= 1.0 {
@@ -401,6 +549,22 @@ pub fn solve_island<T: Scalar>(
                 }
                 let v_t = &v + &dv;
                 let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d).collect();
+                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else { break };
+                v = v_t;
+                xs = xs_t;
+                ev = ev_t;
+            }
+            // Then, in a dual scalar, one Newton step per derivative order
+            // with the exact Jacobian that moves only the derivative parts
+            // (the primal stays where the f64 solve puts it): at the root,
+            // each makes one more derivative order exact.
+            for _ in 0..T::DERIVATIVE_ORDER {
+                let fac = factor(p, island, &ev, &v, &xs, false, Linearization::Exact)?;
+                let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
+                let (dv, dxs) = direction(island, &ev, &fac, &r)?;
+                let tangent = |d: T| d - T::from_re(d.re());
+                let v_t = &v + dv.map(tangent);
+                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d.map(tangent)).collect();
                 let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else { break };
                 v = v_t;
                 xs = xs_t;
@@ -429,7 +593,7 @@ pub fn solve_island<T: Scalar>(
         }
         iter += 1;
         let nt = params.nesterov_todd;
-        let fac = factor(p, island, &ev, &v, &xs, nt)?;
+        let fac = factor(p, island, &ev, &v, &xs, nt, lin)?;
         // Predictor (affine scaling, κ = 0).
         let r_aff = local_residuals(island, &ev, &xs, T::zero(), None, nt);
         let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
@@ -468,7 +632,7 @@ pub fn solve_island<T: Scalar>(
             let f = if scaled == nt {
                 &fac
             } else {
-                plain_fac.get_or_insert(factor(p, island, &ev, &v, &xs, scaled)?)
+                plain_fac.get_or_insert(factor(p, island, &ev, &v, &xs, scaled, lin)?)
             };
             let (dv, dxs) = direction(island, &ev, f, &r_dir)?;
             let mut alpha =
@@ -493,6 +657,9 @@ pub fn solve_island<T: Scalar>(
             if step_taken.is_some() {
                 break;
             }
+        }
+        if accepted_alpha < params.exact_jacobian_below {
+            lin = Linearization::Exact;
         }
         if accepted_alpha < params.recenter_below {
             // Blocked against a cone boundary (a badly centred pair): take
@@ -555,7 +722,7 @@ impl IslandJacobian {
         xs: &[DVec<f64>],
     ) -> Result<Self, SolveError> {
         let ev = evaluate(p, island, v, xs)?;
-        let fac = factor(p, island, &ev, v, xs, false)?;
+        let fac = factor(p, island, &ev, v, xs, false, Linearization::Exact)?;
         Ok(IslandJacobian { ev, fac })
     }
 
@@ -587,7 +754,7 @@ impl IslandJacobian {
         for (c, (cand, ce)) in island.contacts.iter().zip(&self.ev.contacts).enumerate() {
             let cols: Vec<usize> = (0..m).filter(|&j| bc[c].column(j).iter().any(|x| *x != 0.0)).collect();
             let b = DMat::from_fn(bc[c].nrows(), cols.len(), |i, j| bc[c][(i, cols[j])]);
-            let u = self.fac.local[c].solve(&b).ok_or_else(singular)?;
+            let u = self.fac.local[c].solve_mat(&b).ok_or_else(singular)?;
             let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
             for (lw, w) in &ce.blocks {
                 let un = &island.units[*lw];
@@ -616,8 +783,7 @@ impl IslandJacobian {
                 let kd = DMat::from_fn(3, un.size(), |i, j| k[(i, j)]);
                 dy += kd * xv.rows(un.offset, un.size());
             }
-            let cdy = &self.fac.c_mats[c] * dy;
-            let mut x = -self.fac.local[c].solve(&cdy).ok_or_else(singular)?;
+            let mut x = -(self.fac.local[c].ainv_c() * dy);
             for (jj, &j) in cols.iter().enumerate() {
                 let mut col = x.column_mut(j);
                 col += u.column(jj);

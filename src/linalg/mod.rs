@@ -1,0 +1,96 @@
+//! Linear algebra written once for the contact layer.
+//!
+//! * [`SmallLu`]: LU with partial pivoting of a fixed-size `N × N` matrix,
+//!   generic over [`Scalar`], on the stack. Pivots are chosen on primal
+//!   values (as every decision in dualsim), so the same factorization runs
+//!   in a dual scalar and its derivative parts follow the primal's
+//!   elimination order. Used for the per-contact blocks of the interior
+//!   point (2 × 2, 8 × 8, 12 × 12), where nalgebra's heap `DMatrix` LU was
+//!   a fifth of a contact step.
+
+use crate::Scalar;
+use nalgebra::SMatrix;
+
+/// LU factorization with partial pivoting of a fixed-size matrix
+/// (`P A = L U`, `L` unit lower triangular, both stored in `lu`).
+///
+/// ```
+/// use dualsim::linalg::SmallLu;
+/// use nalgebra::{Matrix3, Vector3};
+/// let a = Matrix3::new(0.0, 2.0, 1.0, 1.0, 1.0, 0.0, 3.0, 0.0, 1.0);
+/// let lu = SmallLu::new(&a).unwrap();
+/// let x = lu.solve(&Vector3::new(3.0, 2.0, 4.0));
+/// assert!((a * x - Vector3::new(3.0, 2.0, 4.0)).norm() < 1e-14);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SmallLu<T: Scalar, const N: usize> {
+    lu: SMatrix<T, N, N>,
+    perm: [usize; N],
+}
+
+impl<T: Scalar, const N: usize> SmallLu<T, N> {
+    /// Factors `a`; `None` when a pivot is zero or not finite (primal
+    /// values).
+    pub fn new(a: &SMatrix<T, N, N>) -> Option<Self> {
+        let mut lu = *a;
+        let mut perm = [0usize; N];
+        for (i, p) in perm.iter_mut().enumerate() {
+            *p = i;
+        }
+        for k in 0..N {
+            let mut best = k;
+            let mut best_val = lu[(k, k)].re().abs();
+            for i in k + 1..N {
+                let v = lu[(i, k)].re().abs();
+                if v > best_val {
+                    best = i;
+                    best_val = v;
+                }
+            }
+            if best_val == 0.0 || !best_val.is_finite() {
+                return None;
+            }
+            if best != k {
+                lu.swap_rows(k, best);
+                perm.swap(k, best);
+            }
+            let inv = T::one() / lu[(k, k)];
+            for i in k + 1..N {
+                let l = lu[(i, k)] * inv;
+                lu[(i, k)] = l;
+                if l.re() != 0.0 || T::DERIVATIVE_ORDER > 0 {
+                    for j in k + 1..N {
+                        let u = lu[(k, j)];
+                        lu[(i, j)] -= l * u;
+                    }
+                }
+            }
+        }
+        Some(SmallLu { lu, perm })
+    }
+
+    /// Solves `A x = b` for every column of `b`.
+    pub fn solve<const M: usize>(&self, b: &SMatrix<T, N, M>) -> SMatrix<T, N, M> {
+        let mut x = SMatrix::<T, N, M>::zeros();
+        for i in 0..N {
+            x.set_row(i, &b.row(self.perm[i]));
+        }
+        for c in 0..M {
+            for i in 0..N {
+                let mut s = x[(i, c)];
+                for j in 0..i {
+                    s -= self.lu[(i, j)] * x[(j, c)];
+                }
+                x[(i, c)] = s;
+            }
+            for i in (0..N).rev() {
+                let mut s = x[(i, c)];
+                for j in i + 1..N {
+                    s -= self.lu[(i, j)] * x[(j, c)];
+                }
+                x[(i, c)] = s / self.lu[(i, i)];
+            }
+        }
+        x
+    }
+}
