@@ -10,10 +10,14 @@
 //!   first line is `# scene` is a complete scene file and goes through the
 //!   real loader (as a file in `examples/scenes/`, so that a URDF path
 //!   resolves there); together these complete scenes use every accepted
-//!   key, so no documented key is one the loader rejects.
+//!   key, so no documented key is one the loader rejects. The README's
+//!   scene loads too.
 //! * Every key of every command's JSON output (`run --json`, the `--out`
 //!   trajectory, `check --json`, `grad --json`, `bench --json`, and a failed
 //!   run's `error`) is named in the document's section on command output.
+//! * The README's API section is the compiled `examples/api_tour.rs`; the
+//!   README and `docs/` never mention the engineers' design folder, and
+//!   every relative link resolves inside the repository.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -61,8 +65,15 @@ fn sections(md: &str) -> Vec<Section> {
         .iter()
         .enumerate()
         .map(|(k, &(i, level))| {
-            let end = heads[k + 1..].iter().find(|(_, l)| *l <= level).map(|(j, _)| *j).unwrap_or(lines.len());
-            Section { heading: lines[i].to_string(), body: lines[i + 1..end].join("\n") }
+            let end = heads[k + 1..]
+                .iter()
+                .find(|(_, l)| *l <= level)
+                .map(|(j, _)| *j)
+                .unwrap_or(lines.len());
+            Section {
+                heading: lines[i].to_string(),
+                body: lines[i + 1..end].join("\n"),
+            }
         })
         .collect()
 }
@@ -87,8 +98,12 @@ fn section<'a>(all: &'a [Section], needle: &str) -> Result<&'a Section, String> 
     let found: Vec<&Section> = all.iter().filter(|s| s.heading.contains(needle)).collect();
     match found.len() {
         1 => Ok(found[0]),
-        0 => Err(format!("no heading containing {needle} in docs/scene-format.md")),
-        n => Err(format!("{n} headings contain {needle} in docs/scene-format.md (expected one)")),
+        0 => Err(format!(
+            "no heading containing {needle} in docs/scene-format.md"
+        )),
+        n => Err(format!(
+            "{n} headings contain {needle} in docs/scene-format.md (expected one)"
+        )),
     }
 }
 
@@ -140,7 +155,11 @@ fn every_accepted_key_is_documented_and_every_documented_key_accepted() {
         let documented = documented_keys(&s.body);
         for k in keys {
             if !documented.contains(*k) {
-                let shown = if table.is_empty() { "the top level".to_string() } else { format!("`{table}`") };
+                let shown = if table.is_empty() {
+                    "the top level".to_string()
+                } else {
+                    format!("`{table}`")
+                };
                 problems.push(format!(
                     "key `{k}` of {shown} is accepted by the parser but not documented in the key table under `{}`",
                     s.heading
@@ -149,7 +168,10 @@ fn every_accepted_key_is_documented_and_every_documented_key_accepted() {
         }
         match per_section.iter_mut().find(|(h, _)| *h == s.heading) {
             Some((_, set)) => set.extend(keys.iter().map(|k| k.to_string())),
-            None => per_section.push((s.heading.clone(), keys.iter().map(|k| k.to_string()).collect())),
+            None => per_section.push((
+                s.heading.clone(),
+                keys.iter().map(|k| k.to_string()).collect(),
+            )),
         }
     }
     for (heading, accepted) in &per_section {
@@ -176,11 +198,18 @@ fn every_accepted_key_is_documented_and_every_documented_key_accepted() {
         };
         for v in values {
             if !s.body.contains(&format!("`{v}`")) && !s.body.contains(&format!("\"{v}\"")) {
-                problems.push(format!("value `{v}` of `{key}` is accepted but not named under `{}`", s.heading));
+                problems.push(format!(
+                    "value `{v}` of `{key}` is accepted but not named under `{}`",
+                    s.heading
+                ));
             }
         }
     }
-    assert!(problems.is_empty(), "docs/scene-format.md is out of date:\n  {}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "docs/scene-format.md is out of date:\n  {}",
+        problems.join("\n  ")
+    );
 }
 
 /// The ```toml blocks of `md`.
@@ -199,7 +228,10 @@ fn toml_blocks(md: &str) -> Vec<(usize, String)> {
             None => {}
         }
     }
-    assert!(current.is_none(), "docs/scene-format.md: unterminated ```toml block");
+    assert!(
+        current.is_none(),
+        "docs/scene-format.md: unterminated ```toml block"
+    );
     out
 }
 
@@ -217,18 +249,20 @@ fn keys_used(v: &toml::Value, out: &mut BTreeSet<String>) {
     }
 }
 
-#[test]
-fn every_complete_scene_in_the_document_loads_and_together_they_use_every_key() {
-    let md = doc();
-    let blocks = toml_blocks(&md);
+/// Loads every complete scene (```toml block starting with `# scene`) of
+/// the markdown file `rel`, as if it were a file in `dir` (relative to the
+/// repository); returns the number of scenes, the keys they use, and the
+/// problems found.
+fn load_scenes(rel: &str, dir: &str) -> (usize, BTreeSet<String>, Vec<String>) {
+    let md = std::fs::read_to_string(root().join(rel)).unwrap();
     let mut problems = Vec::new();
     let mut used = BTreeSet::new();
     let mut scenes = 0;
-    for (line, src) in &blocks {
-        let value: toml::Value = match toml::from_str::<toml::Table>(src) {
+    for (line, src) in toml_blocks(&md) {
+        let value: toml::Value = match toml::from_str::<toml::Table>(&src) {
             Ok(t) => toml::Value::Table(t),
             Err(e) => {
-                problems.push(format!("docs/scene-format.md:{line}: not valid TOML: {e}"));
+                problems.push(format!("{rel}:{line}: not valid TOML: {e}"));
                 continue;
             }
         };
@@ -237,13 +271,24 @@ fn every_complete_scene_in_the_document_loads_and_together_they_use_every_key() 
         }
         scenes += 1;
         keys_used(&value, &mut used);
-        // As a file in examples/scenes/: URDF paths resolve there.
-        let file = root().join(format!("examples/scenes/docs-scene-format-line-{line}.toml"));
-        if let Err(e) = dualsim::scene::parse(src, &file.display().to_string()) {
-            problems.push(format!("docs/scene-format.md:{line}: the scene is rejected: {e}"));
+        let file = root()
+            .join(dir)
+            .join(format!("{}-line-{line}.toml", rel.replace('/', "-")));
+        if let Err(e) = dualsim::scene::parse(&src, &file.display().to_string()) {
+            problems.push(format!("{rel}:{line}: the scene is rejected: {e}"));
         }
     }
-    assert!(scenes >= 5, "expected at least 5 complete scenes (```toml blocks starting with `# scene`), found {scenes}");
+    (scenes, used, problems)
+}
+
+#[test]
+fn every_complete_scene_in_the_document_loads_and_together_they_use_every_key() {
+    // As files in examples/scenes/: URDF paths resolve there.
+    let (scenes, used, mut problems) = load_scenes("docs/scene-format.md", "examples/scenes");
+    assert!(
+        scenes >= 5,
+        "expected at least 5 complete scenes (```toml blocks starting with `# scene`), found {scenes}"
+    );
     for (table, keys) in dualsim::scene::accepted_keys() {
         for k in keys {
             if !used.contains(*k) {
@@ -257,14 +302,110 @@ fn every_complete_scene_in_the_document_loads_and_together_they_use_every_key() 
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+#[test]
+fn the_readme_scene_loads() {
+    let (scenes, _, problems) = load_scenes("README.md", ".");
+    assert!(
+        scenes >= 1,
+        "the README's tour has no complete scene (```toml block starting with `# scene`)"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The README's API section is `examples/api_tour.rs` (which `cargo test`
+/// compiles), between its `// README begin` and `// README end` lines.
+#[test]
+fn the_readme_api_snippet_is_the_compiled_example() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root().join("examples/api_tour.rs")).unwrap();
+    let begin = example
+        .find("// README begin\n")
+        .expect("`// README begin` in examples/api_tour.rs");
+    let end = example
+        .find("// README end")
+        .expect("`// README end` in examples/api_tour.rs");
+    let snippet = &example[begin + "// README begin\n".len()..end];
+    let block = format!("```rust\n{snippet}```");
+    assert!(
+        readme.contains(&block),
+        "README.md must contain examples/api_tour.rs's code between `// README begin` and `// README end` \
+         as a ```rust block, verbatim:\n{block}"
+    );
+}
+
+/// The markdown links of `text` (`[label](target)`), with their line.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(k) = rest.find("](") {
+            let after = &rest[k + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push((i + 1, after[..end].to_string()));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// The user's documentation must stand on its own: no mention of the
+/// engineers' design folder, and every relative link resolves to a file or
+/// directory of the repository.
+#[test]
+fn readme_and_docs_point_only_inside_the_repository() {
+    let repo = root().canonicalize().unwrap();
+    let mut files = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    assert!(files.len() >= 7, "README.md and the six docs/ pages");
+    let mut problems = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        if text.contains("shared/") || text.contains("SCENE.md") || text.contains("ARCHITECTURE.md")
+        {
+            problems.push(format!(
+                "{name} mentions the engineers' design documents, which users cannot see"
+            ));
+        }
+        for (line, target) in links(&text) {
+            if target.starts_with("http://")
+                || target.starts_with("https://")
+                || target.starts_with('#')
+            {
+                continue;
+            }
+            let path = target.split('#').next().unwrap();
+            let resolved = f.parent().unwrap().join(path);
+            match resolved.canonicalize() {
+                Ok(p) if p.starts_with(&repo) => {}
+                Ok(_) => problems.push(format!(
+                    "{name}:{line}: `{target}` points outside the repository"
+                )),
+                Err(_) => problems.push(format!("{name}:{line}: `{target}` does not exist")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dualsim"))
 }
 
 fn json_of(args: &[&str]) -> serde_json::Value {
     let out = bin().args(args).output().unwrap();
-    assert!(out.status.success(), "dualsim {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("dualsim {args:?}: not one JSON document: {e}"))
+    assert!(
+        out.status.success(),
+        "dualsim {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("dualsim {args:?}: not one JSON document: {e}"))
 }
 
 fn json_keys(v: &serde_json::Value, out: &mut BTreeSet<String>) {
@@ -287,9 +428,26 @@ fn every_key_of_every_json_output_is_documented() {
     let dir = std::env::temp_dir().join(format!("dualsim-docs-test-{}", std::process::id()));
     let dir_s = dir.to_str().unwrap();
     let mut outputs: Vec<(&str, serde_json::Value)> = vec![
-        ("run --json", json_of(&["run", scene, "--steps", "5", "--json", "--out", dir_s])),
-        ("check --json", json_of(&["check", scene, "--samples", "1", "--json"])),
-        ("grad --json", json_of(&["grad", scene, "--of", "ball.position", "--wrt", "ball.velocity", "--json"])),
+        (
+            "run --json",
+            json_of(&["run", scene, "--steps", "5", "--json", "--out", dir_s]),
+        ),
+        (
+            "check --json",
+            json_of(&["check", scene, "--samples", "1", "--json"]),
+        ),
+        (
+            "grad --json",
+            json_of(&[
+                "grad",
+                scene,
+                "--of",
+                "ball.position",
+                "--wrt",
+                "ball.velocity",
+                "--json",
+            ]),
+        ),
         ("bench --json", json_of(&["bench", scene, "--json"])),
     ];
     let traj = std::fs::read_to_string(Path::new(&dir).join("trajectory.json")).unwrap();
@@ -311,10 +469,19 @@ fn every_key_of_every_json_output_is_documented() {
         json_keys(v, &mut keys);
         assert!(!keys.is_empty(), "{what}: no keys");
         for k in keys {
-            if !out_section.body.contains(&format!("\"{k}\"")) && !out_section.body.contains(&format!("`{k}`")) {
-                problems.push(format!("`{k}` of {what} is not documented under `{}`", out_section.heading));
+            if !out_section.body.contains(&format!("\"{k}\""))
+                && !out_section.body.contains(&format!("`{k}`"))
+            {
+                problems.push(format!(
+                    "`{k}` of {what} is not documented under `{}`",
+                    out_section.heading
+                ));
             }
         }
     }
-    assert!(problems.is_empty(), "docs/scene-format.md is out of date:\n  {}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "docs/scene-format.md is out of date:\n  {}",
+        problems.join("\n  ")
+    );
 }
