@@ -485,3 +485,41 @@ fn every_key_of_every_json_output_is_documented() {
         problems.join("\n  ")
     );
 }
+
+/// After the demonstration the program suggests commands to try: each of
+/// them works (run from a directory holding the demo's output and the
+/// repository's `examples/`, as a user in a clone would).
+#[test]
+fn the_demo_suggestions_work() {
+    let dir = std::env::temp_dir().join(format!("dualsim-docs-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(root().join("examples"), dir.join("examples")).unwrap();
+    let out = bin().current_dir(&dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let prefix = "cargo run --release -- ";
+    let suggestions: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(prefix))
+        .map(|l| l.split('#').next().unwrap().trim())
+        .collect();
+    assert!(
+        suggestions.len() >= 3,
+        "the demo suggests at least three commands:\n{text}"
+    );
+    for s in suggestions {
+        let args: Vec<&str> = s.split_whitespace().collect();
+        let r = bin().current_dir(&dir).args(&args).output().unwrap();
+        assert!(
+            r.status.success(),
+            "suggested `dualsim {s}` fails: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
