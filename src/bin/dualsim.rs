@@ -1,4 +1,5 @@
-//! The `dualsim` command line (see `shared/SCENE.md` for the contract).
+//! The `dualsim` command line; its reference (scene files, every command's
+//! output) is `docs/scene-format.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
