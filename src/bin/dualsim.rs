@@ -1,4 +1,5 @@
-//! The `dualsim` command line (see `shared/SCENE.md` for the contract).
+//! The `dualsim` command line; its reference (scene files, every command's
+//! output) is `docs/scene-format.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -245,6 +246,15 @@ fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> std::io::Res
     atomic_write(&dir.join(name), text.as_bytes())
 }
 
+/// What the demonstration suggests trying next (commands that work from a
+/// clone of the repository; `tests/docs.rs` runs each of them).
+const NEXT_STEPS: &str = "\
+what to try next (from the repository; `dualsim ARGS` once installed with `cargo install --path .`):
+  cargo run --release -- view dualsim-out/trajectory.json      # an HTML player of this run
+  cargo run --release -- run examples/scenes/sliding_box.toml   # another scene (all keys: docs/scene-format.md)
+  cargo run --release -- grad examples/scenes/box_toss.toml --of box.position --wrt box.velocity,box.friction
+  cargo run --release -- check examples/scenes/polytope_drop.toml   # the four derivative methods compared";
+
 /// The built-in demonstration: an embedded scene, simulated, its
 /// derivatives checked across methods, results under ./dualsim-out/.
 fn demo() -> ExitCode {
@@ -287,6 +297,7 @@ fn demo() -> ExitCode {
         return ExitCode::from(EXIT_SIM);
     }
     println!("results written to {}/", dir.display());
+    println!("{NEXT_STEPS}");
     if check.passed {
         ExitCode::SUCCESS
     } else {

@@ -1,5 +1,6 @@
-//! Scene files (TOML) → [`Scene`]. The format is the contract of
-//! `shared/SCENE.md`.
+//! Scene files (TOML) → [`Scene`]. The user's reference of the format is
+//! `docs/scene-format.md`; `tests/docs.rs` checks that it documents every
+//! key and value this parser accepts.
 //!
 //! The file is parsed into toml's spanned document tree and walked by hand,
 //! so that every error — malformed TOML, an unknown key, a value of the wrong
@@ -78,7 +79,7 @@ pub fn parse(src: &str, file: &str) -> Result<Scene, SceneError> {
         let span = e.span().unwrap_or(0..0);
         cx.error(span, "", e.message().trim().to_string())
     })?;
-    let root = Tab::new(&cx, doc.get_ref(), doc.span(), String::new());
+    let root = Tab::new(&cx, doc.get_ref(), doc.span(), String::new(), ROOT_KEYS);
     build(&cx, root)
 }
 
@@ -114,12 +115,22 @@ struct Tab<'a, 'i> {
     map: &'a DeTable<'i>,
     span: Range<usize>,
     path: String,
+    /// The keys this table accepts (one of the `*_KEYS` lists): a key is
+    /// read only if it is listed, so these lists are exactly what the
+    /// parser accepts ([`accepted_keys`]).
+    keys: &'static [&'static str],
     used: Vec<&'a str>,
 }
 
 impl<'a, 'i> Tab<'a, 'i> {
-    fn new(cx: &'a Cx<'a>, map: &'a DeTable<'i>, span: Range<usize>, path: String) -> Self {
-        Tab { cx, map, span, path, used: Vec::new() }
+    fn new(
+        cx: &'a Cx<'a>,
+        map: &'a DeTable<'i>,
+        span: Range<usize>,
+        path: String,
+        keys: &'static [&'static str],
+    ) -> Self {
+        Tab { cx, map, span, path, keys, used: Vec::new() }
     }
 
     fn child_path(&self, key: &str) -> String {
@@ -131,6 +142,11 @@ impl<'a, 'i> Tab<'a, 'i> {
     }
 
     fn get(&mut self, key: &'a str) -> Option<(&'a Val<'i>, String)> {
+        // A key missing from the table's list is never read: it is then
+        // reported by `finish` as unknown, like any other.
+        if !self.keys.contains(&key) {
+            return None;
+        }
         let (_, v) = self.map.iter().find(|(k, _)| k.get_ref().as_ref() == key)?;
         self.used.push(key);
         Some((v, self.child_path(key)))
@@ -144,7 +160,11 @@ impl<'a, 'i> Tab<'a, 'i> {
         for (k, _) in self.map.iter() {
             let name: &str = k.get_ref().as_ref();
             if !self.used.contains(&name) {
-                return Err(self.cx.error(k.span(), &self.child_path(name), "unknown key"));
+                return Err(self.cx.error(
+                    k.span(),
+                    &self.child_path(name),
+                    format!("unknown key (expected one of: {})", self.keys.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -183,23 +203,23 @@ impl<'a, 'i> Tab<'a, 'i> {
         }
     }
 
-    fn table(&mut self, key: &'a str) -> R<Option<Tab<'a, 'i>>> {
+    fn table(&mut self, key: &'a str, keys: &'static [&'static str]) -> R<Option<Tab<'a, 'i>>> {
         match self.get(key) {
             None => Ok(None),
             Some((v, p)) => match v.get_ref() {
-                DeValue::Table(t) => Ok(Some(Tab::new(self.cx, t, v.span(), p))),
+                DeValue::Table(t) => Ok(Some(Tab::new(self.cx, t, v.span(), p, keys))),
                 other => Err(type_error(self.cx, v, &p, "a table", other)),
             },
         }
     }
 
-    fn array_of_tables(&mut self, key: &'a str) -> R<Vec<Tab<'a, 'i>>> {
+    fn array_of_tables(&mut self, key: &'a str, keys: &'static [&'static str]) -> R<Vec<Tab<'a, 'i>>> {
         let Some((v, p)) = self.get(key) else { return Ok(Vec::new()) };
         let arr = array(self.cx, v, &p)?;
         arr.iter()
             .enumerate()
             .map(|(i, e)| match e.get_ref() {
-                DeValue::Table(t) => Ok(Tab::new(self.cx, t, e.span(), format!("{p}[{i}]"))),
+                DeValue::Table(t) => Ok(Tab::new(self.cx, t, e.span(), format!("{p}[{i}]"), keys)),
                 other => Err(type_error(self.cx, e, &format!("{p}[{i}]"), "a table", other)),
             })
             .collect()
@@ -281,6 +301,104 @@ fn choose<T: Copy>(
     })
 }
 
+// The scene-file schema: the keys of every table and the names of every
+// enumerated value. The parser reads only these keys (`Tab::get`) and
+// accepts only these names (`choose`), and `docs/scene-format.md` must
+// document each of them (`tests/docs.rs`, through `accepted_keys` and
+// `accepted_values`). A new key goes into its list here, then the docs.
+
+const ROOT_KEYS: &[&str] = &["sim", "solver_params", "body", "static", "robot", "control"];
+const SIM_KEYS: &[&str] = &[
+    "dt",
+    "steps",
+    "gravity",
+    "solver",
+    "friction_cone",
+    "ccd",
+    "friction_combine",
+    "restitution_combine",
+];
+const SOLVER_PARAMS_KEYS: &[&str] = &["rho", "tolerance", "max_iterations"];
+const BODY_KEYS: &[&str] = &[
+    "name",
+    "mass",
+    "inertia",
+    "position",
+    "orientation",
+    "velocity",
+    "angular_velocity",
+    "friction",
+    "restitution",
+    "shape",
+];
+const STATIC_KEYS: &[&str] = &["name", "position", "orientation", "friction", "restitution", "shape"];
+const ROBOT_KEYS: &[&str] = &["name", "urdf", "base", "base_position", "base_orientation", "q", "v"];
+const CONTROL_KEYS: &[&str] = &["target", "values", "per_step"];
+/// A shape table before its `type` is known.
+const SHAPE_TYPE_KEY: &[&str] = &["type"];
+/// Each shape type and the keys of its table.
+const SHAPE_KEYS: &[(&str, &[&str])] = &[
+    ("sphere", &["type", "radius"]),
+    ("box", &["type", "half_extents"]),
+    ("capsule", &["type", "radius", "half_length"]),
+    ("cylinder", &["type", "radius", "half_length"]),
+    ("cone", &["type", "height", "half_angle"]),
+    ("ellipsoid", &["type", "radii"]),
+    ("polytope", &["type", "normals", "offsets"]),
+    ("padded_polygon", &["type", "normals", "offsets", "radius"]),
+    ("plane", &["type", "normal", "offset"]),
+    ("bundle", &["type", "op", "parts"]),
+    ("points", &["type", "points", "normals"]),
+];
+/// One entry of a bundle's `parts`.
+const PART_KEYS: &[&str] = &["position", "orientation", "shape"];
+
+const FRICTION_CONES: &[(&str, FrictionCone)] = &[("exact", FrictionCone::Exact), ("pyramid", FrictionCone::Pyramid)];
+const BASES: &[(&str, BaseJoint)] = &[("fixed", BaseJoint::Fixed), ("floating", BaseJoint::Floating)];
+const BUNDLE_OPS: &[(&str, BundleOp)] = &[("union", BundleOp::Union), ("minkowski", BundleOp::Minkowski)];
+
+/// The keys each table of a scene file accepts, from the lists the parser
+/// reads (for `tests/docs.rs`): `(table, keys)` with table `""` (the top
+/// level), `sim`, `solver_params`, `body`, `static`, `robot`, `control`,
+/// `shape.<type>` (one per shape type) and `part` (an entry of a bundle's
+/// `parts`).
+#[doc(hidden)]
+pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
+    let mut out: Vec<(String, &'static [&'static str])> = vec![
+        (String::new(), ROOT_KEYS),
+        ("sim".into(), SIM_KEYS),
+        ("solver_params".into(), SOLVER_PARAMS_KEYS),
+        ("body".into(), BODY_KEYS),
+        ("static".into(), STATIC_KEYS),
+        ("robot".into(), ROBOT_KEYS),
+        ("control".into(), CONTROL_KEYS),
+    ];
+    out.extend(SHAPE_KEYS.iter().map(|(ty, keys)| (format!("shape.{ty}"), *keys)));
+    out.push(("part".into(), PART_KEYS));
+    out
+}
+
+/// The names each enumerated key accepts, from the lists the parser
+/// matches against (for `tests/docs.rs`): `sim.solver` (every backend
+/// name, including those not available in this build),
+/// `sim.friction_cone`, `sim.friction_combine`, `sim.restitution_combine`,
+/// `robot.base`, `shape.type` and `shape.bundle.op`.
+#[doc(hidden)]
+pub fn accepted_values() -> Vec<(&'static str, Vec<&'static str>)> {
+    fn names<T>(list: &[(&'static str, T)]) -> Vec<&'static str> {
+        list.iter().map(|(n, _)| *n).collect()
+    }
+    vec![
+        ("sim.solver", names(SolverKind::NAMES)),
+        ("sim.friction_cone", names(FRICTION_CONES)),
+        ("sim.friction_combine", names(COMBINE)),
+        ("sim.restitution_combine", names(COMBINE)),
+        ("robot.base", names(BASES)),
+        ("shape.type", names(SHAPE_KEYS)),
+        ("shape.bundle.op", names(BUNDLE_OPS)),
+    ]
+}
+
 const COMBINE: &[(&str, Combine)] = &[
     ("average", Combine::Average),
     ("min", Combine::Min),
@@ -292,7 +410,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     // [sim]
     let mut world = World::<f64>::new(0.01);
     let mut steps = 100usize;
-    if let Some(mut sim) = root.table("sim")? {
+    if let Some(mut sim) = root.table("sim", SIM_KEYS)? {
         if let Some((v, p)) = sim.get("dt") {
             let dt = num(cx, v, &p)?;
             if dt <= 0.0 {
@@ -335,7 +453,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         world.friction_cone = choose(
             cx,
             fc,
-            &[("exact", FrictionCone::Exact), ("pyramid", FrictionCone::Pyramid)],
+            FRICTION_CONES,
             FrictionCone::Exact,
         )?;
         if let Some((v, p)) = sim.get("ccd") {
@@ -359,7 +477,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     }
 
     // [solver_params]
-    if let Some(mut sp) = root.table("solver_params")? {
+    if let Some(mut sp) = root.table("solver_params", SOLVER_PARAMS_KEYS)? {
         if let Some((v, p)) = sp.get("rho") {
             let x = num(cx, v, &p)?;
             if x <= 0.0 {
@@ -387,7 +505,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     // [[body]]
     let mut q = Vec::new();
     let mut v = Vec::new();
-    for mut body in root.array_of_tables("body")? {
+    for mut body in root.array_of_tables("body", BODY_KEYS)? {
         let name = match body.str_opt("name")? {
             Some((n, _, _)) => n.to_string(),
             None => return Err(body.missing("name")),
@@ -404,7 +522,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         let vel = body.vec_opt::<3>("velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
         let ang = body.vec_opt::<3>("angular_velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
         let material = material(cx, &mut body)?;
-        let shape = match body.table("shape")? {
+        let shape = match body.table("shape", SHAPE_TYPE_KEY)? {
             None => None,
             Some(t) => Some(shape(cx, t, false)?),
         };
@@ -421,11 +539,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     }
 
     // [[static]]
-    for mut st in root.array_of_tables("static")? {
+    for mut st in root.array_of_tables("static", STATIC_KEYS)? {
         let name = st.str_opt("name")?.map(|x| x.0.to_string()).unwrap_or_default();
         let material = material(cx, &mut st)?;
         let (pos, rot) = pose_fields(cx, &mut st)?;
-        let shape = match st.table("shape")? {
+        let shape = match st.table("shape", SHAPE_TYPE_KEY)? {
             None => return Err(st.missing("shape")),
             Some(t) => shape(cx, t, true)?,
         };
@@ -439,8 +557,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     }
 
     // [[robot]]
-    // [[robot]]
-    for mut r in root.array_of_tables("robot")? {
+    for mut r in root.array_of_tables("robot", ROBOT_KEYS)? {
         let Some((name, _, _)) = r.str_opt("name")? else { return Err(r.missing("name")) };
         let name = name.to_string();
         let Some((file, fspan, fpath)) = r.str_opt("urdf")? else { return Err(r.missing("urdf")) };
@@ -448,7 +565,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         let base = choose(
             cx,
             r.str_opt("base")?,
-            &[("fixed", BaseJoint::Fixed), ("floating", BaseJoint::Floating)],
+            BASES,
             BaseJoint::Fixed,
         )?;
         let urdf = urdf::load_file(base_dir.join(file), base)
@@ -505,7 +622,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     let nv = world.model.nv;
     let mut constant = DVec::zeros(nv);
     let mut per_step: Option<Vec<DVec<f64>>> = None;
-    for mut c in root.array_of_tables("control")? {
+    for mut c in root.array_of_tables("control", CONTROL_KEYS)? {
         let Some((target, tspan, tpath)) = c.str_opt("target")? else {
             return Err(c.missing("target"));
         };
@@ -676,6 +793,15 @@ fn positive(cx: &Cx, t: &mut Tab, key: &'static str) -> R<f64> {
 
 fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
     let Some((ty, tspan, tpath)) = t.str_opt("type")? else { return Err(t.missing("type")) };
+    let Some(&(_, keys)) = SHAPE_KEYS.iter().find(|(n, _)| *n == ty) else {
+        let names: Vec<&str> = SHAPE_KEYS.iter().map(|(n, _)| *n).collect();
+        return Err(cx.error(
+            tspan,
+            &tpath,
+            format!("unknown shape type `{ty}` (expected one of: {})", names.join(", ")),
+        ));
+    };
+    t.keys = keys;
     let s = match ty {
         "sphere" => Shape::Sphere { radius: positive(cx, &mut t, "radius")? },
         "box" => {
@@ -736,13 +862,13 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             let op = choose(
                 cx,
                 op,
-                &[("union", BundleOp::Union), ("minkowski", BundleOp::Minkowski)],
+                BUNDLE_OPS,
                 BundleOp::Union,
             )?;
             let mut parts = Vec::new();
-            for mut part in t.array_of_tables("parts")? {
+            for mut part in t.array_of_tables("parts", PART_KEYS)? {
                 let (pos, rot) = pose_fields(cx, &mut part)?;
-                let inner = match part.table("shape")? {
+                let inner = match part.table("shape", SHAPE_TYPE_KEY)? {
                     None => return Err(part.missing("shape")),
                     Some(s) => shape(cx, s, false)?,
                 };
@@ -762,16 +888,7 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             }
             Shape::Points { points, normals }
         }
-        other => {
-            return Err(cx.error(
-                tspan,
-                &tpath,
-                format!(
-                    "unknown shape type `{other}` (expected one of: sphere, box, capsule, cylinder, \
-                     cone, ellipsoid, polytope, padded_polygon, plane, bundle, points)"
-                ),
-            ))
-        }
+        other => unreachable!("shape type `{other}` is listed in SHAPE_KEYS but not built"),
     };
     t.finish()?;
     Ok(s)
