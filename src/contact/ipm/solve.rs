@@ -537,11 +537,25 @@ pub fn solve_island<T: Scalar>(
     loop {
         let m = measures(island, &ev, &xs, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
-            // Polish: full Newton steps on r_ρ (unscaled cone rows) with
-            // the loop's linearization, which tighten the primal residual
-            // towards round-off, the same in every scalar.
-            for _ in 0..params.polish_steps {
-                let fac = factor(p, island, &ev, &v, &xs, false, lin)?;
+            // Polish: full Newton steps on r_ρ (unscaled cone rows), the
+            // same in every scalar: at least `polish_steps`, with the loop's
+            // linearization, until the residual is at round-off
+            // (`1e-6 · tolerance`; finite differences of a step divide the
+            // solution's error by their step), at most four more, the last
+            // two exact (a closed-form matrix contracts linearly).
+            let tight = sp.tolerance * 1e-6;
+            let max_steps = params.polish_steps + 4;
+            let mut k = 0;
+            while k < max_steps {
+                if k >= params.polish_steps {
+                    let mm = measures(island, &ev, &xs, rho);
+                    if mm.eq <= tight && mm.comp_dev <= tight {
+                        break;
+                    }
+                }
+                let l = if k + 2 >= max_steps { Linearization::Exact } else { lin };
+                k += 1;
+                let fac = factor(p, island, &ev, &v, &xs, false, l)?;
                 let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
                 let (dv, dxs) = direction(island, &ev, &fac, &r)?;
                 if boundary_step(island, &xs, &dxs) <= 1.0 {
