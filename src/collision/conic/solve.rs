@@ -133,35 +133,49 @@ impl ConeLayout {
     /// The identity element `e` of K.
     pub fn identity(&self) -> DVector<f64> {
         let mut e = DVector::zeros(self.dim());
-        for i in 0..self.n_orthant {
-            e[i] = 1.0;
-        }
+        self.identity_into(e.as_mut_slice());
+        e
+    }
+
+    /// The identity element `e` of K, written into `e` (length m).
+    pub fn identity_into(&self, e: &mut [f64]) {
+        e.fill(0.0);
+        e[..self.n_orthant].fill(1.0);
         for (s, _) in self.soc_blocks() {
             e[s] = 1.0;
         }
-        e
     }
 
     /// Jordan product `u ∘ v`.
     pub fn jordan(&self, u: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
         let mut w = DVector::zeros(self.dim());
+        self.jordan_into(u.as_slice(), v.as_slice(), w.as_mut_slice());
+        w
+    }
+
+    /// Jordan product `w = u ∘ v` (slices of length m).
+    pub fn jordan_into(&self, u: &[f64], v: &[f64], w: &mut [f64]) {
         for i in 0..self.n_orthant {
             w[i] = u[i] * v[i];
         }
         for (s, d) in self.soc_blocks() {
-            let uu = u.rows(s, d);
-            let vv = v.rows(s, d);
-            w[s] = uu.dot(&vv);
+            let (uu, vv) = (&u[s..s + d], &v[s..s + d]);
+            w[s] = dot(uu, vv);
             for j in 1..d {
                 w[s + j] = uu[0] * vv[j] + vv[0] * uu[j];
             }
         }
-        w
     }
 
     /// Solves `u ∘ x = r` for `x` (u in the interior of K).
     pub fn jordan_div(&self, u: &DVector<f64>, r: &DVector<f64>) -> DVector<f64> {
         let mut x = DVector::zeros(self.dim());
+        self.jordan_div_into(u.as_slice(), r.as_slice(), x.as_mut_slice());
+        x
+    }
+
+    /// Solves `u ∘ x = r` for `x` (slices of length m).
+    pub fn jordan_div_into(&self, u: &[f64], r: &[f64], x: &mut [f64]) {
         for i in 0..self.n_orthant {
             x[i] = r[i] / u[i];
         }
@@ -180,7 +194,6 @@ impl ConeLayout {
                 x[s + j] = (r[s + j] - x0 * u[s + j]) / u0;
             }
         }
-        x
     }
 
     /// The arrow matrix `L(u)` with `L(u) v = u ∘ v` (block diagonal).
@@ -202,12 +215,17 @@ impl ConeLayout {
 
     /// `min{t : u + t e ∈ K}` (negative when u is in the interior).
     pub fn interior_shift(&self, u: &DVector<f64>) -> f64 {
+        self.interior_shift_of(u.as_slice())
+    }
+
+    /// [`ConeLayout::interior_shift`] of a slice.
+    pub fn interior_shift_of(&self, u: &[f64]) -> f64 {
         let mut a = f64::NEG_INFINITY;
         for i in 0..self.n_orthant {
             a = a.max(-u[i]);
         }
         for (s, d) in self.soc_blocks() {
-            let n1 = u.rows(s + 1, d - 1).norm();
+            let n1 = norm(&u[s + 1..s + d]);
             a = a.max(n1 - u[s]);
         }
         a
@@ -216,6 +234,11 @@ impl ConeLayout {
     /// Largest `t ≥ 0` (capped at `f64::INFINITY`) with `u + tΔ ∈ K`, for u
     /// in the interior of K.
     pub fn max_step(&self, u: &DVector<f64>, du: &DVector<f64>) -> f64 {
+        self.max_step_of(u.as_slice(), du.as_slice())
+    }
+
+    /// [`ConeLayout::max_step`] of slices.
+    pub fn max_step_of(&self, u: &[f64], du: &[f64]) -> f64 {
         let mut t = f64::INFINITY;
         for i in 0..self.n_orthant {
             if du[i] < 0.0 {
@@ -265,66 +288,168 @@ fn smallest_positive_root(a: f64, b: f64, c: f64) -> f64 {
     t
 }
 
+// --- small dense kernels on column-major slices (sizes are tiny: n ≤ ~10,
+// m ≤ ~40; plain loops beat any call overhead)
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0, |acc, (x, y)| acc + x * y)
+}
+
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+fn amax(a: &[f64]) -> f64 {
+    a.iter().fold(0.0, |acc: f64, v| acc.max(v.abs()))
+}
+
+/// `y = G x` with G column-major m × n.
+fn gemv(G: &[f64], m: usize, x: &[f64], y: &mut [f64]) {
+    y[..m].fill(0.0);
+    for (j, xj) in x.iter().enumerate() {
+        for (yi, gij) in y[..m].iter_mut().zip(&G[j * m..(j + 1) * m]) {
+            *yi += gij * xj;
+        }
+    }
+}
+
+/// `y = Gᵀ z` with G column-major m × n.
+fn gemtv(G: &[f64], m: usize, z: &[f64], y: &mut [f64]) {
+    for (j, yj) in y.iter_mut().enumerate() {
+        *yj = dot(&G[j * m..(j + 1) * m], &z[..m]);
+    }
+}
+
+/// Lower triangle of `AᵀA` (A column-major m × n) into `H` (n × n).
+fn gram_lower(A: &[f64], m: usize, n: usize, H: &mut [f64]) {
+    for j in 0..n {
+        let aj = &A[j * m..(j + 1) * m];
+        for k in j..n {
+            H[j * n + k] = dot(&A[k * m..(k + 1) * m], aj);
+        }
+    }
+}
+
+/// In-place Cholesky `H = LLᵀ` of the lower triangle (column-major n × n),
+/// as nalgebra's: `false` when a pivot is not positive (or NaN).
+fn cholesky_in_place(H: &mut [f64], n: usize) -> bool {
+    for j in 0..n {
+        for k in 0..j {
+            let f = -H[k * n + j];
+            for i in j..n {
+                H[j * n + i] += f * H[k * n + i];
+            }
+        }
+        let d = H[j * n + j];
+        if !(d > 0.0) {
+            return false;
+        }
+        let d = d.sqrt();
+        H[j * n + j] = d;
+        for i in j + 1..n {
+            H[j * n + i] /= d;
+        }
+    }
+    true
+}
+
+/// Solves `LLᵀ x = b` in place (L from [`cholesky_in_place`]).
+fn cholesky_solve(L: &[f64], n: usize, b: &mut [f64]) {
+    for i in 0..n {
+        let bi = b[i] / L[i * n + i];
+        b[i] = bi;
+        for k in i + 1..n {
+            b[k] -= bi * L[i * n + k];
+        }
+    }
+    for i in (0..n).rev() {
+        let mut acc = b[i];
+        for k in i + 1..n {
+            acc -= L[i * n + k] * b[k];
+        }
+        b[i] = acc / L[i * n + i];
+    }
+}
+
 /// Nesterov–Todd scaling `W` of one iterate `(s, z)` of a cone layout:
 /// symmetric, with `W z = W⁻¹ s` (the scaled point λ).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Scaling {
     /// Orthant: `w_i = √(s_i/z_i)`.
     w_orth: Vec<f64>,
-    /// Per SOC: (η, w̄).
-    w_soc: Vec<(f64, DVector<f64>)>,
+    /// Per SOC: η.
+    eta: Vec<f64>,
+    /// Per SOC: w̄ (the cones' rows, concatenated).
+    wb: Vec<f64>,
 }
 
 impl Scaling {
     /// The scaling of `(s, z)`, or `None` when either is not strictly
     /// inside its cone.
     pub fn new(layout: &ConeLayout, s: &DVector<f64>, z: &DVector<f64>) -> Option<Scaling> {
-        let mut w_orth = Vec::with_capacity(layout.n_orthant);
+        let mut w = Scaling::default();
+        w.update(layout, s.as_slice(), z.as_slice()).then_some(w)
+    }
+
+    /// Recomputes the scaling in place for `(s, z)` (slices of length m),
+    /// reusing the buffers; `false` when either is not strictly inside its
+    /// cone (the scaling is then unusable).
+    pub fn update(&mut self, layout: &ConeLayout, s: &[f64], z: &[f64]) -> bool {
+        self.w_orth.clear();
+        self.eta.clear();
+        self.wb.clear();
         for i in 0..layout.n_orthant {
             let w = (s[i] / z[i]).sqrt();
             if !(w.is_finite() && w > 0.0) {
-                return None;
+                return false;
             }
-            w_orth.push(w);
+            self.w_orth.push(w);
         }
-        let mut w_soc = Vec::with_capacity(layout.soc.len());
         for (st, d) in layout.soc_blocks() {
-            let ss = s.rows(st, d);
-            let zz = z.rows(st, d);
+            let ss = &s[st..st + d];
+            let zz = &z[st..st + d];
             // (u₀ − ‖u₁‖)(u₀ + ‖u₁‖): less cancellation than u₀² − ‖u₁‖²
-            let (sn1, zn1) = (ss.rows(1, d - 1).norm(), zz.rows(1, d - 1).norm());
+            let (sn1, zn1) = (norm(&ss[1..]), norm(&zz[1..]));
             let sjs = (ss[0] - sn1) * (ss[0] + sn1);
             let zjz = (zz[0] - zn1) * (zz[0] + zn1);
             if !(sjs > 0.0 && zjz > 0.0) {
-                return None;
+                return false;
             }
             let sn = sjs.sqrt();
             let zn = zjz.sqrt();
-            let sb = ss / sn;
-            let zb = zz / zn;
-            let gamma = ((1.0 + zb.dot(&sb)) * 0.5).sqrt();
-            let mut wb = DVector::zeros(d);
-            wb[0] = (sb[0] + zb[0]) / (2.0 * gamma);
-            for j in 1..d {
-                wb[j] = (sb[j] - zb[j]) / (2.0 * gamma);
-            }
+            // s̄ = s/sn, z̄ = z/zn
+            let zbsb = ss.iter().zip(zz).fold(0.0, |acc, (a, b)| acc + (b / zn) * (a / sn));
+            let gamma = ((1.0 + zbsb) * 0.5).sqrt();
             let eta = (sjs / zjz).sqrt().sqrt();
             if !(eta.is_finite() && gamma.is_finite()) {
-                return None;
+                return false;
             }
-            w_soc.push((eta, wb));
+            self.wb.push((ss[0] / sn + zz[0] / zn) / (2.0 * gamma));
+            for j in 1..d {
+                self.wb.push((ss[j] / sn - zz[j] / zn) / (2.0 * gamma));
+            }
+            self.eta.push(eta);
         }
-        Some(Scaling { w_orth, w_soc })
+        true
     }
 
     /// `W v` (inverse = false) or `W⁻¹ v` (inverse = true); W is symmetric.
     pub fn apply(&self, layout: &ConeLayout, v: &DVector<f64>, inverse: bool) -> DVector<f64> {
         let mut out = DVector::zeros(v.len());
+        self.apply_into(layout, v.as_slice(), inverse, out.as_mut_slice());
+        out
+    }
+
+    /// `out = W v` or `W⁻¹ v` (slices of length m).
+    pub fn apply_into(&self, layout: &ConeLayout, v: &[f64], inverse: bool, out: &mut [f64]) {
         for i in 0..layout.n_orthant {
             out[i] = if inverse { v[i] / self.w_orth[i] } else { v[i] * self.w_orth[i] };
         }
-        for ((st, d), (eta, wb)) in layout.soc_blocks().zip(self.w_soc.iter()) {
-            let sgn = if inverse { -1.0 } else { 1.0 };
+        let sgn = if inverse { -1.0 } else { 1.0 };
+        let mut off = 0;
+        for ((st, d), eta) in layout.soc_blocks().zip(&self.eta) {
+            let wb = &self.wb[off..off + d];
+            off += d;
             let k = if inverse { 1.0 / eta } else { *eta };
             let v0 = v[st];
             let mut w1v1 = 0.0;
@@ -337,18 +462,25 @@ impl Scaling {
                 out[st + j] = k * (v[st + j] + c * wb[j]);
             }
         }
-        out
     }
 
     /// `W⁻¹ A` column by column (in place on a copy of A).
     pub fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = A.clone();
-        for j in 0..A.ncols() {
-            let mut col = out.column_mut(j);
+        self.apply_inv_cols(layout, A.nrows(), out.as_mut_slice());
+        out
+    }
+
+    /// `A ← W⁻¹ A`, A column-major with m rows.
+    pub fn apply_inv_cols(&self, layout: &ConeLayout, m: usize, A: &mut [f64]) {
+        for col in A.chunks_exact_mut(m) {
             for i in 0..layout.n_orthant {
                 col[i] /= self.w_orth[i];
             }
-            for ((st, d), (eta, wb)) in layout.soc_blocks().zip(self.w_soc.iter()) {
+            let mut off = 0;
+            for ((st, d), eta) in layout.soc_blocks().zip(&self.eta) {
+                let wb = &self.wb[off..off + d];
+                off += d;
                 let v0 = col[st];
                 let mut w1v1 = 0.0;
                 for k in 1..d {
@@ -361,7 +493,6 @@ impl Scaling {
                 }
             }
         }
-        out
     }
 }
 
@@ -378,6 +509,115 @@ pub struct ConicSolution {
     pub iters: usize,
     /// Final duality gap `sᵀz`.
     pub gap: f64,
+}
+
+/// Iterations and final gap of a solve by [`solve_conic_in`] (the point is
+/// in the workspace: [`SolverWorkspace::x`], `s`, `z`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolveStats {
+    /// Interior-point iterations used.
+    pub iters: usize,
+    /// Final duality gap `sᵀz`.
+    pub gap: f64,
+}
+
+/// Buffers of the interior-point method, sized on the first solve and
+/// reused by every later one: a solve of a problem no larger than an
+/// earlier one allocates nothing (faer's scratch, Pinocchio's `Data`).
+#[derive(Clone, Debug, Default)]
+pub struct SolverWorkspace {
+    x: Vec<f64>,
+    s: Vec<f64>,
+    z: Vec<f64>,
+    e: Vec<f64>,
+    rx: Vec<f64>,
+    rz: Vec<f64>,
+    bx: Vec<f64>,
+    bz: Vec<f64>,
+    lambda: Vec<f64>,
+    ll: Vec<f64>,
+    rc: Vec<f64>,
+    dx: Vec<f64>,
+    ds: Vec<f64>,
+    dz: Vec<f64>,
+    dx_a: Vec<f64>,
+    ds_a: Vec<f64>,
+    dz_a: Vec<f64>,
+    /// `W⁻¹G`, column-major m × n.
+    wig: Vec<f64>,
+    /// Cholesky factor of `GᵀW⁻²G` (or of `GᵀG` for the initial point).
+    chol: Vec<f64>,
+    scaling: Scaling,
+    scratch: Scratch,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    bc: Vec<f64>,
+    ex: Vec<f64>,
+    ez: Vec<f64>,
+    ec: Vec<f64>,
+    cx: Vec<f64>,
+    cs: Vec<f64>,
+    cz: Vec<f64>,
+    t1: Vec<f64>,
+    t2: Vec<f64>,
+}
+
+fn size(v: &mut Vec<f64>, len: usize) {
+    v.clear();
+    v.resize(len, 0.0);
+}
+
+impl SolverWorkspace {
+    /// An empty workspace (allocates on first use).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn resize(&mut self, m: usize, n: usize) {
+        for v in [&mut self.x, &mut self.rx, &mut self.bx, &mut self.dx, &mut self.dx_a] {
+            size(v, n);
+        }
+        for v in [
+            &mut self.s,
+            &mut self.z,
+            &mut self.e,
+            &mut self.rz,
+            &mut self.bz,
+            &mut self.lambda,
+            &mut self.ll,
+            &mut self.rc,
+            &mut self.ds,
+            &mut self.dz,
+            &mut self.ds_a,
+            &mut self.dz_a,
+        ] {
+            size(v, m);
+        }
+        size(&mut self.wig, m * n);
+        size(&mut self.chol, n * n);
+        let sc = &mut self.scratch;
+        for v in [&mut sc.ex, &mut sc.cx] {
+            size(v, n);
+        }
+        for v in [&mut sc.bc, &mut sc.ez, &mut sc.ec, &mut sc.cs, &mut sc.cz, &mut sc.t1, &mut sc.t2] {
+            size(v, m);
+        }
+    }
+
+    /// Primal variables of the last solve.
+    pub fn x(&self) -> &[f64] {
+        &self.x
+    }
+    /// Slacks of the last solve.
+    pub fn s(&self) -> &[f64] {
+        &self.s
+    }
+    /// Duals of the last solve.
+    pub fn z(&self) -> &[f64] {
+        &self.z
+    }
 }
 
 /// Solves `min cᵀx s.t. Gx + s = h, s ∈ K` (see the module docs).
@@ -400,44 +640,227 @@ pub fn solve_conic(
     layout: &ConeLayout,
     params: &ConicParams,
 ) -> Result<ConicSolution, ProximityError> {
-    match solve_once(c, G, h, layout, params) {
-        Ok(sol) => Ok(sol),
+    assert_eq!(G.nrows(), layout.dim(), "G has one row per cone coordinate");
+    assert_eq!(G.ncols(), c.len(), "G has one column per variable");
+    let mut ws = SolverWorkspace::new();
+    let st = solve_conic_in(&mut ws, c.as_slice(), G.as_slice(), h.as_slice(), layout, params)?;
+    Ok(ConicSolution {
+        x: DVector::from_column_slice(&ws.x),
+        s: DVector::from_column_slice(&ws.s),
+        z: DVector::from_column_slice(&ws.z),
+        iters: st.iters,
+        gap: st.gap,
+    })
+}
+
+/// [`solve_conic`] in a reusable workspace, `G` column-major (m × n, m =
+/// `layout.dim()`, n = `c.len()`): no allocation once the workspace has
+/// grown to the problem size. The solution is read from the workspace.
+///
+/// ```
+/// use dualsim::collision::conic::solve::{solve_conic_in, ConeLayout, ConicParams, SolverWorkspace};
+/// let layout = ConeLayout { n_orthant: 1, soc: vec![] };
+/// let mut ws = SolverWorkspace::new();
+/// solve_conic_in(&mut ws, &[1.0], &[-1.0], &[-1.0], &layout, &ConicParams::default()).unwrap();
+/// assert!((ws.x()[0] - 1.0).abs() < 1e-9);
+/// ```
+pub fn solve_conic_in(
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    G: &[f64],
+    h: &[f64],
+    layout: &ConeLayout,
+    params: &ConicParams,
+) -> Result<SolveStats, ProximityError> {
+    match solve_once(ws, c, G, h, layout, params) {
+        Ok(st) => Ok(st),
         // A numerical breakdown (rare: an apex or a nearly degenerate
         // contact) is retried once with a more conservative fraction to the
         // boundary.
         Err(ProximityError::NoConvergence { .. }) if params.tau > 0.9 => {
             let retry = ConicParams { tau: 0.9, max_iters: params.max_iters * 2, ..*params };
-            solve_once(c, G, h, layout, &retry)
+            solve_once(ws, c, G, h, layout, &retry)
         }
         Err(e) => Err(e),
     }
 }
 
+/// The Newton system of one iteration: G, the scaling and the Cholesky
+/// factor of `GᵀW⁻²G`.
+struct Kkt<'a> {
+    G: &'a [f64],
+    m: usize,
+    n: usize,
+    layout: &'a ConeLayout,
+    W: &'a Scaling,
+    wig: &'a [f64],
+    chol: &'a [f64],
+}
+
+impl Kkt<'_> {
+    /// Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
+    /// reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
+    #[allow(clippy::too_many_arguments)]
+    fn reduced(
+        &self,
+        bx: &[f64],
+        bz: &[f64],
+        bc: &[f64],
+        dx: &mut [f64],
+        ds: &mut [f64],
+        dz: &mut [f64],
+        t1: &mut [f64],
+        t2: &mut [f64],
+    ) {
+        let (m, layout, W) = (self.m, self.layout, self.W);
+        // t = W⁻¹bz − bc
+        W.apply_into(layout, bz, true, t1);
+        for (t, b) in t1.iter_mut().zip(bc) {
+            *t -= b;
+        }
+        // Δx = H⁻¹ (bx + (W⁻¹G)ᵀ t)
+        for j in 0..self.n {
+            dx[j] = bx[j] + dot(&self.wig[j * m..(j + 1) * m], t1);
+        }
+        cholesky_solve(self.chol, self.n, dx);
+        // Δz = W⁻¹(W⁻¹(GΔx − bz) + bc)
+        gemv(self.G, m, dx, t1);
+        for (t, b) in t1.iter_mut().zip(bz) {
+            *t -= b;
+        }
+        W.apply_into(layout, t1, true, t2);
+        for (t, b) in t2.iter_mut().zip(bc) {
+            *t += b;
+        }
+        W.apply_into(layout, t2, true, dz);
+        // Δs = W(bc − WΔz)
+        W.apply_into(layout, dz, false, t1);
+        for (t, b) in t1.iter_mut().zip(bc) {
+            *t = b - *t;
+        }
+        W.apply_into(layout, t1, false, ds);
+    }
+
+    /// The Newton direction for the complementarity right-hand side
+    /// `λ ∘ (WΔz + W⁻¹Δs) = rc`, with `rounds` rounds of iterative
+    /// refinement on the unreduced system (the reduced matrix is
+    /// ill-conditioned near the solution).
+    #[allow(clippy::too_many_arguments)]
+    fn newton(
+        &self,
+        bx: &[f64],
+        bz: &[f64],
+        lambda: &[f64],
+        rc: &[f64],
+        rounds: usize,
+        dx: &mut [f64],
+        ds: &mut [f64],
+        dz: &mut [f64],
+        sc: &mut Scratch,
+    ) {
+        let (m, layout, W) = (self.m, self.layout, self.W);
+        layout.jordan_div_into(lambda, rc, &mut sc.bc);
+        self.reduced(bx, bz, &sc.bc, dx, ds, dz, &mut sc.t1, &mut sc.t2);
+        if rounds == 0 {
+            return;
+        }
+        let scale = amax(bx).max(amax(bz)).max(amax(&sc.bc)).max(1.0);
+        for _ in 0..rounds {
+            gemtv(self.G, m, dz, &mut sc.ex);
+            for (e, b) in sc.ex.iter_mut().zip(bx) {
+                *e = b - *e;
+            }
+            gemv(self.G, m, dx, &mut sc.ez);
+            for i in 0..m {
+                sc.ez[i] = (bz[i] - sc.ez[i]) - ds[i];
+            }
+            W.apply_into(layout, dz, false, &mut sc.t1);
+            W.apply_into(layout, ds, true, &mut sc.t2);
+            for i in 0..m {
+                sc.ec[i] = (sc.bc[i] - sc.t1[i]) - sc.t2[i];
+            }
+            // skip when the direction already solves the system to
+            // round-off (early, well-conditioned iterations)
+            if amax(&sc.ex).max(amax(&sc.ez)).max(amax(&sc.ec)) <= 1e-15 * scale {
+                break;
+            }
+            self.reduced(&sc.ex, &sc.ez, &sc.ec, &mut sc.cx, &mut sc.cs, &mut sc.cz, &mut sc.t1, &mut sc.t2);
+            for (d, c) in dx.iter_mut().zip(&sc.cx) {
+                *d += c;
+            }
+            for (d, c) in ds.iter_mut().zip(&sc.cs) {
+                *d += c;
+            }
+            for (d, c) in dz.iter_mut().zip(&sc.cz) {
+                *d += c;
+            }
+        }
+    }
+}
+
 fn solve_once(
-    c: &DVector<f64>,
-    G: &DMatrix<f64>,
-    h: &DVector<f64>,
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    G: &[f64],
+    h: &[f64],
     layout: &ConeLayout,
     params: &ConicParams,
-) -> Result<ConicSolution, ProximityError> {
+) -> Result<SolveStats, ProximityError> {
     let m = layout.dim();
-    assert_eq!(G.nrows(), m, "G has one row per cone coordinate");
+    let n = c.len();
     assert_eq!(h.len(), m, "h has one entry per cone coordinate");
-    assert_eq!(G.ncols(), c.len(), "G has one column per variable");
+    assert_eq!(G.len(), m * n, "G is m × n with one row per cone coordinate, one column per variable");
+    ws.resize(m, n);
+    let SolverWorkspace {
+        x,
+        s,
+        z,
+        e,
+        rx,
+        rz,
+        bx,
+        bz,
+        lambda,
+        ll,
+        rc,
+        dx,
+        ds,
+        dz,
+        dx_a,
+        ds_a,
+        dz_a,
+        wig,
+        chol,
+        scaling,
+        scratch: sc,
+    } = ws;
     let nu = layout.degree() as f64;
-    let e = layout.identity();
+    layout.identity_into(e);
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
     // --- initial point
-    let GtG = G.tr_mul(G);
-    let chol0 = GtG.clone().cholesky().ok_or(no_conv(0, f64::INFINITY))?;
-    let mut x = chol0.solve(&(G.tr_mul(h)));
-    let mut s = h - G * &x;
-    let mut z = G * chol0.solve(&(-c));
-    for u in [&mut s, &mut z] {
-        let a = layout.interior_shift(u);
+    gram_lower(G, m, n, chol);
+    if !cholesky_in_place(chol, n) {
+        return Err(no_conv(0, f64::INFINITY));
+    }
+    gemtv(G, m, h, x);
+    cholesky_solve(chol, n, x);
+    gemv(G, m, x, s);
+    for (si, hi) in s.iter_mut().zip(h) {
+        *si = hi - *si;
+    }
+    for (d, cj) in dx.iter_mut().zip(c) {
+        *d = -cj;
+    }
+    cholesky_solve(chol, n, dx);
+    gemv(G, m, dx, z);
+    for u in [&mut *s, &mut *z] {
+        let a = layout.interior_shift_of(u);
         if a >= -1e-8 {
-            *u += &e * (1.0 + a.max(0.0));
+            let k = 1.0 + a.max(0.0);
+            for (ui, ei) in u.iter_mut().zip(e.iter()) {
+                *ui += ei * k;
+            }
         }
     }
 
@@ -453,20 +876,28 @@ fn solve_once(
     // ‖Δx‖∞ of the last centering step
     let mut last_dx = f64::INFINITY;
     for iter in 0..params.max_iters + params.centering {
-        let rx = c + G.tr_mul(&z);
-        let rz = &s + G * &x - h;
-        let gap = s.dot(&z);
-        residual = rx.amax().max(rz.amax());
+        // rx = c + Gᵀz, rz = s + Gx − h
+        gemtv(G, m, z, rx);
+        for (r, cj) in rx.iter_mut().zip(c) {
+            *r += cj;
+        }
+        gemv(G, m, x, rz);
+        for i in 0..m {
+            rz[i] = (s[i] + rz[i]) - h[i];
+        }
+        let gap = dot(s, z);
+        residual = amax(rx).max(amax(rz));
         if !(gap.is_finite() && residual.is_finite()) {
             return Err(no_conv(iter, residual));
         }
         let mu = gap / nu;
         if let Some((mu_c, done)) = centering {
-            let off = (layout.jordan(&s, &z) - &e * mu_c).amax();
+            layout.jordan_into(s, z, &mut sc.t1);
+            let off = sc.t1.iter().zip(e.iter()).fold(0.0, |acc: f64, (v, ei)| acc.max((v - ei * mu_c).abs()));
             let centred = residual <= params.tol_residual && (off <= 1e-6 * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
                 if residual <= 1e3 * params.tol_residual {
-                    return Ok(ConicSolution { x, s, z, iters: iter, gap });
+                    return Ok(SolveStats { iters: iter, gap });
                 }
                 return Err(no_conv(iter, residual));
             }
@@ -474,7 +905,7 @@ fn solve_once(
             return Err(no_conv(iter, residual));
         } else if mu <= params.tol_gap && residual <= 1e3 * params.tol_residual {
             if params.centering == 0 && residual <= params.tol_residual {
-                return Ok(ConicSolution { x, s, z, iters: iter, gap });
+                return Ok(SolveStats { iters: iter, gap });
             }
             centering = Some((params.tol_gap, 0));
         }
@@ -485,94 +916,85 @@ fn solve_once(
         let near = mu <= 1e3 * params.tol_gap && residual <= 1e3 * params.tol_residual;
         let fail = |iters: usize, residual: f64| {
             if near {
-                Ok(ConicSolution { x: x.clone(), s: s.clone(), z: z.clone(), iters, gap })
+                Ok(SolveStats { iters, gap })
             } else {
                 Err(ProximityError::NoConvergence { iters, residual })
             }
         };
 
-        let Some(W) = Scaling::new(layout, &s, &z) else {
+        if !scaling.update(layout, s, z) {
             debug("scaling", iter);
             return fail(iter, residual);
-        };
-        let lambda = W.apply(layout, &z, false);
-        let WiG = W.apply_inv_mat(layout, G);
-        let H = WiG.tr_mul(&WiG);
-        let Some(chol) = H.cholesky() else {
+        }
+        scaling.apply_into(layout, z, false, lambda);
+        wig.copy_from_slice(G);
+        scaling.apply_inv_cols(layout, m, wig);
+        gram_lower(wig, m, n, chol);
+        if !cholesky_in_place(chol, n) {
             debug("cholesky", iter);
             return fail(iter, residual);
-        };
+        }
+        let kkt = Kkt { G, m, n, layout, W: scaling, wig, chol };
+        for (b, r) in bx.iter_mut().zip(rx.iter()) {
+            *b = -r;
+        }
+        for (b, r) in bz.iter_mut().zip(rz.iter()) {
+            *b = -r;
+        }
 
-        // Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
-        // reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
-        let reduced = |bx: &DVector<f64>, bz: &DVector<f64>, bc: &DVector<f64>| {
-            let t = W.apply(layout, bz, true) - bc;
-            let dx = chol.solve(&(bx + WiG.tr_mul(&t)));
-            let dz = W.apply(layout, &(W.apply(layout, &(G * &dx - bz), true) + bc), true);
-            let ds = W.apply(layout, &(bc - W.apply(layout, &dz, false)), false);
-            (dx, ds, dz)
-        };
-        // The same with two rounds of iterative refinement on the unreduced
-        // system (the reduced matrix is ill-conditioned near the solution).
-        let newton = |rc: &DVector<f64>, rounds: usize| {
-            let bx = -&rx;
-            let bz = -&rz;
-            let bc = layout.jordan_div(&lambda, rc);
-            let (mut dx, mut ds, mut dz) = reduced(&bx, &bz, &bc);
-            for _ in 0..rounds {
-                let ex = &bx - G.tr_mul(&dz);
-                let ez = &bz - G * &dx - &ds;
-                let ec = &bc - W.apply(layout, &dz, false) - W.apply(layout, &ds, true);
-                // skip when the direction already solves the system to
-                // round-off (early, well-conditioned iterations)
-                let scale = bx.amax().max(bz.amax()).max(bc.amax()).max(1.0);
-                if ex.amax().max(ez.amax()).max(ec.amax()) <= 1e-15 * scale {
-                    break;
-                }
-                let (cx, cs, cz) = reduced(&ex, &ez, &ec);
-                dx += cx;
-                ds += cs;
-                dz += cz;
-            }
-            (dx, ds, dz)
-        };
-
-        let ll = layout.jordan(&lambda, &lambda);
-        let (dx, ds, dz, sigma, t_a) = if let Some((mu_c, done)) = centering {
+        layout.jordan_into(lambda, lambda, ll);
+        let (sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
-            let (dx, ds, dz) = newton(&(&e * mu_c - &ll), params.refinement);
-            last_dx = dx.amax();
-            (dx, ds, dz, 1.0, 0.0)
+            for i in 0..m {
+                rc[i] = e[i] * mu_c - ll[i];
+            }
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, sc);
+            last_dx = amax(dx);
+            (1.0, 0.0)
         } else {
-        // predictor
-        // (the predictor only sets σ and the second-order term: no refinement)
-        let (_, ds_a, dz_a) = newton(&(-&ll), 0);
-        let t_a = layout.max_step(&s, &ds_a).min(layout.max_step(&z, &dz_a)).min(1.0);
-        let rho = (&s + &ds_a * t_a).dot(&(&z + &dz_a * t_a)) / gap;
-        let sigma = rho.clamp(0.0, 1.0).powi(3);
+            // predictor
+            // (the predictor only sets σ and the second-order term: no refinement)
+            for i in 0..m {
+                rc[i] = -ll[i];
+            }
+            kkt.newton(bx, bz, lambda, rc, 0, dx_a, ds_a, dz_a, sc);
+            let t_a = layout.max_step_of(s, ds_a).min(layout.max_step_of(z, dz_a)).min(1.0);
+            let mut rho = 0.0;
+            for i in 0..m {
+                rho += (s[i] + ds_a[i] * t_a) * (z[i] + dz_a[i] * t_a);
+            }
+            let rho = rho / gap;
+            let sigma = rho.clamp(0.0, 1.0).powi(3);
 
-        // corrector
-        let corr = layout.jordan(
-            &W.apply(layout, &ds_a, true),
-            &W.apply(layout, &dz_a, false),
-        );
-        let rc = -&ll - corr + &e * (sigma * mu);
-        let (dx, ds, dz) = newton(&rc, params.refinement);
-        (dx, ds, dz, sigma, t_a)
+            // corrector: rc = −λ∘λ − (W⁻¹Δs_a) ∘ (WΔz_a) + σμe
+            scaling.apply_into(layout, ds_a, true, &mut sc.cs);
+            scaling.apply_into(layout, dz_a, false, &mut sc.cz);
+            layout.jordan_into(&sc.cs, &sc.cz, rc);
+            for i in 0..m {
+                rc[i] = (-ll[i] - rc[i]) + e[i] * (sigma * mu);
+            }
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, sc);
+            (sigma, t_a)
         };
-        let t_max = layout.max_step(&s, &ds).min(layout.max_step(&z, &dz));
+        let t_max = layout.max_step_of(s, ds).min(layout.max_step_of(z, dz));
         let t = (params.tau * t_max).min(1.0);
         if verbose {
-            eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {:?}", x.as_slice());
+            eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {x:?}");
         }
         if !(t.is_finite() && t > 0.0) || dx.iter().chain(ds.iter()).chain(dz.iter()).any(|v| !v.is_finite()) {
             debug("step", iter);
             return fail(iter, residual);
         }
-        x += dx * t;
-        s += ds * t;
-        z += dz * t;
+        for (v, d) in x.iter_mut().zip(dx.iter()) {
+            *v += d * t;
+        }
+        for (v, d) in s.iter_mut().zip(ds.iter()) {
+            *v += d * t;
+        }
+        for (v, d) in z.iter_mut().zip(dz.iter()) {
+            *v += d * t;
+        }
     }
     Err(no_conv(params.max_iters, residual))
 }
