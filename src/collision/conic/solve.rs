@@ -288,51 +288,121 @@ fn smallest_positive_root(a: f64, b: f64, c: f64) -> f64 {
     t
 }
 
-// --- small dense kernels on column-major slices (sizes are tiny: n ≤ ~10,
-// m ≤ ~40; plain loops beat any call overhead)
+// --- small dense kernels (sizes are tiny: n ≤ ~10 columns, m ≤ ~40 rows).
+// The number of columns is a type (`Fixed<N>`: loops unrolled, no bounds
+// checks; `Dynamic`: any size), so the interior-point loop below is written
+// once and compiled for the common sizes. Matrices are row-major m × n.
 
+/// Number of columns n of the dense kernels.
+trait Cols: Copy {
+    fn n(self) -> usize;
+}
+
+/// n known at compile time.
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+impl<const N: usize> Cols for Fixed<N> {
+    #[inline(always)]
+    fn n(self) -> usize {
+        N
+    }
+}
+
+/// n known at run time.
+#[derive(Clone, Copy)]
+struct Dynamic(usize);
+
+impl Cols for Dynamic {
+    #[inline(always)]
+    fn n(self) -> usize {
+        self.0
+    }
+}
+
+#[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0.0, |acc, (x, y)| acc + x * y)
 }
 
+#[inline(always)]
 fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
 
+#[inline(always)]
 fn amax(a: &[f64]) -> f64 {
     a.iter().fold(0.0, |acc: f64, v| acc.max(v.abs()))
 }
 
-/// `y = G x` with G column-major m × n.
-fn gemv(G: &[f64], m: usize, x: &[f64], y: &mut [f64]) {
-    y[..m].fill(0.0);
-    for (j, xj) in x.iter().enumerate() {
-        for (yi, gij) in y[..m].iter_mut().zip(&G[j * m..(j + 1) * m]) {
-            *yi += gij * xj;
+/// `a · b` over the n columns.
+#[inline(always)]
+fn dotn<C: Cols>(c: C, a: &[f64], b: &[f64]) -> f64 {
+    let n = c.n();
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = 0.0;
+    for j in 0..n {
+        acc += a[j] * b[j];
+    }
+    acc
+}
+
+/// `y = G x`, G row-major (y.len() rows).
+#[inline(always)]
+fn gemv<C: Cols>(c: C, G: &[f64], x: &[f64], y: &mut [f64]) {
+    for (yi, row) in y.iter_mut().zip(G.chunks_exact(c.n())) {
+        *yi = dotn(c, row, x);
+    }
+}
+
+/// `y = Gᵀ z`, G row-major (z.len() rows).
+#[inline(always)]
+fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
+    let n = c.n();
+    let y = &mut y[..n];
+    y.fill(0.0);
+    for (row, zi) in G.chunks_exact(n).zip(z) {
+        let row = &row[..n];
+        for j in 0..n {
+            y[j] += row[j] * zi;
         }
     }
 }
 
-/// `y = Gᵀ z` with G column-major m × n.
-fn gemtv(G: &[f64], m: usize, z: &[f64], y: &mut [f64]) {
-    for (j, yj) in y.iter_mut().enumerate() {
-        *yj = dot(&G[j * m..(j + 1) * m], &z[..m]);
+/// `ym = G x` and `yn = Gᵀ z` in one pass over G (row-major, ym.len() rows).
+#[inline(always)]
+fn gemv_gemtv<C: Cols>(c: C, G: &[f64], x: &[f64], z: &[f64], ym: &mut [f64], yn: &mut [f64]) {
+    let n = c.n();
+    let yn = &mut yn[..n];
+    yn.fill(0.0);
+    for ((row, yi), zi) in G.chunks_exact(n).zip(ym.iter_mut()).zip(z) {
+        let row = &row[..n];
+        *yi = dotn(c, row, x);
+        for j in 0..n {
+            yn[j] += row[j] * zi;
+        }
     }
 }
 
-/// Lower triangle of `AᵀA` (A column-major m × n) into `H` (n × n).
-fn gram_lower(A: &[f64], m: usize, n: usize, H: &mut [f64]) {
+/// `H += k a aᵀ` on the lower triangle (column-major n × n).
+#[inline(always)]
+fn add_outer<C: Cols>(c: C, a: &[f64], k: f64, H: &mut [f64]) {
+    let n = c.n();
+    let (a, H) = (&a[..n], &mut H[..n * n]);
     for j in 0..n {
-        let aj = &A[j * m..(j + 1) * m];
-        for k in j..n {
-            H[j * n + k] = dot(&A[k * m..(k + 1) * m], aj);
+        let aj = a[j] * k;
+        for i in j..n {
+            H[j * n + i] += a[i] * aj;
         }
     }
 }
 
 /// In-place Cholesky `H = LLᵀ` of the lower triangle (column-major n × n),
 /// as nalgebra's: `false` when a pivot is not positive (or NaN).
-fn cholesky_in_place(H: &mut [f64], n: usize) -> bool {
+#[inline(always)]
+fn cholesky_in_place<C: Cols>(c: C, H: &mut [f64]) -> bool {
+    let n = c.n();
+    let H = &mut H[..n * n];
     for j in 0..n {
         for k in 0..j {
             let f = -H[k * n + j];
@@ -346,15 +416,19 @@ fn cholesky_in_place(H: &mut [f64], n: usize) -> bool {
         }
         let d = d.sqrt();
         H[j * n + j] = d;
+        let r = 1.0 / d;
         for i in j + 1..n {
-            H[j * n + i] /= d;
+            H[j * n + i] *= r;
         }
     }
     true
 }
 
 /// Solves `LLᵀ x = b` in place (L from [`cholesky_in_place`]).
-fn cholesky_solve(L: &[f64], n: usize, b: &mut [f64]) {
+#[inline(always)]
+fn cholesky_solve<C: Cols>(c: C, L: &[f64], b: &mut [f64]) {
+    let n = c.n();
+    let (L, b) = (&L[..n * n], &mut b[..n]);
     for i in 0..n {
         let bi = b[i] / L[i * n + i];
         b[i] = bi;
@@ -376,11 +450,22 @@ fn cholesky_solve(L: &[f64], n: usize, b: &mut [f64]) {
 #[derive(Clone, Debug, Default)]
 pub struct Scaling {
     /// Orthant: `w_i = √(s_i/z_i)`.
-    w_orth: Vec<f64>,
+    w: Vec<f64>,
+    /// Orthant: `1/w_i`.
+    wi: Vec<f64>,
     /// Per SOC: η.
     eta: Vec<f64>,
+    /// Per SOC: 1/η.
+    eta_inv: Vec<f64>,
+    /// Per SOC: `1/(1 + w̄₀)`.
+    q: Vec<f64>,
     /// Per SOC: w̄ (the cones' rows, concatenated).
     wb: Vec<f64>,
+}
+
+/// Resizes a buffer (no allocation once it has grown to `len`).
+fn size(v: &mut Vec<f64>, len: usize) {
+    v.resize(len, 0.0);
 }
 
 impl Scaling {
@@ -395,17 +480,25 @@ impl Scaling {
     /// reusing the buffers; `false` when either is not strictly inside its
     /// cone (the scaling is then unusable).
     pub fn update(&mut self, layout: &ConeLayout, s: &[f64], z: &[f64]) -> bool {
-        self.w_orth.clear();
-        self.eta.clear();
-        self.wb.clear();
-        for i in 0..layout.n_orthant {
-            let w = (s[i] / z[i]).sqrt();
-            if !(w.is_finite() && w > 0.0) {
-                return false;
-            }
-            self.w_orth.push(w);
+        let no = layout.n_orthant;
+        let ns = layout.soc.len();
+        let m = layout.dim();
+        size(&mut self.w, no);
+        size(&mut self.wi, no);
+        size(&mut self.eta, ns);
+        size(&mut self.eta_inv, ns);
+        size(&mut self.q, ns);
+        size(&mut self.wb, m - no);
+        let mut ok = true;
+        for (((w, wi), si), zi) in self.w.iter_mut().zip(self.wi.iter_mut()).zip(&s[..no]).zip(&z[..no]) {
+            *w = (si / zi).sqrt();
+            *wi = 1.0 / *w;
+            ok &= w.is_finite() && *w > 0.0;
         }
-        for (st, d) in layout.soc_blocks() {
+        if !ok {
+            return false;
+        }
+        for (b, (st, d)) in layout.soc_blocks().enumerate() {
             let ss = &s[st..st + d];
             let zz = &z[st..st + d];
             // (u₀ − ‖u₁‖)(u₀ + ‖u₁‖): less cancellation than u₀² − ‖u₁‖²
@@ -415,22 +508,39 @@ impl Scaling {
             if !(sjs > 0.0 && zjz > 0.0) {
                 return false;
             }
-            let sn = sjs.sqrt();
-            let zn = zjz.sqrt();
-            // s̄ = s/sn, z̄ = z/zn
-            let zbsb = ss.iter().zip(zz).fold(0.0, |acc, (a, b)| acc + (b / zn) * (a / sn));
+            let (sn_inv, zn_inv) = (1.0 / sjs.sqrt(), 1.0 / zjz.sqrt());
+            // s̄ = s/‖s‖_J, z̄ = z/‖z‖_J, γ = √((1 + z̄ᵀs̄)/2)
+            let zbsb = dot(ss, zz) * (sn_inv * zn_inv);
             let gamma = ((1.0 + zbsb) * 0.5).sqrt();
             let eta = (sjs / zjz).sqrt().sqrt();
             if !(eta.is_finite() && gamma.is_finite()) {
                 return false;
             }
-            self.wb.push((ss[0] / sn + zz[0] / zn) / (2.0 * gamma));
+            let g2 = 1.0 / (2.0 * gamma);
+            let wb = &mut self.wb[st - no..st - no + d];
+            wb[0] = (ss[0] * sn_inv + zz[0] * zn_inv) * g2;
             for j in 1..d {
-                self.wb.push((ss[j] / sn - zz[j] / zn) / (2.0 * gamma));
+                wb[j] = (ss[j] * sn_inv - zz[j] * zn_inv) * g2;
             }
-            self.eta.push(eta);
+            self.eta[b] = eta;
+            self.eta_inv[b] = 1.0 / eta;
+            self.q[b] = 1.0 / (1.0 + wb[0]);
         }
         true
+    }
+
+    fn view<'a>(&'a self, layout: &'a ConeLayout) -> ScalingView<'a> {
+        let no = layout.n_orthant;
+        ScalingView {
+            no,
+            soc: &layout.soc,
+            w: &self.w[..no],
+            wi: &self.wi[..no],
+            eta: &self.eta,
+            eta_inv: &self.eta_inv,
+            q: &self.q,
+            wb: &self.wb,
+        }
     }
 
     /// `W v` (inverse = false) or `W⁻¹ v` (inverse = true); W is symmetric.
@@ -442,55 +552,112 @@ impl Scaling {
 
     /// `out = W v` or `W⁻¹ v` (slices of length m).
     pub fn apply_into(&self, layout: &ConeLayout, v: &[f64], inverse: bool, out: &mut [f64]) {
-        for i in 0..layout.n_orthant {
-            out[i] = if inverse { v[i] / self.w_orth[i] } else { v[i] * self.w_orth[i] };
-        }
-        let sgn = if inverse { -1.0 } else { 1.0 };
-        let mut off = 0;
-        for ((st, d), eta) in layout.soc_blocks().zip(&self.eta) {
-            let wb = &self.wb[off..off + d];
-            off += d;
-            let k = if inverse { 1.0 / eta } else { *eta };
-            let v0 = v[st];
-            let mut w1v1 = 0.0;
-            for j in 1..d {
-                w1v1 += wb[j] * v[st + j];
-            }
-            out[st] = k * (wb[0] * v0 + sgn * w1v1);
-            let c = sgn * v0 + w1v1 / (1.0 + wb[0]);
-            for j in 1..d {
-                out[st + j] = k * (v[st + j] + c * wb[j]);
-            }
+        let w = self.view(layout);
+        if inverse {
+            w.apply_inv(v, out)
+        } else {
+            w.apply_w(v, out)
         }
     }
 
     /// `W⁻¹ A` column by column (in place on a copy of A).
     pub fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = A.clone();
-        self.apply_inv_cols(layout, A.nrows(), out.as_mut_slice());
+        let w = self.view(layout);
+        for j in 0..A.ncols() {
+            w.apply_inv(A.column(j).as_slice(), out.column_mut(j).as_mut_slice());
+        }
         out
     }
+}
 
-    /// `A ← W⁻¹ A`, A column-major with m rows.
-    pub fn apply_inv_cols(&self, layout: &ConeLayout, m: usize, A: &mut [f64]) {
-        for col in A.chunks_exact_mut(m) {
-            for i in 0..layout.n_orthant {
-                col[i] /= self.w_orth[i];
+/// The scaling as slices (what the hot loops read).
+#[derive(Clone, Copy)]
+struct ScalingView<'a> {
+    no: usize,
+    soc: &'a [usize],
+    w: &'a [f64],
+    wi: &'a [f64],
+    eta: &'a [f64],
+    eta_inv: &'a [f64],
+    q: &'a [f64],
+    wb: &'a [f64],
+}
+
+impl ScalingView<'_> {
+    /// `out = W v`.
+    #[inline(always)]
+    fn apply_w(&self, v: &[f64], out: &mut [f64]) {
+        for ((o, vi), w) in out[..self.no].iter_mut().zip(&v[..self.no]).zip(self.w) {
+            *o = vi * w;
+        }
+        self.apply_soc::<false>(v, out);
+    }
+
+    /// `out = W⁻¹ v`.
+    #[inline(always)]
+    fn apply_inv(&self, v: &[f64], out: &mut [f64]) {
+        for ((o, vi), w) in out[..self.no].iter_mut().zip(&v[..self.no]).zip(self.wi) {
+            *o = vi * w;
+        }
+        self.apply_soc::<true>(v, out);
+    }
+
+    /// The second-order-cone rows of `out = W v` (`INV`: `W⁻¹ v`); the
+    /// orthant rows of `out` are left as they are.
+    #[inline(always)]
+    fn apply_soc<const INV: bool>(&self, v: &[f64], out: &mut [f64]) {
+        let mut st = self.no;
+        for (b, &d) in self.soc.iter().enumerate() {
+            let wb = &self.wb[st - self.no..st - self.no + d];
+            let (vv, oo) = (&v[st..st + d], &mut out[st..st + d]);
+            st += d;
+            let w1v1 = dot(&wb[1..], &vv[1..]);
+            let (k, c) = if INV {
+                oo[0] = self.eta_inv[b] * (wb[0] * vv[0] - w1v1);
+                (self.eta_inv[b], -vv[0] + w1v1 * self.q[b])
+            } else {
+                oo[0] = self.eta[b] * (wb[0] * vv[0] + w1v1);
+                (self.eta[b], vv[0] + w1v1 * self.q[b])
+            };
+            for j in 1..d {
+                oo[j] = k * (vv[j] + c * wb[j]);
             }
-            let mut off = 0;
-            for ((st, d), eta) in layout.soc_blocks().zip(&self.eta) {
-                let wb = &self.wb[off..off + d];
-                off += d;
-                let v0 = col[st];
+        }
+    }
+
+    /// Lower triangle of `H = GᵀW⁻²G` (G row-major m × n; `wig` receives
+    /// the second-order-cone rows of `W⁻¹G`).
+    #[inline(always)]
+    fn normal_matrix<C: Cols>(&self, c: C, G: &[f64], wig: &mut [f64], H: &mut [f64]) {
+        let n = c.n();
+        let no = self.no;
+        H[..n * n].fill(0.0);
+        // orthant rows: W⁻² = diag(1/w²)
+        for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+            add_outer(c, row, wi * wi, H);
+        }
+        // second-order cones: W⁻¹ applied to each column of the block
+        let mut st = no;
+        for (b, &d) in self.soc.iter().enumerate() {
+            let wb = &self.wb[st - no..st - no + d];
+            let (k, q) = (self.eta_inv[b], self.q[b]);
+            let (gb, blk) = (&G[st * n..(st + d) * n], &mut wig[st * n..(st + d) * n]);
+            st += d;
+            for j in 0..n {
+                let v0 = gb[j];
                 let mut w1v1 = 0.0;
-                for k in 1..d {
-                    w1v1 += wb[k] * col[st + k];
+                for r in 1..d {
+                    w1v1 += wb[r] * gb[r * n + j];
                 }
-                col[st] = (wb[0] * v0 - w1v1) / eta;
-                let c = -v0 + w1v1 / (1.0 + wb[0]);
-                for k in 1..d {
-                    col[st + k] = (col[st + k] + c * wb[k]) / eta;
+                blk[j] = k * (wb[0] * v0 - w1v1);
+                let cc = -v0 + w1v1 * q;
+                for r in 1..d {
+                    blk[r * n + j] = k * (gb[r * n + j] + cc * wb[r]);
                 }
+            }
+            for row in blk.chunks_exact(n) {
+                add_outer(c, row, 1.0, H);
             }
         }
     }
@@ -526,47 +693,18 @@ pub struct SolveStats {
 /// earlier one allocates nothing (faer's scratch, Pinocchio's `Data`).
 #[derive(Clone, Debug, Default)]
 pub struct SolverWorkspace {
-    x: Vec<f64>,
-    s: Vec<f64>,
-    z: Vec<f64>,
-    e: Vec<f64>,
-    rx: Vec<f64>,
-    rz: Vec<f64>,
-    bx: Vec<f64>,
-    bz: Vec<f64>,
-    lambda: Vec<f64>,
-    ll: Vec<f64>,
-    rc: Vec<f64>,
-    dx: Vec<f64>,
-    ds: Vec<f64>,
-    dz: Vec<f64>,
-    dx_a: Vec<f64>,
-    ds_a: Vec<f64>,
-    dz_a: Vec<f64>,
-    /// `W⁻¹G`, column-major m × n.
+    /// n-vectors: x, rx, bx, Δx, Δx_a, ex, cx.
+    vn: [Vec<f64>; 7],
+    /// m-vectors: s, z, e, rz, bz, λ, λ∘λ, rc, Δs, Δz, Δs_a, Δz_a, bc, ez,
+    /// ec, cs, cz, t1, t2.
+    vm: [Vec<f64>; 19],
+    /// `G`, row-major m × n.
+    g: Vec<f64>,
+    /// Second-order-cone rows of `W⁻¹G`, row-major m × n.
     wig: Vec<f64>,
     /// Cholesky factor of `GᵀW⁻²G` (or of `GᵀG` for the initial point).
     chol: Vec<f64>,
     scaling: Scaling,
-    scratch: Scratch,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Scratch {
-    bc: Vec<f64>,
-    ex: Vec<f64>,
-    ez: Vec<f64>,
-    ec: Vec<f64>,
-    cx: Vec<f64>,
-    cs: Vec<f64>,
-    cz: Vec<f64>,
-    t1: Vec<f64>,
-    t2: Vec<f64>,
-}
-
-fn size(v: &mut Vec<f64>, len: usize) {
-    v.clear();
-    v.resize(len, 0.0);
 }
 
 impl SolverWorkspace {
@@ -576,47 +714,28 @@ impl SolverWorkspace {
     }
 
     fn resize(&mut self, m: usize, n: usize) {
-        for v in [&mut self.x, &mut self.rx, &mut self.bx, &mut self.dx, &mut self.dx_a] {
+        for v in &mut self.vn {
             size(v, n);
         }
-        for v in [
-            &mut self.s,
-            &mut self.z,
-            &mut self.e,
-            &mut self.rz,
-            &mut self.bz,
-            &mut self.lambda,
-            &mut self.ll,
-            &mut self.rc,
-            &mut self.ds,
-            &mut self.dz,
-            &mut self.ds_a,
-            &mut self.dz_a,
-        ] {
+        for v in &mut self.vm {
             size(v, m);
         }
+        size(&mut self.g, m * n);
         size(&mut self.wig, m * n);
         size(&mut self.chol, n * n);
-        let sc = &mut self.scratch;
-        for v in [&mut sc.ex, &mut sc.cx] {
-            size(v, n);
-        }
-        for v in [&mut sc.bc, &mut sc.ez, &mut sc.ec, &mut sc.cs, &mut sc.cz, &mut sc.t1, &mut sc.t2] {
-            size(v, m);
-        }
     }
 
     /// Primal variables of the last solve.
     pub fn x(&self) -> &[f64] {
-        &self.x
+        &self.vn[0]
     }
     /// Slacks of the last solve.
     pub fn s(&self) -> &[f64] {
-        &self.s
+        &self.vm[0]
     }
     /// Duals of the last solve.
     pub fn z(&self) -> &[f64] {
-        &self.z
+        &self.vm[1]
     }
 }
 
@@ -645,9 +764,9 @@ pub fn solve_conic(
     let mut ws = SolverWorkspace::new();
     let st = solve_conic_in(&mut ws, c.as_slice(), G.as_slice(), h.as_slice(), layout, params)?;
     Ok(ConicSolution {
-        x: DVector::from_column_slice(&ws.x),
-        s: DVector::from_column_slice(&ws.s),
-        z: DVector::from_column_slice(&ws.z),
+        x: DVector::from_column_slice(ws.x()),
+        s: DVector::from_column_slice(ws.s()),
+        z: DVector::from_column_slice(ws.z()),
         iters: st.iters,
         gap: st.gap,
     })
@@ -672,35 +791,74 @@ pub fn solve_conic_in(
     layout: &ConeLayout,
     params: &ConicParams,
 ) -> Result<SolveStats, ProximityError> {
-    match solve_once(ws, c, G, h, layout, params) {
+    let m = layout.dim();
+    let n = c.len();
+    assert_eq!(h.len(), m, "h has one entry per cone coordinate");
+    assert_eq!(G.len(), m * n, "G is m × n with one row per cone coordinate, one column per variable");
+    ws.resize(m, n);
+    // row-major copy of G
+    for (i, row) in ws.g.chunks_exact_mut(n).enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = G[j * m + i];
+        }
+    }
+    match n {
+        4 => solve_retry(Fixed::<4>, ws, c, h, layout, params),
+        5 => solve_retry(Fixed::<5>, ws, c, h, layout, params),
+        6 => solve_retry(Fixed::<6>, ws, c, h, layout, params),
+        _ => solve_retry(Dynamic(n), ws, c, h, layout, params),
+    }
+}
+
+fn solve_retry<C: Cols>(
+    cols: C,
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    h: &[f64],
+    layout: &ConeLayout,
+    params: &ConicParams,
+) -> Result<SolveStats, ProximityError> {
+    match solve_once(cols, ws, c, h, layout, params) {
         Ok(st) => Ok(st),
         // A numerical breakdown (rare: an apex or a nearly degenerate
         // contact) is retried once with a more conservative fraction to the
         // boundary.
         Err(ProximityError::NoConvergence { .. }) if params.tau > 0.9 => {
             let retry = ConicParams { tau: 0.9, max_iters: params.max_iters * 2, ..*params };
-            solve_once(ws, c, G, h, layout, &retry)
+            solve_once(cols, ws, c, h, layout, &retry)
         }
         Err(e) => Err(e),
     }
 }
 
+/// Scratch vectors of one Newton solve.
+struct Scratch<'a> {
+    bc: &'a mut [f64],
+    ex: &'a mut [f64],
+    ez: &'a mut [f64],
+    ec: &'a mut [f64],
+    cx: &'a mut [f64],
+    cs: &'a mut [f64],
+    cz: &'a mut [f64],
+    t1: &'a mut [f64],
+    t2: &'a mut [f64],
+}
+
 /// The Newton system of one iteration: G, the scaling and the Cholesky
 /// factor of `GᵀW⁻²G`.
-struct Kkt<'a> {
+struct Kkt<'a, C: Cols> {
+    cols: C,
     G: &'a [f64],
-    m: usize,
-    n: usize,
     layout: &'a ConeLayout,
-    W: &'a Scaling,
-    wig: &'a [f64],
+    W: ScalingView<'a>,
     chol: &'a [f64],
 }
 
-impl Kkt<'_> {
+impl<C: Cols> Kkt<'_, C> {
     /// Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
-    /// reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
+    /// reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc), H = GᵀW⁻²G.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn reduced(
         &self,
         bx: &[f64],
@@ -712,33 +870,47 @@ impl Kkt<'_> {
         t1: &mut [f64],
         t2: &mut [f64],
     ) {
-        let (m, layout, W) = (self.m, self.layout, self.W);
-        // t = W⁻¹bz − bc
-        W.apply_into(layout, bz, true, t1);
-        for (t, b) in t1.iter_mut().zip(bc) {
-            *t -= b;
+        let (cols, G, W) = (self.cols, self.G, self.W);
+        let (n, m, no) = (cols.n(), bz.len(), W.no);
+        // u = W⁻¹(W⁻¹bz − bc)
+        for i in 0..no {
+            t1[i] = (bz[i] * W.wi[i] - bc[i]) * W.wi[i];
         }
-        // Δx = H⁻¹ (bx + (W⁻¹G)ᵀ t)
-        for j in 0..self.n {
-            dx[j] = bx[j] + dot(&self.wig[j * m..(j + 1) * m], t1);
+        if no < m {
+            W.apply_soc::<true>(bz, t2);
+            for i in no..m {
+                t2[i] -= bc[i];
+            }
+            W.apply_soc::<true>(t2, t1);
         }
-        cholesky_solve(self.chol, self.n, dx);
-        // Δz = W⁻¹(W⁻¹(GΔx − bz) + bc)
-        gemv(self.G, m, dx, t1);
-        for (t, b) in t1.iter_mut().zip(bz) {
-            *t -= b;
+        // Δx = H⁻¹ (bx + Gᵀu)
+        gemtv(cols, G, t1, dx);
+        for (d, b) in dx[..n].iter_mut().zip(bx) {
+            *d += b;
         }
-        W.apply_into(layout, t1, true, t2);
-        for (t, b) in t2.iter_mut().zip(bc) {
-            *t += b;
+        cholesky_solve(cols, self.chol, dx);
+        // Δz = W⁻¹(W⁻¹(GΔx − bz) + bc),  Δs = W(bc − WΔz)
+        for (i, row) in G[..no * n].chunks_exact(n).enumerate() {
+            let v = dotn(cols, row, dx) - bz[i];
+            let zi = (v * W.wi[i] + bc[i]) * W.wi[i];
+            dz[i] = zi;
+            ds[i] = (bc[i] - zi * W.w[i]) * W.w[i];
         }
-        W.apply_into(layout, t2, true, dz);
-        // Δs = W(bc − WΔz)
-        W.apply_into(layout, dz, false, t1);
-        for (t, b) in t1.iter_mut().zip(bc) {
-            *t = b - *t;
+        if no < m {
+            for (i, row) in G.chunks_exact(n).enumerate().skip(no) {
+                t1[i] = dotn(cols, row, dx) - bz[i];
+            }
+            W.apply_soc::<true>(t1, t2);
+            for i in no..m {
+                t2[i] += bc[i];
+            }
+            W.apply_soc::<true>(t2, dz);
+            W.apply_soc::<false>(dz, t1);
+            for i in no..m {
+                t1[i] = bc[i] - t1[i];
+            }
+            W.apply_soc::<false>(t1, ds);
         }
-        W.apply_into(layout, t1, false, ds);
     }
 
     /// The Newton direction for the complementarity right-hand side
@@ -746,6 +918,7 @@ impl Kkt<'_> {
     /// refinement on the unreduced system (the reduced matrix is
     /// ill-conditioned near the solution).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn newton(
         &self,
         bx: &[f64],
@@ -756,104 +929,105 @@ impl Kkt<'_> {
         dx: &mut [f64],
         ds: &mut [f64],
         dz: &mut [f64],
-        sc: &mut Scratch,
+        sc: &mut Scratch<'_>,
     ) {
-        let (m, layout, W) = (self.m, self.layout, self.W);
-        layout.jordan_div_into(lambda, rc, &mut sc.bc);
-        self.reduced(bx, bz, &sc.bc, dx, ds, dz, &mut sc.t1, &mut sc.t2);
+        let (cols, G, W) = (self.cols, self.G, self.W);
+        let (m, no) = (rc.len(), W.no);
+        self.layout.jordan_div_into(lambda, rc, sc.bc);
+        self.reduced(bx, bz, sc.bc, dx, ds, dz, sc.t1, sc.t2);
         if rounds == 0 {
             return;
         }
-        let scale = amax(bx).max(amax(bz)).max(amax(&sc.bc)).max(1.0);
+        let scale = amax(bx).max(amax(bz)).max(amax(sc.bc)).max(1.0);
         for _ in 0..rounds {
-            gemtv(self.G, m, dz, &mut sc.ex);
+            // residuals of the unreduced system
+            gemv_gemtv(cols, G, dx, dz, sc.ez, sc.ex);
             for (e, b) in sc.ex.iter_mut().zip(bx) {
                 *e = b - *e;
             }
-            gemv(self.G, m, dx, &mut sc.ez);
             for i in 0..m {
                 sc.ez[i] = (bz[i] - sc.ez[i]) - ds[i];
             }
-            W.apply_into(layout, dz, false, &mut sc.t1);
-            W.apply_into(layout, ds, true, &mut sc.t2);
-            for i in 0..m {
-                sc.ec[i] = (sc.bc[i] - sc.t1[i]) - sc.t2[i];
+            for i in 0..no {
+                sc.ec[i] = (sc.bc[i] - dz[i] * W.w[i]) - ds[i] * W.wi[i];
+            }
+            if no < m {
+                W.apply_soc::<false>(dz, sc.t1);
+                W.apply_soc::<true>(ds, sc.t2);
+                for i in no..m {
+                    sc.ec[i] = (sc.bc[i] - sc.t1[i]) - sc.t2[i];
+                }
             }
             // skip when the direction already solves the system to
             // round-off (early, well-conditioned iterations)
-            if amax(&sc.ex).max(amax(&sc.ez)).max(amax(&sc.ec)) <= 1e-15 * scale {
+            if amax(sc.ex).max(amax(sc.ez)).max(amax(sc.ec)) <= 1e-15 * scale {
                 break;
             }
-            self.reduced(&sc.ex, &sc.ez, &sc.ec, &mut sc.cx, &mut sc.cs, &mut sc.cz, &mut sc.t1, &mut sc.t2);
-            for (d, c) in dx.iter_mut().zip(&sc.cx) {
+            self.reduced(sc.ex, sc.ez, sc.ec, sc.cx, sc.cs, sc.cz, sc.t1, sc.t2);
+            for (d, c) in dx.iter_mut().zip(sc.cx.iter()) {
                 *d += c;
             }
-            for (d, c) in ds.iter_mut().zip(&sc.cs) {
+            for (d, c) in ds.iter_mut().zip(sc.cs.iter()) {
                 *d += c;
             }
-            for (d, c) in dz.iter_mut().zip(&sc.cz) {
+            for (d, c) in dz.iter_mut().zip(sc.cz.iter()) {
                 *d += c;
             }
         }
     }
 }
 
-fn solve_once(
+fn solve_once<C: Cols>(
+    cols: C,
     ws: &mut SolverWorkspace,
     c: &[f64],
-    G: &[f64],
     h: &[f64],
     layout: &ConeLayout,
     params: &ConicParams,
 ) -> Result<SolveStats, ProximityError> {
-    let m = layout.dim();
-    let n = c.len();
-    assert_eq!(h.len(), m, "h has one entry per cone coordinate");
-    assert_eq!(G.len(), m * n, "G is m × n with one row per cone coordinate, one column per variable");
-    ws.resize(m, n);
-    let SolverWorkspace {
-        x,
-        s,
-        z,
-        e,
-        rx,
-        rz,
-        bx,
-        bz,
-        lambda,
-        ll,
-        rc,
-        dx,
-        ds,
-        dz,
-        dx_a,
-        ds_a,
-        dz_a,
-        wig,
-        chol,
-        scaling,
-        scratch: sc,
-    } = ws;
+    let (m, n) = (layout.dim(), cols.n());
+    let SolverWorkspace { vn, vm, g, wig, chol, scaling } = ws;
+    let [x, rx, bx, dx, dx_a, ex, cx] = vn;
+    let [s, z, e, rz, bz, lambda, ll, rc, ds, dz, ds_a, dz_a, bc, ez, ec, cs, cz, t1, t2] = vm;
+    let (x, rx, bx, dx, dx_a) = (&mut x[..n], &mut rx[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
+    let (s, z, e, rz, bz) = (&mut s[..m], &mut z[..m], &mut e[..m], &mut rz[..m], &mut bz[..m]);
+    let (lambda, ll, rc) = (&mut lambda[..m], &mut ll[..m], &mut rc[..m]);
+    let (ds, dz, ds_a, dz_a) = (&mut ds[..m], &mut dz[..m], &mut ds_a[..m], &mut dz_a[..m]);
+    let mut sc = Scratch {
+        bc: &mut bc[..m],
+        ex: &mut ex[..n],
+        ez: &mut ez[..m],
+        ec: &mut ec[..m],
+        cx: &mut cx[..n],
+        cs: &mut cs[..m],
+        cz: &mut cz[..m],
+        t1: &mut t1[..m],
+        t2: &mut t2[..m],
+    };
+    let (G, wig, chol, c, h) = (&g[..m * n], &mut wig[..m * n], &mut chol[..n * n], &c[..n], &h[..m]);
     let nu = layout.degree() as f64;
     layout.identity_into(e);
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
-    // --- initial point
-    gram_lower(G, m, n, chol);
-    if !cholesky_in_place(chol, n) {
+    // --- initial point: x̂ = argmin ‖Gx − h‖, ẑ = argmin ‖z‖ s.t. Gᵀz + c = 0
+    chol.fill(0.0);
+    for row in G.chunks_exact(n) {
+        add_outer(cols, row, 1.0, chol);
+    }
+    if !cholesky_in_place(cols, chol) {
         return Err(no_conv(0, f64::INFINITY));
     }
-    gemtv(G, m, h, x);
-    cholesky_solve(chol, n, x);
-    gemv(G, m, x, s);
+    gemtv(cols, G, h, x);
+    cholesky_solve(cols, chol, x);
+    gemv(cols, G, x, s);
     for (si, hi) in s.iter_mut().zip(h) {
         *si = hi - *si;
     }
     for (d, cj) in dx.iter_mut().zip(c) {
         *d = -cj;
     }
-    cholesky_solve(chol, n, dx);
-    gemv(G, m, dx, z);
+    cholesky_solve(cols, chol, dx);
+    gemv(cols, G, dx, z);
     for u in [&mut *s, &mut *z] {
         let a = layout.interior_shift_of(u);
         if a >= -1e-8 {
@@ -877,11 +1051,10 @@ fn solve_once(
     let mut last_dx = f64::INFINITY;
     for iter in 0..params.max_iters + params.centering {
         // rx = c + Gᵀz, rz = s + Gx − h
-        gemtv(G, m, z, rx);
+        gemv_gemtv(cols, G, x, z, rz, rx);
         for (r, cj) in rx.iter_mut().zip(c) {
             *r += cj;
         }
-        gemv(G, m, x, rz);
         for i in 0..m {
             rz[i] = (s[i] + rz[i]) - h[i];
         }
@@ -892,7 +1065,7 @@ fn solve_once(
         }
         let mu = gap / nu;
         if let Some((mu_c, done)) = centering {
-            layout.jordan_into(s, z, &mut sc.t1);
+            layout.jordan_into(s, z, sc.t1);
             let off = sc.t1.iter().zip(e.iter()).fold(0.0, |acc: f64, (v, ei)| acc.max((v - ei * mu_c).abs()));
             let centred = residual <= params.tol_residual && (off <= 1e-6 * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
@@ -926,15 +1099,14 @@ fn solve_once(
             debug("scaling", iter);
             return fail(iter, residual);
         }
-        scaling.apply_into(layout, z, false, lambda);
-        wig.copy_from_slice(G);
-        scaling.apply_inv_cols(layout, m, wig);
-        gram_lower(wig, m, n, chol);
-        if !cholesky_in_place(chol, n) {
+        let W = scaling.view(layout);
+        W.apply_w(z, lambda);
+        W.normal_matrix(cols, G, wig, chol);
+        if !cholesky_in_place(cols, chol) {
             debug("cholesky", iter);
             return fail(iter, residual);
         }
-        let kkt = Kkt { G, m, n, layout, W: scaling, wig, chol };
+        let kkt = Kkt { cols, G, layout, W, chol };
         for (b, r) in bx.iter_mut().zip(rx.iter()) {
             *b = -r;
         }
@@ -949,7 +1121,7 @@ fn solve_once(
             for i in 0..m {
                 rc[i] = e[i] * mu_c - ll[i];
             }
-            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, sc);
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
             last_dx = amax(dx);
             (1.0, 0.0)
         } else {
@@ -958,7 +1130,7 @@ fn solve_once(
             for i in 0..m {
                 rc[i] = -ll[i];
             }
-            kkt.newton(bx, bz, lambda, rc, 0, dx_a, ds_a, dz_a, sc);
+            kkt.newton(bx, bz, lambda, rc, 0, dx_a, ds_a, dz_a, &mut sc);
             let t_a = layout.max_step_of(s, ds_a).min(layout.max_step_of(z, dz_a)).min(1.0);
             let mut rho = 0.0;
             for i in 0..m {
@@ -968,13 +1140,13 @@ fn solve_once(
             let sigma = rho.clamp(0.0, 1.0).powi(3);
 
             // corrector: rc = −λ∘λ − (W⁻¹Δs_a) ∘ (WΔz_a) + σμe
-            scaling.apply_into(layout, ds_a, true, &mut sc.cs);
-            scaling.apply_into(layout, dz_a, false, &mut sc.cz);
-            layout.jordan_into(&sc.cs, &sc.cz, rc);
+            W.apply_inv(ds_a, sc.cs);
+            W.apply_w(dz_a, sc.cz);
+            layout.jordan_into(sc.cs, sc.cz, rc);
             for i in 0..m {
                 rc[i] = (-ll[i] - rc[i]) + e[i] * (sigma * mu);
             }
-            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, sc);
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
             (sigma, t_a)
         };
         let t_max = layout.max_step_of(s, ds).min(layout.max_step_of(z, dz));
