@@ -58,9 +58,11 @@ pub mod solve;
 
 use nalgebra::{DMatrix, DVector};
 
-pub use primitive::{lower, LocalCone};
+pub use primitive::{lower, LocalCone, PrimalRows};
 pub use proximity_gradient::{proximity_gradient, ProximityJacobian};
-pub use solve::{ConeLayout, ConicParams, ConicSolution, Scaling};
+pub use solve::{ConeLayout, ConicParams, ConicSolution, Scaling, SolveStats, SolverWorkspace};
+
+use std::cell::RefCell;
 
 use crate::geometry::{BundleOp, Shape};
 use crate::math::{so3, Pose, Vec3};
@@ -224,8 +226,7 @@ pub struct Proximity {
 }
 
 fn check_finite<T: Scalar>(shape: &Shape<T>, pose: &Pose<T>) -> Result<(), ProximityError> {
-    let mut s = shape.clone();
-    let ok = primitive::shape_params_mut(&mut s).iter().all(|v| v.re().is_finite())
+    let ok = primitive::shape_params_finite(shape)
         && pose.translation.iter().all(|v| v.re().is_finite())
         && pose.rotation.coords.iter().all(|v| v.re().is_finite());
     if ok {
@@ -252,39 +253,224 @@ pub fn problem<T: Scalar>(
     Ok(assemble(&a, pose_a, &b, pose_b))
 }
 
-/// Solves an assembled problem and reads off α, p and the dual normal.
-pub fn solve_problem(pr: &ConicProblem<f64>, params: &ConicParams) -> Result<Proximity, ProximityError> {
-    let n = pr.g.ncols();
-    let mut c = DVector::zeros(n);
-    c[3] = 1.0;
-    let sol = solve::solve_conic(&c, &pr.g, &pr.h, &pr.layout, params)?;
-    // ∂α/∂r = −zᵀ ∂s/∂r restricted to the rows of one shape; s = h − G x
-    // with h = G_p r, so ∂s/∂r = G_p and ∂α/∂r = −G_pᵀ z.
+/// `∂α/∂r_a`, `∂α/∂r_b` from the duals: `∂α/∂r = −zᵀ ∂s/∂r` restricted to
+/// the rows of one shape; `s = h − G x` with `h = G_p r`, so `∂s/∂r = G_p`
+/// and `∂α/∂r = −G_pᵀ z`. `g` column-major with `owner.len()` rows.
+fn dalpha_dr(g: &[f64], owner: &[Owner], z: &[f64]) -> (Vec3<f64>, Vec3<f64>) {
+    let m = owner.len();
     let mut da = Vec3::zeros();
     let mut db = Vec3::zeros();
-    for (i, o) in pr.owner.iter().enumerate() {
-        let gp = Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]);
+    for (i, o) in owner.iter().enumerate() {
+        let gp = Vec3::new(g[i], g[m + i], g[2 * m + i]);
         match o {
-            Owner::A => da -= gp * sol.z[i],
-            Owner::B => db -= gp * sol.z[i],
+            Owner::A => da -= gp * z[i],
+            Owner::B => db -= gp * z[i],
             Owner::Alpha => {}
         }
     }
-    let alpha = sol.x[3];
-    let normal = if db.norm() > 1e-9 {
-        safe_normalize(&db).map(|(u, _)| u)
+    (da, db)
+}
+
+/// The unit normal, the direction of `∂α/∂r_b` when it does not vanish.
+fn normal_of(db: &Vec3<f64>) -> Option<Vec3<f64>> {
+    if db.norm() > 1e-9 {
+        safe_normalize(db).map(|(u, _)| u)
     } else {
         None
-    };
-    Ok(Proximity {
-        alpha,
-        phi: alpha - 1.0,
-        point: Vec3::new(sol.x[0], sol.x[1], sol.x[2]),
-        normal,
-        dalpha_dr_a: da,
-        dalpha_dr_b: db,
-        solution: sol,
+    }
+}
+
+/// Solves an assembled problem and reads off α, p and the dual normal.
+pub fn solve_problem(pr: &ConicProblem<f64>, params: &ConicParams) -> Result<Proximity, ProximityError> {
+    with_workspace(|ws| {
+        let n = pr.g.ncols();
+        ws.c.clear();
+        ws.c.resize(n, 0.0);
+        ws.c[3] = 1.0;
+        let st = solve::solve_conic_in(&mut ws.solver, &ws.c, pr.g.as_slice(), pr.h.as_slice(), &pr.layout, params)?;
+        let (x, s, z) = (ws.solver.x(), ws.solver.s(), ws.solver.z());
+        let (da, db) = dalpha_dr(pr.g.as_slice(), &pr.owner, z);
+        let alpha = x[3];
+        Ok(Proximity {
+            alpha,
+            phi: alpha - 1.0,
+            point: Vec3::new(x[0], x[1], x[2]),
+            normal: normal_of(&db),
+            dalpha_dr_a: da,
+            dalpha_dr_b: db,
+            solution: ConicSolution {
+                x: DVector::from_column_slice(x),
+                s: DVector::from_column_slice(s),
+                z: DVector::from_column_slice(z),
+                iters: st.iters,
+                gap: st.gap,
+            },
+        })
     })
+}
+
+/// Everything a proximity query needs, sized on first use and reused: the
+/// two shapes' rows, the assembled `G`, `h`, the solver's buffers and the
+/// result. A query whose problem is no larger than an earlier one's
+/// allocates nothing (Pinocchio's `Data`, faer's scratch); [`proximity`]
+/// uses one per thread.
+///
+/// ```
+/// use dualsim::collision::conic::{ConicParams, ConicWorkspace};
+/// use dualsim::geometry::Shape;
+/// use dualsim::math::{so3, Pose, Vec3};
+/// let a = Shape::Sphere { radius: 1.0 };
+/// let b = Shape::Sphere { radius: 0.5 };
+/// let pb = Pose::new(so3::identity(), Vec3::new(3.0, 0.0, 0.0));
+/// let mut ws = ConicWorkspace::new();
+/// let pr = ws.proximity(&a, &Pose::identity(), &b, &pb, &ConicParams::default()).unwrap();
+/// assert!((pr.alpha - 2.0).abs() < 1e-9);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ConicWorkspace {
+    rows_a: PrimalRows,
+    rows_b: PrimalRows,
+    /// `G`, column-major m × n (the layout of [`assemble`]).
+    g: Vec<f64>,
+    h: Vec<f64>,
+    c: Vec<f64>,
+    layout: ConeLayout,
+    owner: Vec<Owner>,
+    solver: SolverWorkspace,
+    out: Option<Proximity>,
+}
+
+thread_local! {
+    static WORKSPACE: RefCell<ConicWorkspace> = RefCell::new(ConicWorkspace::new());
+}
+
+/// Runs `f` with this thread's [`ConicWorkspace`] (a fresh one when it is
+/// already in use further up the stack).
+pub fn with_workspace<R>(f: impl FnOnce(&mut ConicWorkspace) -> R) -> R {
+    let mut f = Some(f);
+    let r = WORKSPACE.try_with(|w| match w.try_borrow_mut() {
+        Ok(mut ws) => Some((f.take().expect("called once"))(&mut ws)),
+        Err(_) => None,
+    });
+    match r {
+        Ok(Some(r)) => r,
+        _ => (f.take().expect("called once"))(&mut ConicWorkspace::new()),
+    }
+}
+
+/// Copies a slice into a vector, reusing its storage when the length is
+/// unchanged.
+fn copy_into(dst: &mut DVector<f64>, src: &[f64]) {
+    if dst.len() == src.len() {
+        dst.as_mut_slice().copy_from_slice(src);
+    } else {
+        *dst = DVector::from_column_slice(src);
+    }
+}
+
+impl ConicWorkspace {
+    /// An empty workspace (allocates on first use).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Places the lowered rows of shapes a and b at their world poses into
+    /// `G`, `h` (the same problem as [`assemble`], in primal values).
+    fn assemble(&mut self, pose_a: &Pose<f64>, pose_b: &Pose<f64>) {
+        let (a, b) = (&self.rows_a, &self.rows_b);
+        let (n_aux_a, n_aux_b) = (a.n_aux(), b.n_aux());
+        let n = 4 + n_aux_a + n_aux_b;
+        let (oa, ob) = (a.n_orthant(), b.n_orthant());
+        let (ra, rb) = (a.n_rows(), b.n_rows());
+        let m = 1 + ra + rb;
+        self.layout.n_orthant = 1 + oa + ob;
+        self.layout.soc.clear();
+        self.layout.soc.extend(a.soc_dims.iter().chain(b.soc_dims.iter()));
+        self.g.clear();
+        self.g.resize(m * n, 0.0);
+        self.h.clear();
+        self.h.resize(m, 0.0);
+        self.owner.clear();
+        self.owner.resize(m, Owner::A);
+        // α ≥ 0  ⇔  s = α = 0 − (−1)α
+        self.g[3 * m] = -1.0;
+        self.owner[0] = Owner::Alpha;
+        // destination rows: orthant rows of a, of b, then SOC rows of a, of b
+        for (rows, pose, n_orth, soc_start, eps_col, who) in [
+            (a, pose_a, oa, 1 + oa + ob, 4, Owner::A),
+            (b, pose_b, ob, 1 + oa + ob + (ra - oa), 4 + n_aux_a, Owner::B),
+        ] {
+            let r = so3::to_matrix(&pose.rotation);
+            let t = &pose.translation;
+            let orth_start = if who == Owner::A { 1 } else { 1 + oa };
+            for i in 0..rows.n_rows() {
+                let dst = if i < n_orth { orth_start + i } else { soc_start + i - n_orth };
+                let row = rows.row(i);
+                // G_p = −M_y R_ᵀ, h = G_p r
+                let mut gp = [0.0; 3];
+                for (j, g) in gp.iter_mut().enumerate() {
+                    *g = -((row[0] * r[(j, 0)] + row[1] * r[(j, 1)]) + row[2] * r[(j, 2)]);
+                    self.g[j * m + dst] = *g;
+                }
+                self.g[3 * m + dst] = -row[3];
+                for k in 0..rows.n_aux() {
+                    self.g[(eps_col + k) * m + dst] = -row[4 + k];
+                }
+                self.h[dst] = (gp[0] * t.x + gp[1] * t.y) + gp[2] * t.z;
+                self.owner[dst] = who;
+            }
+        }
+    }
+
+    /// [`proximity`] in this workspace: the result is kept in the workspace
+    /// (its vectors reused from one query to the next).
+    pub fn proximity<T: Scalar>(
+        &mut self,
+        shape_a: &Shape<T>,
+        pose_a: &Pose<T>,
+        shape_b: &Shape<T>,
+        pose_b: &Pose<T>,
+        params: &ConicParams,
+    ) -> Result<&Proximity, ProximityError> {
+        check_finite(shape_a, pose_a)?;
+        check_finite(shape_b, pose_b)?;
+        if matches!(shape_a, Shape::Plane { .. }) && matches!(shape_b, Shape::Plane { .. }) {
+            return Err(ProximityError::InvalidShape("half-space against half-space"));
+        }
+        primitive::lower_into(shape_a, &mut self.rows_a)?;
+        primitive::lower_into(shape_b, &mut self.rows_b)?;
+        self.assemble(&pose_a.cast(), &pose_b.cast());
+        let (m, n) = (self.h.len(), self.g.len() / self.h.len());
+        self.c.clear();
+        self.c.resize(n, 0.0);
+        self.c[3] = 1.0;
+        let st = solve::solve_conic_in(&mut self.solver, &self.c, &self.g, &self.h, &self.layout, params)?;
+        let (x, s, z) = (self.solver.x(), self.solver.s(), self.solver.z());
+        debug_assert_eq!((x.len(), z.len()), (n, m));
+        let (da, db) = dalpha_dr(&self.g, &self.owner, z);
+        let alpha = x[3];
+        let out = self.out.get_or_insert_with(|| Proximity {
+            alpha: 0.0,
+            phi: 0.0,
+            point: Vec3::zeros(),
+            normal: None,
+            dalpha_dr_a: Vec3::zeros(),
+            dalpha_dr_b: Vec3::zeros(),
+            solution: ConicSolution { x: DVector::zeros(0), s: DVector::zeros(0), z: DVector::zeros(0), iters: 0, gap: 0.0 },
+        });
+        out.alpha = alpha;
+        out.phi = alpha - 1.0;
+        out.point = Vec3::new(x[0], x[1], x[2]);
+        out.normal = normal_of(&db);
+        out.dalpha_dr_a = da;
+        out.dalpha_dr_b = db;
+        copy_into(&mut out.solution.x, x);
+        copy_into(&mut out.solution.s, s);
+        copy_into(&mut out.solution.z, z);
+        out.solution.iters = st.iters;
+        out.solution.gap = st.gap;
+        Ok(out)
+    }
 }
 
 /// Proximity of two convex shapes at world poses (module docs).
@@ -293,7 +479,9 @@ pub fn solve_problem(pr: &ConicProblem<f64>, params: &ConicParams) -> Result<Pro
 /// Poses must carry unit quaternions. Non-finite input gives
 /// [`ProximityError::NonFinite`]; an infeasible or unbounded problem
 /// (a zero-size shape away from its partner, an open polytope) gives
-/// [`ProximityError::NoConvergence`], never a panic or a NaN.
+/// [`ProximityError::NoConvergence`], never a panic or a NaN. Runs in this
+/// thread's [`ConicWorkspace`] (the only allocations are the returned
+/// solution's three vectors; [`ConicWorkspace::proximity`] avoids those).
 ///
 /// ```
 /// use dualsim::collision::conic::{proximity, ConicParams};
@@ -313,8 +501,7 @@ pub fn proximity<T: Scalar>(
     pose_b: &Pose<T>,
     params: &ConicParams,
 ) -> Result<Proximity, ProximityError> {
-    let pr = problem(shape_a, pose_a, shape_b, pose_b)?.re();
-    solve_problem(&pr, params)
+    with_workspace(|ws| ws.proximity(shape_a, pose_a, shape_b, pose_b, params).cloned())
 }
 
 /// One proximity of a pair of convex parts.

@@ -74,40 +74,134 @@ pub struct LocalCone<T: Scalar> {
     pub n_aux: usize,
 }
 
-/// Rows under construction.
+/// Where [`lower_into`] writes a shape's rows: orthant rows one at a time,
+/// a second-order cone as a block of rows, each row a list of
+/// `(column, value)` pairs (repeated columns add up).
+pub trait RowSink<T: Scalar> {
+    /// Starts a shape with `n_aux` auxiliary variables (4 + n_aux columns).
+    fn begin(&mut self, n_aux: usize);
+    /// One orthant row.
+    fn orth(&mut self, entries: &[(usize, T)]);
+    /// One second-order cone, its rows in order.
+    fn soc(&mut self, rows: &[&[(usize, T)]]);
+}
+
+/// Rows under construction (the [`RowSink`] behind [`lower`]): dense rows,
+/// row-major, in scalar `T`.
 struct Builder<T: Scalar> {
     ncols: usize,
-    orth: Vec<Vec<T>>,
-    soc: Vec<Vec<Vec<T>>>,
+    orth: Vec<T>,
+    soc: Vec<T>,
+    soc_dims: Vec<usize>,
+}
+
+fn push_row<T: Scalar>(dst: &mut Vec<T>, ncols: usize, entries: &[(usize, T)]) {
+    let at = dst.len();
+    dst.resize(at + ncols, T::zero());
+    for &(j, v) in entries {
+        dst[at + j] += v;
+    }
+}
+
+impl<T: Scalar> RowSink<T> for Builder<T> {
+    fn begin(&mut self, n_aux: usize) {
+        self.ncols = 4 + n_aux;
+        self.orth.clear();
+        self.soc.clear();
+        self.soc_dims.clear();
+    }
+    fn orth(&mut self, entries: &[(usize, T)]) {
+        push_row(&mut self.orth, self.ncols, entries);
+    }
+    fn soc(&mut self, rows: &[&[(usize, T)]]) {
+        for r in rows {
+            push_row(&mut self.soc, self.ncols, r);
+        }
+        self.soc_dims.push(rows.len());
+    }
 }
 
 impl<T: Scalar> Builder<T> {
-    fn new(n_aux: usize) -> Self {
-        Builder { ncols: 4 + n_aux, orth: Vec::new(), soc: Vec::new() }
+    fn finish(self) -> LocalCone<T> {
+        let layout = ConeLayout { n_orthant: self.orth.len() / self.ncols, soc: self.soc_dims };
+        let n_orth = layout.n_orthant;
+        let nc = self.ncols;
+        let rows = n_orth + self.soc.len() / nc;
+        let m = DMatrix::from_fn(rows, nc, |i, j| {
+            if i < n_orth {
+                self.orth[i * nc + j]
+            } else {
+                self.soc[(i - n_orth) * nc + j]
+            }
+        });
+        LocalCone { m, layout, n_aux: nc - 4 }
     }
-    /// A row from `(column, value)` pairs.
-    fn row(&self, entries: &[(usize, T)]) -> Vec<T> {
-        let mut r = vec![T::zero(); self.ncols];
-        for &(j, v) in entries {
-            r[j] += v;
-        }
-        r
+}
+
+/// A shape's rows in primal values (`f64`), written by [`lower_into`] for
+/// any scalar and reused from one query to the next (no allocation once
+/// the buffers have grown to the shape's size): the [`RowSink`] of the
+/// allocation-free proximity ([`super::ConicWorkspace`]).
+#[derive(Clone, Debug, Default)]
+pub struct PrimalRows {
+    /// Columns per row (`4 + n_aux`).
+    pub ncols: usize,
+    /// Orthant rows, row-major.
+    pub orth: Vec<f64>,
+    /// Second-order cone rows, row-major, cone after cone.
+    pub soc: Vec<f64>,
+    /// Dimension of each second-order cone.
+    pub soc_dims: Vec<usize>,
+}
+
+fn push_row_re<T: Scalar>(dst: &mut Vec<f64>, ncols: usize, entries: &[(usize, T)]) {
+    let at = dst.len();
+    dst.resize(at + ncols, 0.0);
+    for &(j, v) in entries {
+        dst[at + j] += v.re();
+    }
+}
+
+impl<T: Scalar> RowSink<T> for PrimalRows {
+    fn begin(&mut self, n_aux: usize) {
+        self.ncols = 4 + n_aux;
+        self.orth.clear();
+        self.soc.clear();
+        self.soc_dims.clear();
     }
     fn orth(&mut self, entries: &[(usize, T)]) {
-        let r = self.row(entries);
-        self.orth.push(r);
+        push_row_re(&mut self.orth, self.ncols, entries);
     }
-    fn soc(&mut self, rows: Vec<Vec<T>>) {
-        self.soc.push(rows);
+    fn soc(&mut self, rows: &[&[(usize, T)]]) {
+        for r in rows {
+            push_row_re(&mut self.soc, self.ncols, r);
+        }
+        self.soc_dims.push(rows.len());
     }
-    fn finish(self) -> LocalCone<T> {
-        let layout = ConeLayout {
-            n_orthant: self.orth.len(),
-            soc: self.soc.iter().map(|b| b.len()).collect(),
-        };
-        let rows: Vec<Vec<T>> = self.orth.into_iter().chain(self.soc.into_iter().flatten()).collect();
-        let m = DMatrix::from_fn(rows.len(), self.ncols, |i, j| rows[i][j]);
-        LocalCone { m, layout, n_aux: self.ncols - 4 }
+}
+
+impl PrimalRows {
+    /// Number of auxiliary variables.
+    pub fn n_aux(&self) -> usize {
+        self.ncols - 4
+    }
+    /// Number of orthant rows.
+    pub fn n_orthant(&self) -> usize {
+        self.orth.len() / self.ncols
+    }
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        (self.orth.len() + self.soc.len()) / self.ncols
+    }
+    /// Row `i` (orthant rows first, then the cones).
+    pub fn row(&self, i: usize) -> &[f64] {
+        let no = self.n_orthant();
+        let nc = self.ncols;
+        if i < no {
+            &self.orth[i * nc..(i + 1) * nc]
+        } else {
+            &self.soc[(i - no) * nc..(i - no + 1) * nc]
+        }
     }
 }
 
@@ -124,109 +218,101 @@ const E: usize = 4; // first auxiliary column
 /// assert_eq!(c.m[(0, 3)], 2.0);
 /// ```
 pub fn lower<T: Scalar>(shape: &Shape<T>) -> Result<LocalCone<T>, ProximityError> {
+    let mut b = Builder { ncols: 4, orth: Vec::new(), soc: Vec::new(), soc_dims: Vec::new() };
+    lower_into(shape, &mut b)?;
+    Ok(b.finish())
+}
+
+/// Writes a shape's conic constraint into a [`RowSink`] (the table of the
+/// module docs, one arm per shape). Allocation-free for every primitive
+/// (a Minkowski bundle allocates while combining its parts).
+///
+/// ```
+/// use dualsim::collision::conic::primitive::{lower_into, PrimalRows};
+/// use dualsim::geometry::Shape;
+/// use dualsim::math::Vec3;
+/// let mut rows = PrimalRows::default();
+/// lower_into(&Shape::Box { half_extents: Vec3::new(1.0_f64, 2.0, 3.0) }, &mut rows).unwrap();
+/// assert_eq!((rows.n_orthant(), rows.n_rows()), (6, 6));
+/// assert_eq!(rows.row(2), &[0.0, -1.0, 0.0, 2.0]);
+/// ```
+pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Result<(), ProximityError> {
     let one = T::one();
     let quarter = T::from_re(0.25);
-    Ok(match shape {
+    match shape {
         Shape::Sphere { radius } => {
-            let mut b = Builder::new(0);
-            let rows = vec![b.row(&[(A, *radius)]), b.row(&[(0, one)]), b.row(&[(1, one)]), b.row(&[(2, one)])];
-            b.soc(rows);
-            b.finish()
+            b.begin(0);
+            b.soc(&[&[(A, *radius)], &[(0, one)], &[(1, one)], &[(2, one)]]);
         }
         Shape::Ellipsoid { radii } => {
-            let mut b = Builder::new(0);
-            let rows = vec![
-                b.row(&[(A, one)]),
-                b.row(&[(0, one / radii[0])]),
-                b.row(&[(1, one / radii[1])]),
-                b.row(&[(2, one / radii[2])]),
-            ];
-            b.soc(rows);
-            b.finish()
+            b.begin(0);
+            b.soc(&[&[(A, one)], &[(0, one / radii[0])], &[(1, one / radii[1])], &[(2, one / radii[2])]]);
         }
         Shape::Box { half_extents } => {
-            let mut b = Builder::new(0);
+            b.begin(0);
             for i in 0..3 {
                 b.orth(&[(A, half_extents[i]), (i, -one)]);
                 b.orth(&[(A, half_extents[i]), (i, one)]);
             }
-            b.finish()
         }
         Shape::Polytope { normals, offsets } => {
             if normals.len() != offsets.len() || normals.is_empty() {
                 return Err(ProximityError::InvalidShape("polytope: one offset per normal"));
             }
-            let mut b = Builder::new(0);
+            b.begin(0);
             for (n, o) in normals.iter().zip(offsets) {
                 b.orth(&[(A, *o), (0, -n.x), (1, -n.y), (2, -n.z)]);
             }
-            b.finish()
         }
         Shape::Plane { normal, offset } => {
-            let mut b = Builder::new(0);
+            b.begin(0);
             b.orth(&[(A, *offset), (0, -normal.x), (1, -normal.y), (2, -normal.z)]);
-            b.finish()
         }
         Shape::Capsule { radius, half_length } => {
-            let mut b = Builder::new(1);
+            b.begin(1);
             b.orth(&[(A, *half_length), (E, -one)]);
             b.orth(&[(A, *half_length), (E, one)]);
-            let rows = vec![
-                b.row(&[(A, *radius)]),
-                b.row(&[(0, one)]),
-                b.row(&[(1, one)]),
-                b.row(&[(2, one), (E, -one)]),
-            ];
-            b.soc(rows);
-            b.finish()
+            b.soc(&[&[(A, *radius)], &[(0, one)], &[(1, one)], &[(2, one), (E, -one)]]);
         }
         Shape::Cylinder { radius, half_length } => {
-            let mut b = Builder::new(0);
+            b.begin(0);
             b.orth(&[(A, *half_length), (2, -one)]);
             b.orth(&[(A, *half_length), (2, one)]);
-            let rows = vec![b.row(&[(A, *radius)]), b.row(&[(0, one)]), b.row(&[(1, one)])];
-            b.soc(rows);
-            b.finish()
+            b.soc(&[&[(A, *radius)], &[(0, one)], &[(1, one)]]);
         }
         Shape::Cone { height, half_angle } => {
             let t = half_angle.tan();
-            let mut b = Builder::new(0);
+            b.begin(0);
             b.orth(&[(2, one), (A, *height * quarter)]);
-            let rows = vec![
-                b.row(&[(A, t * *height * T::from_re(0.75)), (2, -t)]),
-                b.row(&[(0, one)]),
-                b.row(&[(1, one)]),
-            ];
-            b.soc(rows);
-            b.finish()
+            b.soc(&[&[(A, t * *height * T::from_re(0.75)), (2, -t)], &[(0, one)], &[(1, one)]]);
         }
         Shape::PaddedPolygon { normals, offsets, radius } => {
             if normals.len() != offsets.len() || normals.is_empty() {
                 return Err(ProximityError::InvalidShape("padded polygon: one offset per normal"));
             }
-            let mut b = Builder::new(2);
+            b.begin(2);
             for (n, o) in normals.iter().zip(offsets) {
                 b.orth(&[(A, *o), (E, -n.x), (E + 1, -n.y)]);
             }
-            let rows = vec![
-                b.row(&[(A, *radius)]),
-                b.row(&[(0, one), (E, -one)]),
-                b.row(&[(1, one), (E + 1, -one)]),
-                b.row(&[(2, one)]),
-            ];
-            b.soc(rows);
-            b.finish()
+            b.soc(&[
+                &[(A, *radius)],
+                &[(0, one), (E, -one)],
+                &[(1, one), (E + 1, -one)],
+                &[(2, one)],
+            ]);
         }
-        Shape::Bundle { parts, op: BundleOp::Minkowski } => minkowski(parts)?,
+        Shape::Bundle { parts, op: BundleOp::Minkowski } => minkowski(parts, b)?,
         Shape::Bundle { op: BundleOp::Union, .. } => return Err(ProximityError::NotConvex),
         Shape::Points { .. } => return Err(ProximityError::InvalidShape("point clouds have no conic form")),
-    })
+    }
+    Ok(())
 }
 
 /// Minkowski sum of parts at poses in the body frame (module docs).
-fn minkowski<T: Scalar>(
+fn minkowski<T: Scalar, S: RowSink<T>>(
     parts: &[(Shape<T>, crate::math::Pose<T>)],
-) -> Result<LocalCone<T>, ProximityError> {
+    b: &mut S,
+) -> Result<(), ProximityError> {
     if parts.is_empty() {
         return Err(ProximityError::InvalidShape("empty Minkowski bundle"));
     }
@@ -276,16 +362,21 @@ fn minkowski<T: Scalar>(
         })
         .collect()
     };
-    let mut orth = Vec::new();
-    let mut soc = Vec::new();
+    let entries = |r: &Vec<T>| -> Vec<(usize, T)> { r.iter().copied().enumerate().collect() };
+    b.begin(ncols - 4);
     for (k, l) in lowered.iter().enumerate() {
-        orth.extend(map_rows(k, 0..l.layout.n_orthant));
-        for (s, d) in l.layout.soc_blocks() {
-            soc.push(map_rows(k, s..s + d));
+        for r in map_rows(k, 0..l.layout.n_orthant) {
+            b.orth(&entries(&r));
         }
     }
-    let b = Builder { ncols, orth, soc };
-    Ok(b.finish())
+    for (k, l) in lowered.iter().enumerate() {
+        for (s, d) in l.layout.soc_blocks() {
+            let rows: Vec<Vec<(usize, T)>> = map_rows(k, s..s + d).iter().map(entries).collect();
+            let refs: Vec<&[(usize, T)]> = rows.iter().map(|r| r.as_slice()).collect();
+            b.soc(&refs);
+        }
+    }
+    Ok(())
 }
 
 /// Every shape parameter as a mutable reference, in a fixed order: radius,
@@ -341,5 +432,35 @@ fn push_params<'a, T: Scalar>(shape: &'a mut Shape<T>, v: &mut Vec<&'a mut T>) {
             }
         }
         Shape::Points { .. } => {}
+    }
+}
+
+/// True when every parameter of [`shape_params_mut`] has a finite primal
+/// value (without collecting them: no allocation).
+///
+/// ```
+/// use dualsim::collision::conic::primitive::shape_params_finite;
+/// use dualsim::geometry::Shape;
+/// assert!(shape_params_finite(&Shape::Sphere { radius: 1.0 }));
+/// assert!(!shape_params_finite(&Shape::Capsule { radius: 1.0, half_length: f64::NAN }));
+/// ```
+pub fn shape_params_finite<T: Scalar>(shape: &Shape<T>) -> bool {
+    let f = |v: &T| v.re().is_finite();
+    let fv = |v: &crate::math::Vec3<T>| v.iter().all(f);
+    match shape {
+        Shape::Sphere { radius } => f(radius),
+        Shape::Box { half_extents } => fv(half_extents),
+        Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
+            f(radius) && f(half_length)
+        }
+        Shape::Cone { height, half_angle } => f(height) && f(half_angle),
+        Shape::Ellipsoid { radii } => fv(radii),
+        Shape::Polytope { normals, offsets } => normals.iter().all(fv) && offsets.iter().all(f),
+        Shape::PaddedPolygon { normals, offsets, radius } => {
+            normals.iter().all(fv) && offsets.iter().all(f) && f(radius)
+        }
+        Shape::Plane { normal, offset } => fv(normal) && f(offset),
+        Shape::Bundle { parts, .. } => parts.iter().all(|(s, p)| shape_params_finite(s) && fv(&p.translation)),
+        Shape::Points { .. } => true,
     }
 }

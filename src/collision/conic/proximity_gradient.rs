@@ -46,7 +46,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::primitive::shape_params_mut;
-use super::{problem, solve_problem, ConicParams, ConicProblem, Proximity, ProximityError};
+use super::{problem, proximity, ConicParams, ConicProblem, Proximity, ProximityError};
 use crate::geometry::Shape;
 use crate::math::{so3, Pose, Vec3};
 use crate::scalar::Dual64;
@@ -187,7 +187,8 @@ pub fn proximity_gradient(
     params: &ConicParams,
 ) -> Result<(Proximity, ProximityJacobian), ProximityError> {
     let pr = problem(shape_a, pose_a, shape_b, pose_b)?;
-    let prox = solve_problem(&pr, params)?;
+    // the same solve as `proximity` (bit for bit the same point)
+    let prox = proximity(shape_a, pose_a, shape_b, pose_b, params)?;
     let (x, s, z) = (&prox.solution.x, &prox.solution.s, &prox.solution.z);
     let (n, m) = (pr.g.ncols(), pr.g.nrows());
 

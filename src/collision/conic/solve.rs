@@ -133,35 +133,49 @@ impl ConeLayout {
     /// The identity element `e` of K.
     pub fn identity(&self) -> DVector<f64> {
         let mut e = DVector::zeros(self.dim());
-        for i in 0..self.n_orthant {
-            e[i] = 1.0;
-        }
+        self.identity_into(e.as_mut_slice());
+        e
+    }
+
+    /// The identity element `e` of K, written into `e` (length m).
+    pub fn identity_into(&self, e: &mut [f64]) {
+        e.fill(0.0);
+        e[..self.n_orthant].fill(1.0);
         for (s, _) in self.soc_blocks() {
             e[s] = 1.0;
         }
-        e
     }
 
     /// Jordan product `u ∘ v`.
     pub fn jordan(&self, u: &DVector<f64>, v: &DVector<f64>) -> DVector<f64> {
         let mut w = DVector::zeros(self.dim());
+        self.jordan_into(u.as_slice(), v.as_slice(), w.as_mut_slice());
+        w
+    }
+
+    /// Jordan product `w = u ∘ v` (slices of length m).
+    pub fn jordan_into(&self, u: &[f64], v: &[f64], w: &mut [f64]) {
         for i in 0..self.n_orthant {
             w[i] = u[i] * v[i];
         }
         for (s, d) in self.soc_blocks() {
-            let uu = u.rows(s, d);
-            let vv = v.rows(s, d);
-            w[s] = uu.dot(&vv);
+            let (uu, vv) = (&u[s..s + d], &v[s..s + d]);
+            w[s] = dot(uu, vv);
             for j in 1..d {
                 w[s + j] = uu[0] * vv[j] + vv[0] * uu[j];
             }
         }
-        w
     }
 
     /// Solves `u ∘ x = r` for `x` (u in the interior of K).
     pub fn jordan_div(&self, u: &DVector<f64>, r: &DVector<f64>) -> DVector<f64> {
         let mut x = DVector::zeros(self.dim());
+        self.jordan_div_into(u.as_slice(), r.as_slice(), x.as_mut_slice());
+        x
+    }
+
+    /// Solves `u ∘ x = r` for `x` (slices of length m).
+    pub fn jordan_div_into(&self, u: &[f64], r: &[f64], x: &mut [f64]) {
         for i in 0..self.n_orthant {
             x[i] = r[i] / u[i];
         }
@@ -180,7 +194,6 @@ impl ConeLayout {
                 x[s + j] = (r[s + j] - x0 * u[s + j]) / u0;
             }
         }
-        x
     }
 
     /// The arrow matrix `L(u)` with `L(u) v = u ∘ v` (block diagonal).
@@ -202,12 +215,17 @@ impl ConeLayout {
 
     /// `min{t : u + t e ∈ K}` (negative when u is in the interior).
     pub fn interior_shift(&self, u: &DVector<f64>) -> f64 {
+        self.interior_shift_of(u.as_slice())
+    }
+
+    /// [`ConeLayout::interior_shift`] of a slice.
+    pub fn interior_shift_of(&self, u: &[f64]) -> f64 {
         let mut a = f64::NEG_INFINITY;
         for i in 0..self.n_orthant {
             a = a.max(-u[i]);
         }
         for (s, d) in self.soc_blocks() {
-            let n1 = u.rows(s + 1, d - 1).norm();
+            let n1 = norm(&u[s + 1..s + d]);
             a = a.max(n1 - u[s]);
         }
         a
@@ -216,6 +234,11 @@ impl ConeLayout {
     /// Largest `t ≥ 0` (capped at `f64::INFINITY`) with `u + tΔ ∈ K`, for u
     /// in the interior of K.
     pub fn max_step(&self, u: &DVector<f64>, du: &DVector<f64>) -> f64 {
+        self.max_step_of(u.as_slice(), du.as_slice())
+    }
+
+    /// [`ConeLayout::max_step`] of slices.
+    pub fn max_step_of(&self, u: &[f64], du: &[f64]) -> f64 {
         let mut t = f64::INFINITY;
         for i in 0..self.n_orthant {
             if du[i] < 0.0 {
@@ -265,103 +288,378 @@ fn smallest_positive_root(a: f64, b: f64, c: f64) -> f64 {
     t
 }
 
+// --- small dense kernels (sizes are tiny: n ≤ ~10 columns, m ≤ ~40 rows).
+// The number of columns is a type (`Fixed<N>`: loops unrolled, no bounds
+// checks; `Dynamic`: any size), so the interior-point loop below is written
+// once and compiled for the common sizes. Matrices are row-major m × n.
+
+/// Number of columns n of the dense kernels.
+trait Cols: Copy {
+    fn n(self) -> usize;
+}
+
+/// n known at compile time.
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+impl<const N: usize> Cols for Fixed<N> {
+    #[inline(always)]
+    fn n(self) -> usize {
+        N
+    }
+}
+
+/// n known at run time.
+#[derive(Clone, Copy)]
+struct Dynamic(usize);
+
+impl Cols for Dynamic {
+    #[inline(always)]
+    fn n(self) -> usize {
+        self.0
+    }
+}
+
+#[inline(always)]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).fold(0.0, |acc, (x, y)| acc + x * y)
+}
+
+#[inline(always)]
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+#[inline(always)]
+fn amax(a: &[f64]) -> f64 {
+    a.iter().fold(0.0, |acc: f64, v| acc.max(v.abs()))
+}
+
+/// `a · b` over the n columns.
+#[inline(always)]
+fn dotn<C: Cols>(c: C, a: &[f64], b: &[f64]) -> f64 {
+    let n = c.n();
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = 0.0;
+    for j in 0..n {
+        acc += a[j] * b[j];
+    }
+    acc
+}
+
+/// `y = G x`, G row-major (y.len() rows).
+#[inline(always)]
+fn gemv<C: Cols>(c: C, G: &[f64], x: &[f64], y: &mut [f64]) {
+    for (yi, row) in y.iter_mut().zip(G.chunks_exact(c.n())) {
+        *yi = dotn(c, row, x);
+    }
+}
+
+/// `y = Gᵀ z`, G row-major (z.len() rows).
+#[inline(always)]
+fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
+    let n = c.n();
+    let y = &mut y[..n];
+    y.fill(0.0);
+    for (row, zi) in G.chunks_exact(n).zip(z) {
+        let row = &row[..n];
+        for j in 0..n {
+            y[j] += row[j] * zi;
+        }
+    }
+}
+
+/// `ym = G x` and `yn = Gᵀ z` in one pass over G (row-major, ym.len() rows).
+#[inline(always)]
+fn gemv_gemtv<C: Cols>(c: C, G: &[f64], x: &[f64], z: &[f64], ym: &mut [f64], yn: &mut [f64]) {
+    let n = c.n();
+    let yn = &mut yn[..n];
+    yn.fill(0.0);
+    for ((row, yi), zi) in G.chunks_exact(n).zip(ym.iter_mut()).zip(z) {
+        let row = &row[..n];
+        *yi = dotn(c, row, x);
+        for j in 0..n {
+            yn[j] += row[j] * zi;
+        }
+    }
+}
+
+/// `H += k a aᵀ` on the lower triangle (column-major n × n).
+#[inline(always)]
+fn add_outer<C: Cols>(c: C, a: &[f64], k: f64, H: &mut [f64]) {
+    let n = c.n();
+    let (a, H) = (&a[..n], &mut H[..n * n]);
+    for j in 0..n {
+        let aj = a[j] * k;
+        for i in j..n {
+            H[j * n + i] += a[i] * aj;
+        }
+    }
+}
+
+/// In-place Cholesky `H = LLᵀ` of the lower triangle (column-major n × n),
+/// as nalgebra's: `false` when a pivot is not positive (or NaN).
+#[inline(always)]
+fn cholesky_in_place<C: Cols>(c: C, H: &mut [f64]) -> bool {
+    let n = c.n();
+    let H = &mut H[..n * n];
+    for j in 0..n {
+        for k in 0..j {
+            let f = -H[k * n + j];
+            for i in j..n {
+                H[j * n + i] += f * H[k * n + i];
+            }
+        }
+        let d = H[j * n + j];
+        if !(d > 0.0) {
+            return false;
+        }
+        let d = d.sqrt();
+        H[j * n + j] = d;
+        let r = 1.0 / d;
+        for i in j + 1..n {
+            H[j * n + i] *= r;
+        }
+    }
+    true
+}
+
+/// Solves `LLᵀ x = b` in place (L from [`cholesky_in_place`]).
+#[inline(always)]
+fn cholesky_solve<C: Cols>(c: C, L: &[f64], b: &mut [f64]) {
+    let n = c.n();
+    let (L, b) = (&L[..n * n], &mut b[..n]);
+    for i in 0..n {
+        let bi = b[i] / L[i * n + i];
+        b[i] = bi;
+        for k in i + 1..n {
+            b[k] -= bi * L[i * n + k];
+        }
+    }
+    for i in (0..n).rev() {
+        let mut acc = b[i];
+        for k in i + 1..n {
+            acc -= L[i * n + k] * b[k];
+        }
+        b[i] = acc / L[i * n + i];
+    }
+}
+
 /// Nesterov–Todd scaling `W` of one iterate `(s, z)` of a cone layout:
 /// symmetric, with `W z = W⁻¹ s` (the scaled point λ).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Scaling {
     /// Orthant: `w_i = √(s_i/z_i)`.
-    w_orth: Vec<f64>,
-    /// Per SOC: (η, w̄).
-    w_soc: Vec<(f64, DVector<f64>)>,
+    w: Vec<f64>,
+    /// Orthant: `1/w_i`.
+    wi: Vec<f64>,
+    /// Per SOC: η.
+    eta: Vec<f64>,
+    /// Per SOC: 1/η.
+    eta_inv: Vec<f64>,
+    /// Per SOC: `1/(1 + w̄₀)`.
+    q: Vec<f64>,
+    /// Per SOC: w̄ (the cones' rows, concatenated).
+    wb: Vec<f64>,
+}
+
+/// Resizes a buffer (no allocation once it has grown to `len`).
+fn size(v: &mut Vec<f64>, len: usize) {
+    v.resize(len, 0.0);
 }
 
 impl Scaling {
     /// The scaling of `(s, z)`, or `None` when either is not strictly
     /// inside its cone.
     pub fn new(layout: &ConeLayout, s: &DVector<f64>, z: &DVector<f64>) -> Option<Scaling> {
-        let mut w_orth = Vec::with_capacity(layout.n_orthant);
-        for i in 0..layout.n_orthant {
-            let w = (s[i] / z[i]).sqrt();
-            if !(w.is_finite() && w > 0.0) {
-                return None;
-            }
-            w_orth.push(w);
+        let mut w = Scaling::default();
+        w.update(layout, s.as_slice(), z.as_slice()).then_some(w)
+    }
+
+    /// Recomputes the scaling in place for `(s, z)` (slices of length m),
+    /// reusing the buffers; `false` when either is not strictly inside its
+    /// cone (the scaling is then unusable).
+    pub fn update(&mut self, layout: &ConeLayout, s: &[f64], z: &[f64]) -> bool {
+        let no = layout.n_orthant;
+        let ns = layout.soc.len();
+        let m = layout.dim();
+        size(&mut self.w, no);
+        size(&mut self.wi, no);
+        size(&mut self.eta, ns);
+        size(&mut self.eta_inv, ns);
+        size(&mut self.q, ns);
+        size(&mut self.wb, m - no);
+        let mut ok = true;
+        for (((w, wi), si), zi) in self.w.iter_mut().zip(self.wi.iter_mut()).zip(&s[..no]).zip(&z[..no]) {
+            *w = (si / zi).sqrt();
+            *wi = 1.0 / *w;
+            ok &= w.is_finite() && *w > 0.0;
         }
-        let mut w_soc = Vec::with_capacity(layout.soc.len());
-        for (st, d) in layout.soc_blocks() {
-            let ss = s.rows(st, d);
-            let zz = z.rows(st, d);
+        if !ok {
+            return false;
+        }
+        for (b, (st, d)) in layout.soc_blocks().enumerate() {
+            let ss = &s[st..st + d];
+            let zz = &z[st..st + d];
             // (u₀ − ‖u₁‖)(u₀ + ‖u₁‖): less cancellation than u₀² − ‖u₁‖²
-            let (sn1, zn1) = (ss.rows(1, d - 1).norm(), zz.rows(1, d - 1).norm());
+            let (sn1, zn1) = (norm(&ss[1..]), norm(&zz[1..]));
             let sjs = (ss[0] - sn1) * (ss[0] + sn1);
             let zjz = (zz[0] - zn1) * (zz[0] + zn1);
             if !(sjs > 0.0 && zjz > 0.0) {
-                return None;
+                return false;
             }
-            let sn = sjs.sqrt();
-            let zn = zjz.sqrt();
-            let sb = ss / sn;
-            let zb = zz / zn;
-            let gamma = ((1.0 + zb.dot(&sb)) * 0.5).sqrt();
-            let mut wb = DVector::zeros(d);
-            wb[0] = (sb[0] + zb[0]) / (2.0 * gamma);
-            for j in 1..d {
-                wb[j] = (sb[j] - zb[j]) / (2.0 * gamma);
-            }
+            let (sn_inv, zn_inv) = (1.0 / sjs.sqrt(), 1.0 / zjz.sqrt());
+            // s̄ = s/‖s‖_J, z̄ = z/‖z‖_J, γ = √((1 + z̄ᵀs̄)/2)
+            let zbsb = dot(ss, zz) * (sn_inv * zn_inv);
+            let gamma = ((1.0 + zbsb) * 0.5).sqrt();
             let eta = (sjs / zjz).sqrt().sqrt();
             if !(eta.is_finite() && gamma.is_finite()) {
-                return None;
+                return false;
             }
-            w_soc.push((eta, wb));
+            let g2 = 1.0 / (2.0 * gamma);
+            let wb = &mut self.wb[st - no..st - no + d];
+            wb[0] = (ss[0] * sn_inv + zz[0] * zn_inv) * g2;
+            for j in 1..d {
+                wb[j] = (ss[j] * sn_inv - zz[j] * zn_inv) * g2;
+            }
+            self.eta[b] = eta;
+            self.eta_inv[b] = 1.0 / eta;
+            self.q[b] = 1.0 / (1.0 + wb[0]);
         }
-        Some(Scaling { w_orth, w_soc })
+        true
+    }
+
+    fn view<'a>(&'a self, layout: &'a ConeLayout) -> ScalingView<'a> {
+        let no = layout.n_orthant;
+        ScalingView {
+            no,
+            soc: &layout.soc,
+            w: &self.w[..no],
+            wi: &self.wi[..no],
+            eta: &self.eta,
+            eta_inv: &self.eta_inv,
+            q: &self.q,
+            wb: &self.wb,
+        }
     }
 
     /// `W v` (inverse = false) or `W⁻¹ v` (inverse = true); W is symmetric.
     pub fn apply(&self, layout: &ConeLayout, v: &DVector<f64>, inverse: bool) -> DVector<f64> {
         let mut out = DVector::zeros(v.len());
-        for i in 0..layout.n_orthant {
-            out[i] = if inverse { v[i] / self.w_orth[i] } else { v[i] * self.w_orth[i] };
-        }
-        for ((st, d), (eta, wb)) in layout.soc_blocks().zip(self.w_soc.iter()) {
-            let sgn = if inverse { -1.0 } else { 1.0 };
-            let k = if inverse { 1.0 / eta } else { *eta };
-            let v0 = v[st];
-            let mut w1v1 = 0.0;
-            for j in 1..d {
-                w1v1 += wb[j] * v[st + j];
-            }
-            out[st] = k * (wb[0] * v0 + sgn * w1v1);
-            let c = sgn * v0 + w1v1 / (1.0 + wb[0]);
-            for j in 1..d {
-                out[st + j] = k * (v[st + j] + c * wb[j]);
-            }
-        }
+        self.apply_into(layout, v.as_slice(), inverse, out.as_mut_slice());
         out
+    }
+
+    /// `out = W v` or `W⁻¹ v` (slices of length m).
+    pub fn apply_into(&self, layout: &ConeLayout, v: &[f64], inverse: bool, out: &mut [f64]) {
+        let w = self.view(layout);
+        if inverse {
+            w.apply_inv(v, out)
+        } else {
+            w.apply_w(v, out)
+        }
     }
 
     /// `W⁻¹ A` column by column (in place on a copy of A).
     pub fn apply_inv_mat(&self, layout: &ConeLayout, A: &DMatrix<f64>) -> DMatrix<f64> {
         let mut out = A.clone();
+        let w = self.view(layout);
         for j in 0..A.ncols() {
-            let mut col = out.column_mut(j);
-            for i in 0..layout.n_orthant {
-                col[i] /= self.w_orth[i];
-            }
-            for ((st, d), (eta, wb)) in layout.soc_blocks().zip(self.w_soc.iter()) {
-                let v0 = col[st];
-                let mut w1v1 = 0.0;
-                for k in 1..d {
-                    w1v1 += wb[k] * col[st + k];
-                }
-                col[st] = (wb[0] * v0 - w1v1) / eta;
-                let c = -v0 + w1v1 / (1.0 + wb[0]);
-                for k in 1..d {
-                    col[st + k] = (col[st + k] + c * wb[k]) / eta;
-                }
-            }
+            w.apply_inv(A.column(j).as_slice(), out.column_mut(j).as_mut_slice());
         }
         out
+    }
+}
+
+/// The scaling as slices (what the hot loops read).
+#[derive(Clone, Copy)]
+struct ScalingView<'a> {
+    no: usize,
+    soc: &'a [usize],
+    w: &'a [f64],
+    wi: &'a [f64],
+    eta: &'a [f64],
+    eta_inv: &'a [f64],
+    q: &'a [f64],
+    wb: &'a [f64],
+}
+
+impl ScalingView<'_> {
+    /// `out = W v`.
+    #[inline(always)]
+    fn apply_w(&self, v: &[f64], out: &mut [f64]) {
+        for ((o, vi), w) in out[..self.no].iter_mut().zip(&v[..self.no]).zip(self.w) {
+            *o = vi * w;
+        }
+        self.apply_soc::<false>(v, out);
+    }
+
+    /// `out = W⁻¹ v`.
+    #[inline(always)]
+    fn apply_inv(&self, v: &[f64], out: &mut [f64]) {
+        for ((o, vi), w) in out[..self.no].iter_mut().zip(&v[..self.no]).zip(self.wi) {
+            *o = vi * w;
+        }
+        self.apply_soc::<true>(v, out);
+    }
+
+    /// The second-order-cone rows of `out = W v` (`INV`: `W⁻¹ v`); the
+    /// orthant rows of `out` are left as they are.
+    #[inline(always)]
+    fn apply_soc<const INV: bool>(&self, v: &[f64], out: &mut [f64]) {
+        let mut st = self.no;
+        for (b, &d) in self.soc.iter().enumerate() {
+            let wb = &self.wb[st - self.no..st - self.no + d];
+            let (vv, oo) = (&v[st..st + d], &mut out[st..st + d]);
+            st += d;
+            let w1v1 = dot(&wb[1..], &vv[1..]);
+            let (k, c) = if INV {
+                oo[0] = self.eta_inv[b] * (wb[0] * vv[0] - w1v1);
+                (self.eta_inv[b], -vv[0] + w1v1 * self.q[b])
+            } else {
+                oo[0] = self.eta[b] * (wb[0] * vv[0] + w1v1);
+                (self.eta[b], vv[0] + w1v1 * self.q[b])
+            };
+            for j in 1..d {
+                oo[j] = k * (vv[j] + c * wb[j]);
+            }
+        }
+    }
+
+    /// Lower triangle of `H = GᵀW⁻²G` (G row-major m × n; `wig` receives
+    /// the second-order-cone rows of `W⁻¹G`).
+    #[inline(always)]
+    fn normal_matrix<C: Cols>(&self, c: C, G: &[f64], wig: &mut [f64], H: &mut [f64]) {
+        let n = c.n();
+        let no = self.no;
+        H[..n * n].fill(0.0);
+        // orthant rows: W⁻² = diag(1/w²)
+        for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+            add_outer(c, row, wi * wi, H);
+        }
+        // second-order cones: W⁻¹ applied to each column of the block
+        let mut st = no;
+        for (b, &d) in self.soc.iter().enumerate() {
+            let wb = &self.wb[st - no..st - no + d];
+            let (k, q) = (self.eta_inv[b], self.q[b]);
+            let (gb, blk) = (&G[st * n..(st + d) * n], &mut wig[st * n..(st + d) * n]);
+            st += d;
+            for j in 0..n {
+                let v0 = gb[j];
+                let mut w1v1 = 0.0;
+                for r in 1..d {
+                    w1v1 += wb[r] * gb[r * n + j];
+                }
+                blk[j] = k * (wb[0] * v0 - w1v1);
+                let cc = -v0 + w1v1 * q;
+                for r in 1..d {
+                    blk[r * n + j] = k * (gb[r * n + j] + cc * wb[r]);
+                }
+            }
+            for row in blk.chunks_exact(n) {
+                add_outer(c, row, 1.0, H);
+            }
+        }
     }
 }
 
@@ -378,6 +676,67 @@ pub struct ConicSolution {
     pub iters: usize,
     /// Final duality gap `sᵀz`.
     pub gap: f64,
+}
+
+/// Iterations and final gap of a solve by [`solve_conic_in`] (the point is
+/// in the workspace: [`SolverWorkspace::x`], `s`, `z`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SolveStats {
+    /// Interior-point iterations used.
+    pub iters: usize,
+    /// Final duality gap `sᵀz`.
+    pub gap: f64,
+}
+
+/// Buffers of the interior-point method, sized on the first solve and
+/// reused by every later one: a solve of a problem no larger than an
+/// earlier one allocates nothing (faer's scratch, Pinocchio's `Data`).
+#[derive(Clone, Debug, Default)]
+pub struct SolverWorkspace {
+    /// n-vectors: x, rx, bx, Δx, Δx_a, ex, cx.
+    vn: [Vec<f64>; 7],
+    /// m-vectors: s, z, e, rz, bz, λ, λ∘λ, rc, Δs, Δz, Δs_a, Δz_a, bc, ez,
+    /// ec, cs, cz, t1, t2.
+    vm: [Vec<f64>; 19],
+    /// `G`, row-major m × n.
+    g: Vec<f64>,
+    /// Second-order-cone rows of `W⁻¹G`, row-major m × n.
+    wig: Vec<f64>,
+    /// Cholesky factor of `GᵀW⁻²G` (or of `GᵀG` for the initial point).
+    chol: Vec<f64>,
+    scaling: Scaling,
+}
+
+impl SolverWorkspace {
+    /// An empty workspace (allocates on first use).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn resize(&mut self, m: usize, n: usize) {
+        for v in &mut self.vn {
+            size(v, n);
+        }
+        for v in &mut self.vm {
+            size(v, m);
+        }
+        size(&mut self.g, m * n);
+        size(&mut self.wig, m * n);
+        size(&mut self.chol, n * n);
+    }
+
+    /// Primal variables of the last solve.
+    pub fn x(&self) -> &[f64] {
+        &self.vn[0]
+    }
+    /// Slacks of the last solve.
+    pub fn s(&self) -> &[f64] {
+        &self.vm[0]
+    }
+    /// Duals of the last solve.
+    pub fn z(&self) -> &[f64] {
+        &self.vm[1]
+    }
 }
 
 /// Solves `min cᵀx s.t. Gx + s = h, s ∈ K` (see the module docs).
@@ -400,44 +759,282 @@ pub fn solve_conic(
     layout: &ConeLayout,
     params: &ConicParams,
 ) -> Result<ConicSolution, ProximityError> {
-    match solve_once(c, G, h, layout, params) {
-        Ok(sol) => Ok(sol),
+    assert_eq!(G.nrows(), layout.dim(), "G has one row per cone coordinate");
+    assert_eq!(G.ncols(), c.len(), "G has one column per variable");
+    let mut ws = SolverWorkspace::new();
+    let st = solve_conic_in(&mut ws, c.as_slice(), G.as_slice(), h.as_slice(), layout, params)?;
+    Ok(ConicSolution {
+        x: DVector::from_column_slice(ws.x()),
+        s: DVector::from_column_slice(ws.s()),
+        z: DVector::from_column_slice(ws.z()),
+        iters: st.iters,
+        gap: st.gap,
+    })
+}
+
+/// [`solve_conic`] in a reusable workspace, `G` column-major (m × n, m =
+/// `layout.dim()`, n = `c.len()`): no allocation once the workspace has
+/// grown to the problem size. The solution is read from the workspace.
+///
+/// ```
+/// use dualsim::collision::conic::solve::{solve_conic_in, ConeLayout, ConicParams, SolverWorkspace};
+/// let layout = ConeLayout { n_orthant: 1, soc: vec![] };
+/// let mut ws = SolverWorkspace::new();
+/// solve_conic_in(&mut ws, &[1.0], &[-1.0], &[-1.0], &layout, &ConicParams::default()).unwrap();
+/// assert!((ws.x()[0] - 1.0).abs() < 1e-9);
+/// ```
+pub fn solve_conic_in(
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    G: &[f64],
+    h: &[f64],
+    layout: &ConeLayout,
+    params: &ConicParams,
+) -> Result<SolveStats, ProximityError> {
+    let m = layout.dim();
+    let n = c.len();
+    assert_eq!(h.len(), m, "h has one entry per cone coordinate");
+    assert_eq!(G.len(), m * n, "G is m × n with one row per cone coordinate, one column per variable");
+    ws.resize(m, n);
+    // row-major copy of G
+    for (i, row) in ws.g.chunks_exact_mut(n).enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = G[j * m + i];
+        }
+    }
+    match n {
+        4 => solve_retry(Fixed::<4>, ws, c, h, layout, params),
+        5 => solve_retry(Fixed::<5>, ws, c, h, layout, params),
+        6 => solve_retry(Fixed::<6>, ws, c, h, layout, params),
+        _ => solve_retry(Dynamic(n), ws, c, h, layout, params),
+    }
+}
+
+fn solve_retry<C: Cols>(
+    cols: C,
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    h: &[f64],
+    layout: &ConeLayout,
+    params: &ConicParams,
+) -> Result<SolveStats, ProximityError> {
+    match solve_once(cols, ws, c, h, layout, params) {
+        Ok(st) => Ok(st),
         // A numerical breakdown (rare: an apex or a nearly degenerate
         // contact) is retried once with a more conservative fraction to the
         // boundary.
         Err(ProximityError::NoConvergence { .. }) if params.tau > 0.9 => {
             let retry = ConicParams { tau: 0.9, max_iters: params.max_iters * 2, ..*params };
-            solve_once(c, G, h, layout, &retry)
+            solve_once(cols, ws, c, h, layout, &retry)
         }
         Err(e) => Err(e),
     }
 }
 
-fn solve_once(
-    c: &DVector<f64>,
-    G: &DMatrix<f64>,
-    h: &DVector<f64>,
+/// Scratch vectors of one Newton solve.
+struct Scratch<'a> {
+    bc: &'a mut [f64],
+    ex: &'a mut [f64],
+    ez: &'a mut [f64],
+    ec: &'a mut [f64],
+    cx: &'a mut [f64],
+    cs: &'a mut [f64],
+    cz: &'a mut [f64],
+    t1: &'a mut [f64],
+    t2: &'a mut [f64],
+}
+
+/// The Newton system of one iteration: G, the scaling and the Cholesky
+/// factor of `GᵀW⁻²G`.
+struct Kkt<'a, C: Cols> {
+    cols: C,
+    G: &'a [f64],
+    layout: &'a ConeLayout,
+    W: ScalingView<'a>,
+    chol: &'a [f64],
+}
+
+impl<C: Cols> Kkt<'_, C> {
+    /// Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
+    /// reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc), H = GᵀW⁻²G.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn reduced(
+        &self,
+        bx: &[f64],
+        bz: &[f64],
+        bc: &[f64],
+        dx: &mut [f64],
+        ds: &mut [f64],
+        dz: &mut [f64],
+        t1: &mut [f64],
+        t2: &mut [f64],
+    ) {
+        let (cols, G, W) = (self.cols, self.G, self.W);
+        let (n, m, no) = (cols.n(), bz.len(), W.no);
+        // u = W⁻¹(W⁻¹bz − bc)
+        for i in 0..no {
+            t1[i] = (bz[i] * W.wi[i] - bc[i]) * W.wi[i];
+        }
+        if no < m {
+            W.apply_soc::<true>(bz, t2);
+            for i in no..m {
+                t2[i] -= bc[i];
+            }
+            W.apply_soc::<true>(t2, t1);
+        }
+        // Δx = H⁻¹ (bx + Gᵀu)
+        gemtv(cols, G, t1, dx);
+        for (d, b) in dx[..n].iter_mut().zip(bx) {
+            *d += b;
+        }
+        cholesky_solve(cols, self.chol, dx);
+        // Δz = W⁻¹(W⁻¹(GΔx − bz) + bc),  Δs = W(bc − WΔz)
+        for (i, row) in G[..no * n].chunks_exact(n).enumerate() {
+            let v = dotn(cols, row, dx) - bz[i];
+            let zi = (v * W.wi[i] + bc[i]) * W.wi[i];
+            dz[i] = zi;
+            ds[i] = (bc[i] - zi * W.w[i]) * W.w[i];
+        }
+        if no < m {
+            for (i, row) in G.chunks_exact(n).enumerate().skip(no) {
+                t1[i] = dotn(cols, row, dx) - bz[i];
+            }
+            W.apply_soc::<true>(t1, t2);
+            for i in no..m {
+                t2[i] += bc[i];
+            }
+            W.apply_soc::<true>(t2, dz);
+            W.apply_soc::<false>(dz, t1);
+            for i in no..m {
+                t1[i] = bc[i] - t1[i];
+            }
+            W.apply_soc::<false>(t1, ds);
+        }
+    }
+
+    /// The Newton direction for the complementarity right-hand side
+    /// `λ ∘ (WΔz + W⁻¹Δs) = rc`, with `rounds` rounds of iterative
+    /// refinement on the unreduced system (the reduced matrix is
+    /// ill-conditioned near the solution).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn newton(
+        &self,
+        bx: &[f64],
+        bz: &[f64],
+        lambda: &[f64],
+        rc: &[f64],
+        rounds: usize,
+        dx: &mut [f64],
+        ds: &mut [f64],
+        dz: &mut [f64],
+        sc: &mut Scratch<'_>,
+    ) {
+        let (cols, G, W) = (self.cols, self.G, self.W);
+        let (m, no) = (rc.len(), W.no);
+        self.layout.jordan_div_into(lambda, rc, sc.bc);
+        self.reduced(bx, bz, sc.bc, dx, ds, dz, sc.t1, sc.t2);
+        if rounds == 0 {
+            return;
+        }
+        let scale = amax(bx).max(amax(bz)).max(amax(sc.bc)).max(1.0);
+        for _ in 0..rounds {
+            // residuals of the unreduced system
+            gemv_gemtv(cols, G, dx, dz, sc.ez, sc.ex);
+            for (e, b) in sc.ex.iter_mut().zip(bx) {
+                *e = b - *e;
+            }
+            for i in 0..m {
+                sc.ez[i] = (bz[i] - sc.ez[i]) - ds[i];
+            }
+            for i in 0..no {
+                sc.ec[i] = (sc.bc[i] - dz[i] * W.w[i]) - ds[i] * W.wi[i];
+            }
+            if no < m {
+                W.apply_soc::<false>(dz, sc.t1);
+                W.apply_soc::<true>(ds, sc.t2);
+                for i in no..m {
+                    sc.ec[i] = (sc.bc[i] - sc.t1[i]) - sc.t2[i];
+                }
+            }
+            // skip when the direction already solves the system to
+            // round-off (early, well-conditioned iterations)
+            if amax(sc.ex).max(amax(sc.ez)).max(amax(sc.ec)) <= 1e-15 * scale {
+                break;
+            }
+            self.reduced(sc.ex, sc.ez, sc.ec, sc.cx, sc.cs, sc.cz, sc.t1, sc.t2);
+            for (d, c) in dx.iter_mut().zip(sc.cx.iter()) {
+                *d += c;
+            }
+            for (d, c) in ds.iter_mut().zip(sc.cs.iter()) {
+                *d += c;
+            }
+            for (d, c) in dz.iter_mut().zip(sc.cz.iter()) {
+                *d += c;
+            }
+        }
+    }
+}
+
+fn solve_once<C: Cols>(
+    cols: C,
+    ws: &mut SolverWorkspace,
+    c: &[f64],
+    h: &[f64],
     layout: &ConeLayout,
     params: &ConicParams,
-) -> Result<ConicSolution, ProximityError> {
-    let m = layout.dim();
-    assert_eq!(G.nrows(), m, "G has one row per cone coordinate");
-    assert_eq!(h.len(), m, "h has one entry per cone coordinate");
-    assert_eq!(G.ncols(), c.len(), "G has one column per variable");
+) -> Result<SolveStats, ProximityError> {
+    let (m, n) = (layout.dim(), cols.n());
+    let SolverWorkspace { vn, vm, g, wig, chol, scaling } = ws;
+    let [x, rx, bx, dx, dx_a, ex, cx] = vn;
+    let [s, z, e, rz, bz, lambda, ll, rc, ds, dz, ds_a, dz_a, bc, ez, ec, cs, cz, t1, t2] = vm;
+    let (x, rx, bx, dx, dx_a) = (&mut x[..n], &mut rx[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
+    let (s, z, e, rz, bz) = (&mut s[..m], &mut z[..m], &mut e[..m], &mut rz[..m], &mut bz[..m]);
+    let (lambda, ll, rc) = (&mut lambda[..m], &mut ll[..m], &mut rc[..m]);
+    let (ds, dz, ds_a, dz_a) = (&mut ds[..m], &mut dz[..m], &mut ds_a[..m], &mut dz_a[..m]);
+    let mut sc = Scratch {
+        bc: &mut bc[..m],
+        ex: &mut ex[..n],
+        ez: &mut ez[..m],
+        ec: &mut ec[..m],
+        cx: &mut cx[..n],
+        cs: &mut cs[..m],
+        cz: &mut cz[..m],
+        t1: &mut t1[..m],
+        t2: &mut t2[..m],
+    };
+    let (G, wig, chol, c, h) = (&g[..m * n], &mut wig[..m * n], &mut chol[..n * n], &c[..n], &h[..m]);
     let nu = layout.degree() as f64;
-    let e = layout.identity();
+    layout.identity_into(e);
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
-    // --- initial point
-    let GtG = G.tr_mul(G);
-    let chol0 = GtG.clone().cholesky().ok_or(no_conv(0, f64::INFINITY))?;
-    let mut x = chol0.solve(&(G.tr_mul(h)));
-    let mut s = h - G * &x;
-    let mut z = G * chol0.solve(&(-c));
-    for u in [&mut s, &mut z] {
-        let a = layout.interior_shift(u);
+    // --- initial point: x̂ = argmin ‖Gx − h‖, ẑ = argmin ‖z‖ s.t. Gᵀz + c = 0
+    chol.fill(0.0);
+    for row in G.chunks_exact(n) {
+        add_outer(cols, row, 1.0, chol);
+    }
+    if !cholesky_in_place(cols, chol) {
+        return Err(no_conv(0, f64::INFINITY));
+    }
+    gemtv(cols, G, h, x);
+    cholesky_solve(cols, chol, x);
+    gemv(cols, G, x, s);
+    for (si, hi) in s.iter_mut().zip(h) {
+        *si = hi - *si;
+    }
+    for (d, cj) in dx.iter_mut().zip(c) {
+        *d = -cj;
+    }
+    cholesky_solve(cols, chol, dx);
+    gemv(cols, G, dx, z);
+    for u in [&mut *s, &mut *z] {
+        let a = layout.interior_shift_of(u);
         if a >= -1e-8 {
-            *u += &e * (1.0 + a.max(0.0));
+            let k = 1.0 + a.max(0.0);
+            for (ui, ei) in u.iter_mut().zip(e.iter()) {
+                *ui += ei * k;
+            }
         }
     }
 
@@ -453,20 +1050,27 @@ fn solve_once(
     // ‖Δx‖∞ of the last centering step
     let mut last_dx = f64::INFINITY;
     for iter in 0..params.max_iters + params.centering {
-        let rx = c + G.tr_mul(&z);
-        let rz = &s + G * &x - h;
-        let gap = s.dot(&z);
-        residual = rx.amax().max(rz.amax());
+        // rx = c + Gᵀz, rz = s + Gx − h
+        gemv_gemtv(cols, G, x, z, rz, rx);
+        for (r, cj) in rx.iter_mut().zip(c) {
+            *r += cj;
+        }
+        for i in 0..m {
+            rz[i] = (s[i] + rz[i]) - h[i];
+        }
+        let gap = dot(s, z);
+        residual = amax(rx).max(amax(rz));
         if !(gap.is_finite() && residual.is_finite()) {
             return Err(no_conv(iter, residual));
         }
         let mu = gap / nu;
         if let Some((mu_c, done)) = centering {
-            let off = (layout.jordan(&s, &z) - &e * mu_c).amax();
+            layout.jordan_into(s, z, sc.t1);
+            let off = sc.t1.iter().zip(e.iter()).fold(0.0, |acc: f64, (v, ei)| acc.max((v - ei * mu_c).abs()));
             let centred = residual <= params.tol_residual && (off <= 1e-6 * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
                 if residual <= 1e3 * params.tol_residual {
-                    return Ok(ConicSolution { x, s, z, iters: iter, gap });
+                    return Ok(SolveStats { iters: iter, gap });
                 }
                 return Err(no_conv(iter, residual));
             }
@@ -474,7 +1078,7 @@ fn solve_once(
             return Err(no_conv(iter, residual));
         } else if mu <= params.tol_gap && residual <= 1e3 * params.tol_residual {
             if params.centering == 0 && residual <= params.tol_residual {
-                return Ok(ConicSolution { x, s, z, iters: iter, gap });
+                return Ok(SolveStats { iters: iter, gap });
             }
             centering = Some((params.tol_gap, 0));
         }
@@ -485,94 +1089,84 @@ fn solve_once(
         let near = mu <= 1e3 * params.tol_gap && residual <= 1e3 * params.tol_residual;
         let fail = |iters: usize, residual: f64| {
             if near {
-                Ok(ConicSolution { x: x.clone(), s: s.clone(), z: z.clone(), iters, gap })
+                Ok(SolveStats { iters, gap })
             } else {
                 Err(ProximityError::NoConvergence { iters, residual })
             }
         };
 
-        let Some(W) = Scaling::new(layout, &s, &z) else {
+        if !scaling.update(layout, s, z) {
             debug("scaling", iter);
             return fail(iter, residual);
-        };
-        let lambda = W.apply(layout, &z, false);
-        let WiG = W.apply_inv_mat(layout, G);
-        let H = WiG.tr_mul(&WiG);
-        let Some(chol) = H.cholesky() else {
+        }
+        let W = scaling.view(layout);
+        W.apply_w(z, lambda);
+        W.normal_matrix(cols, G, wig, chol);
+        if !cholesky_in_place(cols, chol) {
             debug("cholesky", iter);
             return fail(iter, residual);
-        };
+        }
+        let kkt = Kkt { cols, G, layout, W, chol };
+        for (b, r) in bx.iter_mut().zip(rx.iter()) {
+            *b = -r;
+        }
+        for (b, r) in bz.iter_mut().zip(rz.iter()) {
+            *b = -r;
+        }
 
-        // Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
-        // reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc).
-        let reduced = |bx: &DVector<f64>, bz: &DVector<f64>, bc: &DVector<f64>| {
-            let t = W.apply(layout, bz, true) - bc;
-            let dx = chol.solve(&(bx + WiG.tr_mul(&t)));
-            let dz = W.apply(layout, &(W.apply(layout, &(G * &dx - bz), true) + bc), true);
-            let ds = W.apply(layout, &(bc - W.apply(layout, &dz, false)), false);
-            (dx, ds, dz)
-        };
-        // The same with two rounds of iterative refinement on the unreduced
-        // system (the reduced matrix is ill-conditioned near the solution).
-        let newton = |rc: &DVector<f64>, rounds: usize| {
-            let bx = -&rx;
-            let bz = -&rz;
-            let bc = layout.jordan_div(&lambda, rc);
-            let (mut dx, mut ds, mut dz) = reduced(&bx, &bz, &bc);
-            for _ in 0..rounds {
-                let ex = &bx - G.tr_mul(&dz);
-                let ez = &bz - G * &dx - &ds;
-                let ec = &bc - W.apply(layout, &dz, false) - W.apply(layout, &ds, true);
-                // skip when the direction already solves the system to
-                // round-off (early, well-conditioned iterations)
-                let scale = bx.amax().max(bz.amax()).max(bc.amax()).max(1.0);
-                if ex.amax().max(ez.amax()).max(ec.amax()) <= 1e-15 * scale {
-                    break;
-                }
-                let (cx, cs, cz) = reduced(&ex, &ez, &ec);
-                dx += cx;
-                ds += cs;
-                dz += cz;
-            }
-            (dx, ds, dz)
-        };
-
-        let ll = layout.jordan(&lambda, &lambda);
-        let (dx, ds, dz, sigma, t_a) = if let Some((mu_c, done)) = centering {
+        layout.jordan_into(lambda, lambda, ll);
+        let (sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
-            let (dx, ds, dz) = newton(&(&e * mu_c - &ll), params.refinement);
-            last_dx = dx.amax();
-            (dx, ds, dz, 1.0, 0.0)
+            for i in 0..m {
+                rc[i] = e[i] * mu_c - ll[i];
+            }
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
+            last_dx = amax(dx);
+            (1.0, 0.0)
         } else {
-        // predictor
-        // (the predictor only sets σ and the second-order term: no refinement)
-        let (_, ds_a, dz_a) = newton(&(-&ll), 0);
-        let t_a = layout.max_step(&s, &ds_a).min(layout.max_step(&z, &dz_a)).min(1.0);
-        let rho = (&s + &ds_a * t_a).dot(&(&z + &dz_a * t_a)) / gap;
-        let sigma = rho.clamp(0.0, 1.0).powi(3);
+            // predictor
+            // (the predictor only sets σ and the second-order term: no refinement)
+            for i in 0..m {
+                rc[i] = -ll[i];
+            }
+            kkt.newton(bx, bz, lambda, rc, 0, dx_a, ds_a, dz_a, &mut sc);
+            let t_a = layout.max_step_of(s, ds_a).min(layout.max_step_of(z, dz_a)).min(1.0);
+            let mut rho = 0.0;
+            for i in 0..m {
+                rho += (s[i] + ds_a[i] * t_a) * (z[i] + dz_a[i] * t_a);
+            }
+            let rho = rho / gap;
+            let sigma = rho.clamp(0.0, 1.0).powi(3);
 
-        // corrector
-        let corr = layout.jordan(
-            &W.apply(layout, &ds_a, true),
-            &W.apply(layout, &dz_a, false),
-        );
-        let rc = -&ll - corr + &e * (sigma * mu);
-        let (dx, ds, dz) = newton(&rc, params.refinement);
-        (dx, ds, dz, sigma, t_a)
+            // corrector: rc = −λ∘λ − (W⁻¹Δs_a) ∘ (WΔz_a) + σμe
+            W.apply_inv(ds_a, sc.cs);
+            W.apply_w(dz_a, sc.cz);
+            layout.jordan_into(sc.cs, sc.cz, rc);
+            for i in 0..m {
+                rc[i] = (-ll[i] - rc[i]) + e[i] * (sigma * mu);
+            }
+            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
+            (sigma, t_a)
         };
-        let t_max = layout.max_step(&s, &ds).min(layout.max_step(&z, &dz));
+        let t_max = layout.max_step_of(s, ds).min(layout.max_step_of(z, dz));
         let t = (params.tau * t_max).min(1.0);
         if verbose {
-            eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {:?}", x.as_slice());
+            eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {x:?}");
         }
         if !(t.is_finite() && t > 0.0) || dx.iter().chain(ds.iter()).chain(dz.iter()).any(|v| !v.is_finite()) {
             debug("step", iter);
             return fail(iter, residual);
         }
-        x += dx * t;
-        s += ds * t;
-        z += dz * t;
+        for (v, d) in x.iter_mut().zip(dx.iter()) {
+            *v += d * t;
+        }
+        for (v, d) in s.iter_mut().zip(ds.iter()) {
+            *v += d * t;
+        }
+        for (v, d) in z.iter_mut().zip(dz.iter()) {
+            *v += d * t;
+        }
     }
     Err(no_conv(params.max_iters, residual))
 }
