@@ -63,12 +63,14 @@ enum Command {
     Grad {
         /// The scene file (TOML).
         scene: PathBuf,
-        /// Outputs, comma-separated `NAME.FIELD` (position, orientation, velocity, angular_velocity).
+        /// Outputs, comma-separated `NAME.FIELD`: a body's or a robot link's
+        /// (`ROBOT/LINK`) position, orientation, velocity, angular_velocity;
+        /// a robot's q, v.
         #[arg(long)]
         of: String,
-        /// Inputs, comma-separated `NAME.FIELD` (position, orientation, velocity,
-        /// angular_velocity, mass, friction, restitution, inertia, shape.radius, …,
-        /// control) or sim.gravity, sim.dt.
+        /// Inputs, comma-separated `NAME.FIELD`: a body's position, orientation,
+        /// velocity, angular_velocity, mass, friction, inertia, shape.radius, …,
+        /// control; a robot's q, v, control; sim.gravity, sim.dt.
         #[arg(long)]
         wrt: String,
         /// Derivative method.
@@ -425,12 +427,20 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partia
         }
     };
     let wall = t0.elapsed().as_secs_f64();
-    let (value, jac) = names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs);
+    let (value, jac) = match names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
     let rows: Vec<Vec<f64>> = jac.row_iter().map(|r| r.iter().copied().collect()).collect();
     if json {
         let doc = serde_json::json!({
             "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
             "wrt": groups.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+            "rows": names::output_labels(&scene.world, &outputs),
+            "cols": names::input_labels(&scene.world, &groups),
             "method": method.name(),
             "value": value,
             "jacobian": rows,
