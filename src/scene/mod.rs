@@ -399,7 +399,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         }
         if let Some((g, span, p)) = sim.vec_opt::<3>("gravity")? {
             let g = Vec3::from(g);
-            in_range(cx, span, &format!("{p} (norm)"), g.norm(), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
+            in_range(cx, span, &format!("{p} (norm)"), limits::scaled_norm(g.as_slice()), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
             world.set_gravity(g);
         }
         let solver = sim.str_opt("solver")?;
@@ -493,7 +493,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         if mass <= 0.0 {
             return Err(cx.error(mspan, &mpath, format!("mass must be > 0, got {mass}")));
         }
-        in_range(cx, mspan, &mpath, mass, limits::MASS, " kg")?;
+        in_range(cx, mspan.clone(), &mpath, mass, limits::MASS, " kg")?;
         let inertia = match body.get("inertia") {
             None => return Err(body.missing("inertia")),
             Some((val, p)) => inertia_matrix(cx, val, &p)?,
@@ -508,7 +508,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let vel = match body.vec_opt::<3>("velocity")? {
             None => [0.0; 3],
             Some((x, span, p)) => {
-                let n = Vec3::from(x).norm();
+                let n = limits::scaled_norm(&x);
                 in_range(cx, span, &format!("{p} (norm)"), n, (0.0, limits::SPEED_MAX), " m/s")?;
                 x
             }
@@ -516,7 +516,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let ang = match body.vec_opt::<3>("angular_velocity")? {
             None => [0.0; 3],
             Some((x, span, p)) => {
-                let n = Vec3::from(x).norm();
+                let n = limits::scaled_norm(&x);
                 in_range(cx, span.clone(), &format!("{p} (norm)"), n, (0.0, limits::ANGULAR_SPEED_MAX), " rad/s")?;
                 if !(n * world.dt < 2.0) {
                     return Err(cx.error(
@@ -537,6 +537,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             None => None,
             Some(t) => Some(shape(cx, t, false)?),
         };
+        if let Some(r) = shape.as_ref().and_then(crate::collision::bounding_radius) {
+            let g = limits::scaled_norm(world.gravity.as_slice());
+            limits::check_relaxation_gap(world.solver, world.params.rho, mass, r, g, world.dt)
+                .map_err(|msg| cx.error(mspan.clone(), &mpath, msg))?;
+        }
         let span = body.span.clone();
         let path = body.path.clone();
         body.finish()?;

@@ -30,7 +30,7 @@
 //! |---|---|
 //! | mass | [`MASS`] = [1e-6, 1e6] kg |
 //! | principal moments of inertia | [`MOMENT`] = [1e-12, 1e12] kg·m², positive definite, triangle inequality `I₁ + I₂ ≥ I₃` (within [`TRIANGLE_TOLERANCE`], relative) |
-//! | time step `dt` | [`DT`] = [1e-6, 1] s |
+//! | time step `dt` | [`DT`] = [1e-6, 0.1] s |
 //! | gravity | `‖g‖ ≤` [`GRAVITY_MAX`] = 1e3 m/s² |
 //! | shape sizes (radius, half extents, half length, height, radii, polytope offsets as distances) | [`SIZE`] = [1e-4, 1e4] m (offsets: `|b| ≤ 1e4`) |
 //! | cone half angle | (0, π/2) rad |
@@ -40,6 +40,15 @@
 //! | robot joint velocities | `|v_i| ≤` [`SPEED_MAX`] |
 //! | friction | [0, [`FRICTION_MAX`]] = [0, 10] |
 //! | restitution | [0, 1] (and refused when > 0, see above) |
+//! | relaxation gap of a resting free body, `ρ / (m ‖g‖ dt)` | `≤` [`RELAXATION_GAP_FRACTION`] = 1 % of the body's bounding radius ([`relaxation_gap`]) |
+//!
+//! The last row is about accuracy rather than failure: the interior-point
+//! backends solve the complementarity relaxed to `λ s = ρ`, so a body
+//! resting under gravity (impulse `λ = m ‖g‖ dt` per step) floats at the
+//! gap `s = ρ / (m ‖g‖ dt)` (`ipm`; `single_level` and `bilevel` about ten
+//! times less). With the default `ρ = 1e-6` a 1 kg body floats 10 µm
+//! above the ground, but a 1 mg body 10 m: the answer would be silently
+//! wrong, so the combination is refused (lower `ρ`, or raise the mass).
 //!
 //! ```
 //! use dualsim::prelude::*;
@@ -66,7 +75,7 @@ pub const MOMENT: (f64, f64) = (1e-12, 1e12);
 /// of the principal moments (a thin disc or rod is exactly on the edge).
 pub const TRIANGLE_TOLERANCE: f64 = 1e-6;
 /// Range of the time step (s).
-pub const DT: (f64, f64) = (1e-6, 1.0);
+pub const DT: (f64, f64) = (1e-6, 0.1);
 /// Largest norm of gravity (m/s²).
 pub const GRAVITY_MAX: f64 = 1e3;
 /// Range of a shape's sizes (m).
@@ -79,6 +88,36 @@ pub const SPEED_MAX: f64 = 1e3;
 pub const ANGULAR_SPEED_MAX: f64 = 1e3;
 /// Largest friction coefficient.
 pub const FRICTION_MAX: f64 = 10.0;
+/// Largest relaxation gap of a resting free body, as a fraction of its
+/// bounding radius ([`relaxation_gap`]).
+pub const RELAXATION_GAP_FRACTION: f64 = 0.01;
+
+/// The gap `ρ / (m ‖g‖ dt)` at which the interior-point backends hold a
+/// free body of mass `m` resting under gravity (`λ s = ρ` with the
+/// impulse `λ = m ‖g‖ dt`); `None` without gravity.
+pub fn relaxation_gap(rho: f64, mass: f64, gravity: f64, dt: f64) -> Option<f64> {
+    (gravity > 0.0 && mass > 0.0 && dt > 0.0).then(|| rho / (mass * gravity * dt))
+}
+
+/// `Err(message)` when a free body of this mass and bounding radius would
+/// float visibly above its support at rest ([`RELAXATION_GAP_FRACTION`]).
+pub fn check_relaxation_gap(kind: SolverKind, rho: f64, mass: f64, radius: f64, gravity: f64, dt: f64) -> Result<(), String> {
+    let interior_point = match kind {
+        SolverKind::Ipm | SolverKind::SingleLevel | SolverKind::Bilevel => true,
+    };
+    let Some(s) = relaxation_gap(rho, mass, gravity, dt).filter(|_| interior_point) else { return Ok(()) };
+    if s <= RELAXATION_GAP_FRACTION * radius {
+        return Ok(());
+    }
+    let rho_max = RELAXATION_GAP_FRACTION * radius * mass * gravity * dt;
+    Err(format!(
+        "with rho = {rho:e} the `{}` backend's relaxed contact holds a resting body of mass {mass:e} kg \
+         at a gap rho / (m |g| dt) = {s:.3e} m, more than {}% of its size ({radius:e} m): \
+         lower `[solver_params] rho` to at most {rho_max:.1e} or raise the mass (see docs/validation.md)",
+        kind.name(),
+        RELAXATION_GAP_FRACTION * 100.0
+    ))
+}
 
 /// A model feature a backend may or may not implement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +139,18 @@ pub fn implements(kind: SolverKind, feature: Feature) -> bool {
 
 /// `"[lo, hi]"` for messages.
 pub fn range_text(r: (f64, f64)) -> String {
-    format!("[{:e}, {:e}]", r.0, r.1)
+    let f = |x: f64| if x == 0.0 { "0".to_string() } else { format!("{x:e}") };
+    format!("[{}, {}]", f(r.0), f(r.1))
+}
+
+/// Euclidean norm without overflow or underflow of the squares
+/// (`‖(1e300, 1e300, 0)‖ = 1.41e300`, not infinity).
+pub fn scaled_norm(x: &[f64]) -> f64 {
+    let m = x.iter().fold(0.0_f64, |a, v| a.max(v.abs()));
+    if !(m > 0.0) || !m.is_finite() {
+        return m;
+    }
+    m * x.iter().map(|v| (v / m).powi(2)).sum::<f64>().sqrt()
 }
 
 fn out_of_range(what: String, value: f64, range: String) -> SimError {
@@ -324,7 +374,7 @@ impl<T: Scalar> World<T> {
         self.check_joint_limits()?;
         check_in(|| "sim.dt".into(), self.dt.re(), DT)?;
         let g = self.gravity.map(|x| x.re());
-        check_in(|| "sim.gravity (norm)".into(), g.norm(), (0.0, GRAVITY_MAX))?;
+        check_in(|| "sim.gravity (norm)".into(), scaled_norm(g.as_slice()), (0.0, GRAVITY_MAX))?;
         let m = &self.model;
         if state.q.len() != m.nq || state.v.len() != m.nv {
             return Err(SimError::Size { what: "state", got: state.q.len() + state.v.len(), expected: m.nq + m.nv });
@@ -357,6 +407,11 @@ impl<T: Scalar> World<T> {
             }
             if let Some(s) = &self.shapes[i] {
                 check_shape(&owner, s)?;
+                if let (true, Some(r)) = (lone[i], crate::collision::bounding_radius(s)) {
+                    let g = scaled_norm(self.gravity.map(|x| x.re()).as_slice());
+                    check_relaxation_gap(self.solver, self.params.rho, b.inertia.mass.re(), r, g, self.dt.re())
+                        .map_err(|msg| out_of_range(format!("{owner}: {msg}"), b.inertia.mass.re(), format!("{:e}", MASS.0)))?;
+                }
             }
             check_material(&owner, &self.materials[i])?;
         }

@@ -96,10 +96,12 @@ pub struct ErrorReport {
 }
 
 /// The bodies near contact at `state`: pairs whose closed-form gap is
-/// below 1 mm plus the distance a step can close (`dt (‖ṗ‖ + ‖ω‖ R) +
-/// dt² ‖g‖` per shape), as `"a–b"` strings, and the bodies' names.
+/// below the interior-point backends' candidate margin plus the distance
+/// a step can close (`dt (‖ṗ‖ + ‖ω‖ R) + dt² ‖g‖` per shape), the rule
+/// by which `ipm` selects contact candidates, as `"a–b"` strings, and the
+/// bodies' names. Pairs without a closed form are not measured.
 pub fn bodies_near_contact(scene: &Scene, state: &State<f64>) -> (Vec<String>, Vec<String>) {
-    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, 1e-3, 1.0);
+    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, scene.world.ipm.margin, 1.0);
     let mut bodies: Vec<String> = Vec::new();
     let mut pairs = Vec::new();
     for p in &g.pairs {
