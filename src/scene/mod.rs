@@ -330,6 +330,19 @@ fn in_range(cx: &Cx, span: Range<usize>, path: &str, x: f64, r: (f64, f64), unit
     }
 }
 
+/// The norm `n` of a vector field within `[lo, hi]`.
+fn norm_in_range(cx: &Cx, span: Range<usize>, path: &str, n: f64, r: (f64, f64), unit: &str) -> R<()> {
+    if n >= r.0 && n <= r.1 {
+        Ok(())
+    } else {
+        Err(cx.error(
+            span,
+            path,
+            format!("its norm {n:e} is outside the simulable range {}{unit} (see docs/validation.md)", range_text(r)),
+        ))
+    }
+}
+
 /// `|x| ≤ max`.
 fn in_abs(cx: &Cx, span: Range<usize>, path: &str, x: f64, max: f64, unit: &str) -> R<()> {
     if x.abs() <= max {
@@ -399,7 +412,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         }
         if let Some((g, span, p)) = sim.vec_opt::<3>("gravity")? {
             let g = Vec3::from(g);
-            in_range(cx, span, &format!("{p} (norm)"), limits::scaled_norm(g.as_slice()), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
+            norm_in_range(cx, span, &p, limits::scaled_norm(g.as_slice()), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
             world.set_gravity(g);
         }
         let solver = sim.str_opt("solver")?;
@@ -509,7 +522,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             None => [0.0; 3],
             Some((x, span, p)) => {
                 let n = limits::scaled_norm(&x);
-                in_range(cx, span, &format!("{p} (norm)"), n, (0.0, limits::SPEED_MAX), " m/s")?;
+                norm_in_range(cx, span, &p, n, (0.0, limits::SPEED_MAX), " m/s")?;
                 x
             }
         };
@@ -517,7 +530,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             None => [0.0; 3],
             Some((x, span, p)) => {
                 let n = limits::scaled_norm(&x);
-                in_range(cx, span.clone(), &format!("{p} (norm)"), n, (0.0, limits::ANGULAR_SPEED_MAX), " rad/s")?;
+                norm_in_range(cx, span.clone(), &p, n, (0.0, limits::ANGULAR_SPEED_MAX), " rad/s")?;
                 if !(n * world.dt < 2.0) {
                     return Err(cx.error(
                         span,
@@ -659,10 +672,13 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         r.finish()?;
         let ri = world
             .add_robot_with_collisions(&name, &urdf, &placement)
-            .map_err(|e| cx.error(span, &path, e.to_string()))?;
+            .map_err(|e| cx.error(span.clone(), &path, e.to_string()))?;
         world.robots[ri].ignore_joint_limits = ignore_limits;
         if let Err(e) = world.check_joint_limits() {
             return Err(cx.error(fspan, &fpath, format!("{file}: {e}")));
+        }
+        if let Err(e) = world.check_supported() {
+            return Err(cx.error(span, &path, e.to_string()));
         }
         located.push(Located { name: name.clone(), span: robot_at.0, path: robot_at.1 });
         q.extend_from_slice(&q0);

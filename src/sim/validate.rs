@@ -7,8 +7,9 @@
 //! * [`World::check_supported`] refuses an option that the world's
 //!   backend does not implement, instead of silently simulating without
 //!   it: a combined restitution `e > 0` on any pair of shapes that can
-//!   touch (contacts are inelastic in every backend of this build) and
-//!   continuous collision ([`World::ccd`]). It is cheap (O(bodies) unless
+//!   touch (contacts are inelastic in every backend of this build),
+//!   continuous collision ([`World::ccd`]), and articulated robots in the
+//!   backends that step free bodies only ([`implements`]). It is cheap (O(bodies) unless
 //!   some material has `e > 0`) and [`step`](super::step) calls it, so an
 //!   API user cannot get the inelastic answer to an elastic question
 //!   either.
@@ -128,13 +129,18 @@ pub enum Feature {
     Ccd,
     /// URDF joint position limits as unilateral constraints.
     JointLimits,
+    /// Articulated robots at all.
+    Robots,
 }
 
-/// Whether the backend `kind` implements `feature`. In this build no
-/// backend implements any of them; a backend that does adds its row here.
+/// Whether the backend `kind` implements `feature`. In this build only
+/// `ipm` steps articulated robots (`single_level` and `bilevel` compute
+/// every body's pose as a free body's, which panics or reads the wrong
+/// coordinates for a robot link), and no backend implements restitution,
+/// continuous collision or joint limits; a backend that does adds its row
+/// here.
 pub fn implements(kind: SolverKind, feature: Feature) -> bool {
-    let _ = (kind, feature);
-    false
+    matches!((kind, feature), (SolverKind::Ipm, Feature::Robots))
 }
 
 /// `"[lo, hi]"` for messages.
@@ -238,6 +244,8 @@ fn check_shape<T: Scalar>(owner: &str, shape: &Shape<T>) -> Result<(), SimError>
         let what = || format!("{owner}: shape {key}");
         match key {
             "offset" => check_abs(what, x, SIZE.1)?,
+            // a capsule of zero half length is a sphere (URDF cylinders become such capsules)
+            "half_length" if x == 0.0 => {}
             "plane offset" => check_abs(what, x, POSITION_MAX)?,
             _ => check_in(what, x, SIZE)?,
         }
@@ -319,6 +327,12 @@ impl<T: Scalar> World<T> {
     /// [`step`](super::step).
     pub fn check_supported(&self) -> Result<(), SimError> {
         let backend = self.solver.name();
+        if let (Some(r), false) = (self.robots.first(), implements(self.solver, Feature::Robots)) {
+            return Err(SimError::Unsupported {
+                backend,
+                feature: format!("articulated robots (robot `{}`; use `ipm`)", r.name),
+            });
+        }
         if self.ccd && !implements(self.solver, Feature::Ccd) {
             return Err(SimError::Unsupported {
                 backend,
@@ -370,8 +384,8 @@ impl<T: Scalar> World<T> {
     /// are simulated (see the module docs): [`World::check_supported`],
     /// [`World::check_joint_limits`] and the physical ranges.
     pub fn validate(&self, state: &State<T>) -> Result<(), SimError> {
-        self.check_supported()?;
         self.check_joint_limits()?;
+        self.check_supported()?;
         check_in(|| "sim.dt".into(), self.dt.re(), DT)?;
         let g = self.gravity.map(|x| x.re());
         check_in(|| "sim.gravity (norm)".into(), scaled_norm(g.as_slice()), (0.0, GRAVITY_MAX))?;
