@@ -8,9 +8,9 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
 use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
-use dualsim::viz::{atomic_write, run_report, trajectory_json, RunReport};
+use dualsim::viz::{atomic_write, partial_trajectory_json, run_report, trajectory_json, RunReport};
 use dualsim::scene::{self, Scene};
-use dualsim::sim::{rollout_with, SimError};
+use dualsim::sim::{rollout_with, RolloutError};
 
 #[derive(Parser)]
 #[command(name = "dualsim", version, about = "Differentiable rigid-body simulation with contact")]
@@ -64,12 +64,14 @@ enum Command {
     Grad {
         /// The scene file (TOML).
         scene: PathBuf,
-        /// Outputs, comma-separated `NAME.FIELD` (position, orientation, velocity, angular_velocity).
+        /// Outputs, comma-separated `NAME.FIELD`: a body's or a robot link's
+        /// (`ROBOT/LINK`) position, orientation, velocity, angular_velocity;
+        /// a robot's q, v.
         #[arg(long)]
         of: String,
-        /// Inputs, comma-separated `NAME.FIELD` (position, orientation, velocity,
-        /// angular_velocity, mass, friction, restitution, inertia, shape.radius, …,
-        /// control) or sim.gravity, sim.dt.
+        /// Inputs, comma-separated `NAME.FIELD`: a body's position, orientation,
+        /// velocity, angular_velocity, mass, friction, inertia, shape.radius, …,
+        /// control; a robot's q, v, control; sim.gravity, sim.dt.
         #[arg(long)]
         wrt: String,
         /// Derivative method.
@@ -128,7 +130,14 @@ fn main() -> ExitCode {
 }
 
 fn load_scene(path: &Path) -> Result<Scene, ExitCode> {
-    scene::load(path).map_err(|e| {
+    load_scene_with(path, None)
+}
+
+/// Loads a scene for the backend `solver` (default: the scene's own), so
+/// that an option the backend does not implement is refused naming it.
+fn load_scene_with(path: &Path, solver: Option<SolverKind>) -> Result<Scene, ExitCode> {
+    let opts = scene::LoadOptions { solver };
+    scene::load_with(path, &opts).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(EXIT_INPUT)
     })
@@ -141,13 +150,10 @@ fn run(
     out: Option<&Path>,
     json: bool,
 ) -> ExitCode {
-    let mut scene = match load_scene(path) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    if let Some(name) = solver {
-        match SolverKind::NAMES.iter().find(|(n, _)| *n == name) {
-            Some((_, Some(kind))) => scene.world.solver = *kind,
+    let kind = match solver {
+        None => None,
+        Some(name) => match SolverKind::NAMES.iter().find(|(n, _)| *n == name) {
+            Some((_, Some(kind))) => Some(*kind),
             Some((_, None)) => {
                 eprintln!("error: --solver {name}: not available in this build (available: ipm, single_level, bilevel)");
                 return ExitCode::from(EXIT_INPUT);
@@ -156,19 +162,27 @@ fn run(
                 eprintln!("error: --solver {name}: unknown backend");
                 return ExitCode::from(EXIT_INPUT);
             }
-        }
-    }
+        },
+    };
+    let mut scene = match load_scene_with(path, kind) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     if let Some(n) = steps {
         scene.steps = n;
     }
     let (report, result) = simulate(&scene);
+    // The trajectory is written whether the run succeeded or stopped at a
+    // failing step (then: the steps completed before it).
+    let mut code = ExitCode::SUCCESS;
     if let Some(dir) = out {
-        if let Ok(traj) = &result {
-            let doc = trajectory_json(&scene, traj);
-            if let Err(e) = write_json(dir, "trajectory.json", &doc) {
-                eprintln!("error: {e}");
-                return ExitCode::from(EXIT_SIM);
-            }
+        let doc = match &result {
+            Ok(traj) => trajectory_json(&scene, traj),
+            Err(e) => partial_trajectory_json(&scene, e),
+        };
+        if let Err(e) = write_json(dir, "trajectory.json", &doc) {
+            eprintln!("error: writing {}: {e}", dir.join("trajectory.json").display());
+            code = ExitCode::from(EXIT_SIM);
         }
     }
     if json {
@@ -176,18 +190,23 @@ fn run(
     } else {
         print_summary(&report);
     }
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: simulation failed: {e}");
-            ExitCode::from(EXIT_SIM)
+    if let Some(e) = &report.error {
+        eprintln!("error: simulation {}", e.message);
+        if let Some(dir) = out {
+            eprintln!(
+                "the {} step(s) completed before it are in {}",
+                report.steps,
+                dir.join("trajectory.json").display()
+            );
         }
+        return ExitCode::from(EXIT_SIM);
     }
+    code
 }
 
 fn simulate(
     scene: &Scene,
-) -> (RunReport, Result<dualsim::sim::Trajectory<f64>, SimError>) {
+) -> (RunReport, Result<dualsim::sim::Trajectory<f64>, RolloutError<f64>>) {
     let bar = if scene.steps >= 2000 {
         let b = indicatif::ProgressBar::new(scene.steps as u64);
         b.set_style(
@@ -271,7 +290,7 @@ fn demo() -> ExitCode {
     let traj = match result {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: simulation failed: {e}");
+            eprintln!("error: simulation failed at {e}");
             return ExitCode::from(EXIT_SIM);
         }
     };
@@ -419,12 +438,20 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partia
         }
     };
     let wall = t0.elapsed().as_secs_f64();
-    let (value, jac) = names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs);
+    let (value, jac) = match names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
     let rows: Vec<Vec<f64>> = jac.row_iter().map(|r| r.iter().copied().collect()).collect();
     if json {
         let doc = serde_json::json!({
             "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
             "wrt": groups.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+            "rows": names::output_labels(&scene.world, &outputs),
+            "cols": names::input_labels(&scene.world, &groups),
             "method": method.name(),
             "value": value,
             "jacobian": rows,

@@ -89,6 +89,13 @@ pub enum DiffError {
     BadParam(String),
 }
 
+impl<T: crate::Scalar> From<crate::sim::RolloutError<T>> for DiffError {
+    /// The failing step's error (the completed trajectory is dropped).
+    fn from(e: crate::sim::RolloutError<T>) -> Self {
+        DiffError::Sim(e.error)
+    }
+}
+
 impl From<SolveError> for DiffError {
     fn from(e: SolveError) -> Self {
         DiffError::Sim(SimError::Solve(e))

@@ -1,18 +1,54 @@
 //! Names of derivative inputs and outputs as written on the command line
 //! (`NAME.FIELD`, SCENE.md): `box.position`, `ball.mass`,
-//! `box.shape.half_extents`, `box.control`, `sim.gravity`, `sim.dt`.
+//! `box.shape.half_extents`, `box.control`, `arm.q`, `arm/link3.position`,
+//! `sim.gravity`, `sim.dt`.
+//!
+//! A name is resolved to exactly one kind of thing, and each kind has its
+//! own fields; anything else is refused with a [`DiffError::BadParam`]
+//! that says where in the list the item is, what the valid names (or
+//! fields) are, and suggests the closest one (edit distance) for a
+//! misspelling. Never a panic, never another quantity under the asked
+//! name:
+//!
+//! | kind | OUT fields (final step) | IN fields (initial state / model) |
+//! |---|---|---|
+//! | free body | position, orientation, velocity, angular_velocity | the same, mass, friction, inertia, shape.SIZE, control |
+//! | robot | q, v (joint coordinates) | q, v, control |
+//! | robot link `ROBOT/LINK` | position, orientation, velocity, angular_velocity of the link frame (URDF link origin), by forward kinematics; rows chained through the rollout Jacobian | refused: a link's pose is not an independent input (use ROBOT.q / ROBOT.v) |
+//! | static geometry | refused (no state) | refused |
+//! | `sim` | refused | gravity, dt |
+//!
+//! `restitution` as an input is refused while the backend does not model
+//! restitution (the derivative would be zero for a reason unrelated to
+//! the physics, see [`crate::sim::validate`]).
+//!
+//! ```
+//! use dualsim::prelude::*;
+//! use dualsim::diff::names::parse_outputs;
+//! let mut w = World::<f64>::new(0.01);
+//! w.add_body("ball", 1.0, Mat3::identity() * 0.1, None, Material::default()).unwrap();
+//! assert!(parse_outputs(&w, "ball.position").is_ok());
+//! let e = parse_outputs(&w, "bal.position").unwrap_err().to_string();
+//! assert!(e.contains("did you mean `ball`"), "{e}");
+//! ```
+
+use num_dual::Dual64;
 
 use super::{DiffError, Input, Param};
+use crate::dynamics::free::integrate_model;
+use crate::dynamics::kinematics::forward_kinematics;
 use crate::geometry::Shape;
-use crate::math::{skew, DMat, Mat3};
+use crate::math::{skew, DMat, DVec, Mat3, Vec3};
+use crate::sim::validate::{implements, Feature};
 use crate::sim::{State, World};
+use crate::Scalar;
 
 /// A named group of output rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
     /// `NAME.FIELD`.
     pub label: String,
-    /// Body index (robot index for robot fields).
+    /// Body index (robot index for robot fields, link body index for link fields).
     pub body: usize,
     /// Which field.
     pub field: OutputField,
@@ -34,139 +70,339 @@ pub enum OutputField {
     RobotQ,
     /// A robot's joint velocities.
     RobotV,
+    /// A robot link's frame origin in the world (3), by forward kinematics.
+    LinkPosition,
+    /// A robot link's orientation `[w, x, y, z]` (4).
+    LinkOrientation,
+    /// The velocity of a robot link's frame origin (3, world frame).
+    LinkVelocity,
+    /// A robot link's angular velocity (3, world frame).
+    LinkAngularVelocity,
 }
 
-fn body(world: &World<f64>, name: &str, full: &str) -> Result<usize, DiffError> {
-    world
-        .model
-        .body_index(name)
-        .ok_or_else(|| DiffError::BadParam(format!("`{full}`: no body named `{name}`")))
+/// What a name refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Named {
+    /// A lone free body (index in the model).
+    Body(usize),
+    /// A robot (index in `world.robots`).
+    Robot(usize),
+    /// A link of a robot (body index in the model, robot index).
+    Link(usize, usize),
+    /// Static geometry (index in `world.statics`).
+    Static(usize),
+    /// The `sim` pseudo-name (gravity, dt).
+    Sim,
 }
 
-/// Parses a comma-separated list of outputs.
+/// Levenshtein distance (characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `" (did you mean `x`?)"` for the closest candidate within a third of
+/// the length (at least 2 edits), else empty.
+fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    let best = candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .min_by_key(|(d, _)| *d);
+    match best {
+        Some((d, c)) if d > 0 && d <= (word.chars().count() / 3).max(2) => format!(" (did you mean `{c}`?)"),
+        _ => String::new(),
+    }
+}
+
+/// A list of names for a message: at most 24, then "… (n more)".
+fn listing(names: &[String]) -> String {
+    const MAX: usize = 24;
+    let shown: Vec<&str> = names.iter().take(MAX).map(String::as_str).collect();
+    if names.len() > MAX {
+        format!("{} … ({} more)", shown.join(", "), names.len() - MAX)
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Every name of the world with its kind, in a stable order: free bodies,
+/// robots, robot links, static geometry, `sim`.
+fn all_names(world: &World<f64>) -> Vec<(String, Named)> {
+    let m = &world.model;
+    let lone = m.lone_free_bodies();
+    let mut out: Vec<(String, Named)> = Vec::new();
+    for (i, b) in m.bodies.iter().enumerate() {
+        if lone[i] && !world.robots.iter().any(|r| (r.first_body..r.first_body + r.bodies).contains(&i)) {
+            out.push((b.name.clone(), Named::Body(i)));
+        }
+    }
+    for (ri, r) in world.robots.iter().enumerate() {
+        out.push((r.name.clone(), Named::Robot(ri)));
+    }
+    for (ri, r) in world.robots.iter().enumerate() {
+        for i in r.first_body..r.first_body + r.bodies {
+            out.push((m.bodies[i].name.clone(), Named::Link(i, ri)));
+        }
+    }
+    for (j, s) in world.statics.iter().enumerate() {
+        if !s.name.is_empty() {
+            out.push((s.name.clone(), Named::Static(j)));
+        }
+    }
+    out.push(("sim".into(), Named::Sim));
+    out
+}
+
+/// One item of a comma-separated list, with its 1-based position and
+/// column in the list (for messages).
+struct Item<'s> {
+    text: &'s str,
+    index: usize,
+    column: usize,
+}
+
+fn items(list: &str) -> Vec<Item<'_>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for part in list.split(',') {
+        let lead = part.len() - part.trim_start().len();
+        let text = part.trim();
+        if !text.is_empty() {
+            out.push(Item { text, index: out.len() + 1, column: list[..offset + lead].chars().count() + 1 });
+        }
+        offset += part.len() + 1;
+    }
+    out
+}
+
+impl Item<'_> {
+    fn error(&self, msg: impl std::fmt::Display) -> DiffError {
+        DiffError::BadParam(format!("item {} (column {}) `{}`: {msg}", self.index, self.column, self.text))
+    }
+}
+
+/// Splits `NAME.FIELD` by the longest known name followed by `.`, so that
+/// names may contain dots. Unknown names: a located error with the valid
+/// names and a suggestion.
+fn resolve<'s>(world: &World<f64>, item: &Item<'s>) -> Result<(Named, &'s str, &'s str), DiffError> {
+    let names = all_names(world);
+    let found = names
+        .iter()
+        .filter(|(n, _)| item.text.len() > n.len() + 1 && item.text.starts_with(n.as_str()) && item.text.as_bytes()[n.len()] == b'.')
+        .max_by_key(|(n, _)| n.len());
+    if let Some((n, kind)) = found {
+        return Ok((*kind, &item.text[..n.len()], &item.text[n.len() + 1..]));
+    }
+    let (name, field) = match item.text.split_once('.') {
+        Some((n, f)) if !f.is_empty() => (n, f),
+        _ => return Err(item.error("expected NAME.FIELD")),
+    };
+    if names.iter().any(|(n, _)| n == name) {
+        // a known name followed by an empty field
+        return Err(item.error(format!("no field after `{name}.`")));
+    }
+    let valid: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+    let _ = field;
+    Err(item.error(format!(
+        "no body named `{name}` (nor robot, robot link or static geometry){} (valid names: {})",
+        suggest(name, valid.iter().map(String::as_str)),
+        listing(&valid)
+    )))
+}
+
+fn unknown_field(item: &Item, what: &str, field: &str, valid: &[&str]) -> DiffError {
+    item.error(format!(
+        "unknown {what} field `{field}`{} (expected one of: {})",
+        suggest(field, valid.iter().copied()),
+        valid.join(", ")
+    ))
+}
+
+const BODY_OUT: [&str; 4] = ["position", "orientation", "velocity", "angular_velocity"];
+
+/// Parses a comma-separated list of outputs (see the module docs).
 pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, DiffError> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|item| {
-            let (name, field) = item.split_once('.').ok_or_else(|| {
-                DiffError::BadParam(format!("`{item}`: expected NAME.FIELD"))
-            })?;
-            if let Some(r) = world.robot_index(name) {
+    let mut out = Vec::new();
+    for item in items(list) {
+        let (named, name, field) = resolve(world, &item)?;
+        let label = item.text.to_string();
+        let pick = |fields: [OutputField; 4]| -> Result<OutputField, DiffError> {
+            BODY_OUT
+                .iter()
+                .position(|f| *f == field)
+                .map(|k| fields[k])
+                .ok_or_else(|| unknown_field(&item, "output", field, &BODY_OUT))
+        };
+        let o = match named {
+            Named::Body(b) => Output {
+                label,
+                body: b,
+                field: pick([OutputField::Position, OutputField::Orientation, OutputField::Velocity, OutputField::AngularVelocity])?,
+            },
+            Named::Robot(r) => {
                 let field = match field {
                     "q" => OutputField::RobotQ,
                     "v" => OutputField::RobotV,
-                    other => {
-                        return Err(DiffError::BadParam(format!(
-                            "`{item}`: unknown robot output `{other}` (expected q or v)"
-                        )))
-                    }
+                    other => return Err(unknown_field(&item, "robot output", other, &["q", "v"])),
                 };
-                return Ok(Output { label: item.to_string(), body: r, field });
+                Output { label, body: r, field }
             }
-            let b = body(world, name, item)?;
-            let field = match field {
-                "position" => OutputField::Position,
-                "orientation" => OutputField::Orientation,
-                "velocity" => OutputField::Velocity,
-                "angular_velocity" => OutputField::AngularVelocity,
-                other => {
-                    return Err(DiffError::BadParam(format!(
-                        "`{item}`: unknown output field `{other}` (expected position, \
-                         orientation, velocity or angular_velocity)"
-                    )))
-                }
-            };
-            Ok(Output { label: item.to_string(), body: b, field })
-        })
-        .collect()
+            Named::Link(b, _) => Output {
+                label,
+                body: b,
+                field: pick([
+                    OutputField::LinkPosition,
+                    OutputField::LinkOrientation,
+                    OutputField::LinkVelocity,
+                    OutputField::LinkAngularVelocity,
+                ])?,
+            },
+            Named::Static(_) => {
+                return Err(item.error(format!(
+                    "`{name}` is static geometry: it does not move, so it has no output \
+                     (outputs are free bodies, robots and robot links)"
+                )))
+            }
+            Named::Sim => {
+                return Err(item.error("`sim.gravity` and `sim.dt` are inputs, not outputs"))
+            }
+        };
+        out.push(o);
+    }
+    if out.is_empty() {
+        return Err(DiffError::BadParam("no output named (expected NAME.FIELD, comma-separated)".into()));
+    }
+    Ok(out)
 }
 
+const BODY_IN: [&str; 9] = [
+    "position",
+    "orientation",
+    "velocity",
+    "angular_velocity",
+    "mass",
+    "friction",
+    "inertia",
+    "control",
+    "shape.<size>",
+];
+
 /// Parses a comma-separated list of inputs into labelled groups of
-/// [`Input`]s (`control` expands to every step's 6 entries, step-major).
+/// [`Input`]s (`control` expands to every step's entries, step-major).
 pub fn parse_inputs(
     world: &World<f64>,
     list: &str,
     steps: usize,
 ) -> Result<Vec<(String, Vec<Input>)>, DiffError> {
     let mut out = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let inputs = match item {
-            "sim.gravity" => (0..3).map(|k| Input::Model(Param::Gravity(k))).collect(),
-            "sim.dt" => vec![Input::Model(Param::Dt)],
-            _ => {
-                let (name, field) = item.split_once('.').ok_or_else(|| {
-                    DiffError::BadParam(format!("`{item}`: expected NAME.FIELD"))
-                })?;
-                if let Some(ri) = world.robot_index(name) {
-                    let r = &world.robots[ri];
-                    let dofs = r.idx_v..r.idx_v + r.nv;
-                    let inputs: Vec<Input> = match field {
-                        "q" => dofs.map(Input::Config).collect(),
-                        "v" => dofs.map(Input::Velocity).collect(),
-                        "control" => (0..steps)
-                            .flat_map(|s| dofs.clone().map(move |i| Input::Control { step: s, index: i }))
-                            .collect(),
-                        other => {
-                            return Err(DiffError::BadParam(format!(
-                                "`{item}`: unknown robot input `{other}` (expected q, v or control)"
-                            )))
-                        }
-                    };
-                    out.push((item.to_string(), inputs));
-                    continue;
-                }
-                let b = body(world, name, item)?;
-                let k = world.model.bodies[b].idx_v;
-                let shape_params = |keys: &[(&str, usize)], key: &str| -> Result<Vec<Input>, DiffError> {
-                    let shape = world.shapes[b].as_ref();
-                    let ok = match (shape, key) {
-                        (Some(Shape::Sphere { .. }), "radius") => true,
-                        (Some(Shape::Box { .. }), "half_extents") => true,
-                        (Some(Shape::Capsule { .. } | Shape::Cylinder { .. }), "radius" | "half_length") => true,
-                        (Some(Shape::Ellipsoid { .. }), "radii") => true,
-                        _ => false,
-                    };
-                    if !ok {
-                        return Err(DiffError::BadParam(format!(
-                            "`{item}`: the shape of `{name}` has no parameter `{key}`"
-                        )));
-                    }
-                    Ok(keys
-                        .iter()
-                        .filter(|(n, _)| *n == key)
-                        .map(|(_, i)| Input::Model(Param::Shape(b, *i)))
-                        .collect())
-                };
-                let shape_keys: &[(&str, usize)] = match world.shapes[b].as_ref() {
-                    Some(Shape::Box { .. }) => &[("half_extents", 0), ("half_extents", 1), ("half_extents", 2)],
-                    Some(Shape::Ellipsoid { .. }) => &[("radii", 0), ("radii", 1), ("radii", 2)],
-                    _ => &[("radius", 0), ("half_length", 1)],
-                };
+    for item in items(list) {
+        let (named, name, field) = resolve(world, &item)?;
+        let inputs: Vec<Input> = match named {
+            Named::Sim => match field {
+                "gravity" => (0..3).map(|k| Input::Model(Param::Gravity(k))).collect(),
+                "dt" => vec![Input::Model(Param::Dt)],
+                other => return Err(unknown_field(&item, "sim input", other, &["gravity", "dt"])),
+            },
+            Named::Robot(ri) => {
+                let r = &world.robots[ri];
+                let dofs = r.idx_v..r.idx_v + r.nv;
                 match field {
-                    "position" => (0..3).map(|i| Input::Config(k + i)).collect(),
-                    "orientation" => (3..6).map(|i| Input::Config(k + i)).collect(),
-                    "velocity" => (0..3).map(|i| Input::Velocity(k + i)).collect(),
-                    "angular_velocity" => (3..6).map(|i| Input::Velocity(k + i)).collect(),
-                    "mass" => vec![Input::Model(Param::Mass(b))],
-                    "friction" => vec![Input::Model(Param::Friction(b))],
-                    "restitution" => vec![Input::Model(Param::Restitution(b))],
-                    "inertia" => (0..3).map(|i| Input::Model(Param::Inertia(b, i))).collect(),
+                    "q" => dofs.map(Input::Config).collect(),
+                    "v" => dofs.map(Input::Velocity).collect(),
                     "control" => (0..steps)
-                        .flat_map(|s| (0..6).map(move |i| Input::Control { step: s, index: k + i }))
+                        .flat_map(|s| dofs.clone().map(move |i| Input::Control { step: s, index: i }))
                         .collect(),
-                    f if f.starts_with("shape.") => shape_params(shape_keys, &f["shape.".len()..])?,
-                    other => {
-                        return Err(DiffError::BadParam(format!(
-                            "`{item}`: unknown input field `{other}`"
-                        )))
-                    }
+                    other => return Err(unknown_field(&item, "robot input", other, &["q", "v", "control"])),
                 }
             }
+            Named::Link(_, ri) => {
+                let r = &world.robots[ri].name;
+                return Err(item.error(format!(
+                    "`{name}` is a link of robot `{r}`: its pose and velocity follow from the \
+                     robot's joint coordinates and are not independent inputs (use `{r}.q`, \
+                     `{r}.v` or `{r}.control`)"
+                )));
+            }
+            Named::Static(_) => {
+                return Err(item.error(format!(
+                    "`{name}` is static geometry: it has no state or parameter to \
+                     differentiate with respect to (inputs are free bodies, robots and `sim`)"
+                )))
+            }
+            Named::Body(b) => body_inputs(world, &item, b, name, field, steps)?,
         };
-        out.push((item.to_string(), inputs));
+        out.push((item.text.to_string(), inputs));
+    }
+    if out.is_empty() {
+        return Err(DiffError::BadParam("no input named (expected NAME.FIELD, comma-separated)".into()));
     }
     Ok(out)
+}
+
+fn body_inputs(
+    world: &World<f64>,
+    item: &Item,
+    b: usize,
+    name: &str,
+    field: &str,
+    steps: usize,
+) -> Result<Vec<Input>, DiffError> {
+    let k = world.model.bodies[b].idx_v;
+    Ok(match field {
+        "position" => (0..3).map(|i| Input::Config(k + i)).collect(),
+        "orientation" => (3..6).map(|i| Input::Config(k + i)).collect(),
+        "velocity" => (0..3).map(|i| Input::Velocity(k + i)).collect(),
+        "angular_velocity" => (3..6).map(|i| Input::Velocity(k + i)).collect(),
+        "mass" => vec![Input::Model(Param::Mass(b))],
+        "friction" => vec![Input::Model(Param::Friction(b))],
+        "restitution" => {
+            if !implements(world.solver, Feature::Restitution) {
+                return Err(item.error(format!(
+                    "the `{}` backend does not model restitution (its contacts are inelastic): \
+                     the derivative with respect to it would be zero whatever the physics",
+                    world.solver.name()
+                )));
+            }
+            vec![Input::Model(Param::Restitution(b))]
+        }
+        "inertia" => (0..3).map(|i| Input::Model(Param::Inertia(b, i))).collect(),
+        "control" => (0..steps)
+            .flat_map(|s| (0..6).map(move |i| Input::Control { step: s, index: k + i }))
+            .collect(),
+        f if f.starts_with("shape.") => {
+            let key = &f["shape.".len()..];
+            let keys: &[(&str, usize)] = match world.shapes[b].as_ref() {
+                Some(Shape::Sphere { .. }) => &[("radius", 0)],
+                Some(Shape::Box { .. }) => &[("half_extents", 0), ("half_extents", 1), ("half_extents", 2)],
+                Some(Shape::Capsule { .. } | Shape::Cylinder { .. }) => &[("radius", 0), ("half_length", 1)],
+                Some(Shape::Ellipsoid { .. }) => &[("radii", 0), ("radii", 1), ("radii", 2)],
+                Some(Shape::PaddedPolygon { .. }) => &[("radius", 0)],
+                _ => &[],
+            };
+            let inputs: Vec<Input> =
+                keys.iter().filter(|(n, _)| *n == key).map(|(_, i)| Input::Model(Param::Shape(b, *i))).collect();
+            if inputs.is_empty() {
+                let mut valid: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
+                valid.dedup();
+                let ty = world.shapes[b].as_ref().map(|s| s.type_name()).unwrap_or("no shape");
+                return Err(item.error(format!(
+                    "the shape of `{name}` ({ty}) has no size parameter `{key}`{} (differentiable: {})",
+                    suggest(key, valid.iter().copied()),
+                    if valid.is_empty() { "none".to_string() } else { valid.join(", ") }
+                )));
+            }
+            inputs
+        }
+        other => return Err(unknown_field(item, "body input", other, &BODY_IN)),
+    })
 }
 
 /// `∂r/∂δ` for `r = φ(δ) ⊗ r₀` at δ = 0: the 4×3 map from a world-frame
@@ -184,6 +420,103 @@ pub fn quaternion_tangent_map(w: f64, u: [f64; 3]) -> DMat<f64> {
     m
 }
 
+/// Labels of the rows of `outputs` (as [`output_rows`] stacks them):
+/// `ball.position.x`, `ball.orientation.w`, `arm.q[2]`; a robot's `q`
+/// rows are its tangent coordinates, `arm.q.tangent[i]`, when a floating
+/// base makes them differ from `q`'s entries.
+pub fn output_labels(world: &World<f64>, outputs: &[Output]) -> Vec<String> {
+    let mut out = Vec::new();
+    for o in outputs {
+        let l = &o.label;
+        match o.field {
+            OutputField::Orientation | OutputField::LinkOrientation => {
+                out.extend(["w", "x", "y", "z"].iter().map(|c| format!("{l}.{c}")))
+            }
+            OutputField::RobotQ => {
+                let r = &world.robots[o.body];
+                let tangent = r.nq != r.nv;
+                out.extend((0..r.nv).map(|i| if tangent { format!("{l}.tangent[{i}]") } else { format!("{l}[{i}]") }))
+            }
+            OutputField::RobotV => out.extend((0..world.robots[o.body].nv).map(|i| format!("{l}[{i}]"))),
+            _ => out.extend(["x", "y", "z"].iter().map(|c| format!("{l}.{c}"))),
+        }
+    }
+    out
+}
+
+/// Labels of the columns of the inputs `groups` (as `parse_inputs`
+/// returns them): `ball.velocity.x`, `ball.mass`, `arm.control[step 3][1]`.
+pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (label, inputs) in groups {
+        if inputs.len() == 1 {
+            out.push(label.clone());
+            continue;
+        }
+        let xyz = inputs.len() == 3 && !matches!(inputs[0], Input::Control { .. });
+        for (k, inp) in inputs.iter().enumerate() {
+            out.push(match inp {
+                Input::Control { step, index } => {
+                    let base = world.model.bodies[world.model.dof_body[*index]].idx_v;
+                    let first = world.robots.iter().find(|r| (r.idx_v..r.idx_v + r.nv).contains(index)).map(|r| r.idx_v);
+                    format!("{label}[step {step}][{}]", index - first.unwrap_or(base))
+                }
+                _ if xyz => format!("{label}.{}", ["x", "y", "z"][k]),
+                _ => format!("{label}[{k}]"),
+            });
+        }
+    }
+    out
+}
+
+/// A robot link's quantity at `(q, v)` in a dual scalar.
+fn link_quantity<T: Scalar>(world: &crate::dynamics::Model<T>, q: &DVec<T>, v: &DVec<T>, body: usize, field: OutputField) -> Vec<T> {
+    let mut data = world.data();
+    forward_kinematics(world, &mut data, q, Some(v));
+    let pose = data.omi[body];
+    let p = pose.translation;
+    let ov = data.ov[body];
+    let w = Vec3::new(ov[3], ov[4], ov[5]);
+    match field {
+        OutputField::LinkPosition => vec![p.x, p.y, p.z],
+        OutputField::LinkOrientation => {
+            let r = crate::math::so3::normalize(&pose.rotation);
+            vec![r.w, r.i, r.j, r.k]
+        }
+        OutputField::LinkVelocity => {
+            // spatial velocities are at the world origin: v_p = v_O + ω × p
+            let vp = Vec3::new(ov[0], ov[1], ov[2]) + w.cross(&p);
+            vec![vp.x, vp.y, vp.z]
+        }
+        _ => vec![w.x, w.y, w.z],
+    }
+}
+
+/// The value of a link output at the final state and its derivative with
+/// respect to the final state's tangent `(δq, v)` (dual numbers through
+/// forward kinematics, one direction at a time).
+fn link_rows(world: &World<f64>, last: &State<f64>, body: usize, field: OutputField) -> Result<(Vec<f64>, DMat<f64>), DiffError> {
+    let nv = world.model.nv;
+    let md = world.model.cast::<Dual64>();
+    let q0 = last.q.map(Dual64::from_re);
+    let values: Vec<f64> = link_quantity(&world.model, &last.q, &last.v, body, field);
+    let mut g = DMat::zeros(values.len(), 2 * nv);
+    for j in 0..2 * nv {
+        let mut dq = DVec::<Dual64>::zeros(nv);
+        let mut v = last.v.map(Dual64::from_re);
+        if j < nv {
+            dq[j] = Dual64::new(0.0, 1.0);
+        } else {
+            v[j - nv].eps = 1.0;
+        }
+        let q = integrate_model(&md, &q0, &dq, Dual64::from_re(1.0)).map_err(crate::sim::SimError::from)?;
+        for (i, x) in link_quantity(&md, &q, &v, body, field).iter().enumerate() {
+            g[(i, j)] = x.eps;
+        }
+    }
+    Ok((values, g))
+}
+
 /// The rows and values of `outputs` from a final state and its tangent
 /// Jacobian (`2 nv` rows).
 pub fn output_rows(
@@ -191,7 +524,7 @@ pub fn output_rows(
     last: &State<f64>,
     jacobian: &DMat<f64>,
     outputs: &[Output],
-) -> (Vec<f64>, DMat<f64>) {
+) -> Result<(Vec<f64>, DMat<f64>), DiffError> {
     let nv = world.model.nv;
     let mut values = Vec::new();
     let mut rows: Vec<nalgebra::RowDVector<f64>> = Vec::new();
@@ -233,8 +566,17 @@ pub fn output_rows(
                     rows.push(jacobian.row(nv + kv + off + i).into_owned());
                 }
             }
+            OutputField::LinkPosition
+            | OutputField::LinkOrientation
+            | OutputField::LinkVelocity
+            | OutputField::LinkAngularVelocity => {
+                let (vals, g) = link_rows(world, last, o.body, o.field)?;
+                let jr = g * jacobian;
+                values.extend(vals);
+                rows.extend(jr.row_iter().map(|r| r.into_owned()));
+            }
         }
     }
     let m = if rows.is_empty() { DMat::zeros(0, jacobian.ncols()) } else { DMat::from_rows(&rows) };
-    (values, m)
+    Ok((values, m))
 }

@@ -9,6 +9,21 @@
 //! 1e-6, … — is reported as a [`SceneError`] carrying the file, line and
 //! column (1-based) and the field's path (`body[1].mass`).
 //!
+//! Beyond well-formedness, a scene is refused (located the same way) when
+//! it cannot be simulated as written:
+//!
+//! * a value outside its physical range ([`crate::sim::validate`]: mass,
+//!   principal moments and their triangle inequality, sizes, dt, gravity,
+//!   positions, velocities, friction, controls, solver parameters);
+//! * an option the backend does not implement: a positive restitution
+//!   after combining (on the field of the body that has it), `ccd = true`,
+//!   finite URDF joint limits on a robot without `ignore_joint_limits =
+//!   true`;
+//! * bodies interpenetrating at the initial state by more than
+//!   [`INITIAL_PENETRATION_TOLERANCE`] (measured with the closed-form
+//!   pairs, [`crate::sim::penetration`]), unless `[sim]
+//!   allow_initial_penetration = true`.
+//!
 //! ```
 //! let src = "[sim]\ndt = 0.01\nsteps = 5\n[[body]]\nname = \"b\"\nmass = 1.0\n\
 //!            inertia = [0.1, 0.1, 0.1]\nshape = { type = \"sphere\", radius = 0.1 }\n";
@@ -25,6 +40,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
 
 use crate::contact::{FrictionCone, SolverKind};
+use crate::sim::validate::{self as limits, range_text};
 use crate::dynamics::urdf::{self, BaseJoint};
 use crate::geometry::{BundleOp, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
@@ -59,8 +75,34 @@ pub struct SceneError {
     pub message: String,
 }
 
+/// Deepest initial interpenetration (m) a scene may have without
+/// `allow_initial_penetration = true`.
+pub const INITIAL_PENETRATION_TOLERANCE: f64 = 1e-4;
+
+/// Largest absolute value of a control entry (N or N·m).
+pub const CONTROL_MAX: f64 = 1e7;
+
+/// Largest `[solver_params] max_iterations`.
+pub const MAX_ITERATIONS_MAX: usize = 10_000;
+
+/// Range of `[solver_params] rho` and `tolerance`.
+pub const SOLVER_PARAM_RANGE: (f64, f64) = (1e-14, 1.0);
+
+/// Options of [`load_with`] / [`parse_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LoadOptions {
+    /// Simulate with this backend instead of the scene's `sim.solver`
+    /// (the command line's `--solver`): options are checked against it.
+    pub solver: Option<SolverKind>,
+}
+
 /// Reads and parses a scene file.
 pub fn load(path: &Path) -> Result<Scene, SceneError> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// Reads and parses a scene file with options.
+pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Scene, SceneError> {
     let file = path.display().to_string();
     let src = std::fs::read_to_string(path).map_err(|e| SceneError {
         file: file.clone(),
@@ -69,18 +111,23 @@ pub fn load(path: &Path) -> Result<Scene, SceneError> {
         path: String::new(),
         message: format!("cannot read the file: {e}"),
     })?;
-    parse(&src, &file)
+    parse_with(&src, &file, opts)
 }
 
 /// Parses a scene from its source text; `file` names it in errors.
 pub fn parse(src: &str, file: &str) -> Result<Scene, SceneError> {
+    parse_with(src, file, &LoadOptions::default())
+}
+
+/// Parses a scene from its source text with options.
+pub fn parse_with(src: &str, file: &str, opts: &LoadOptions) -> Result<Scene, SceneError> {
     let cx = Cx { src, file };
     let doc = DeTable::parse(src).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         cx.error(span, "", e.message().trim().to_string())
     })?;
     let root = Tab::new(&cx, doc.get_ref(), doc.span(), String::new(), ROOT_KEYS);
-    build(&cx, root)
+    build(&cx, root, opts)
 }
 
 struct Cx<'a> {
@@ -168,17 +215,6 @@ impl<'a, 'i> Tab<'a, 'i> {
             }
         }
         Ok(())
-    }
-
-    fn f64_opt(&mut self, key: &'a str) -> R<Option<f64>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some((v, p)) => num(self.cx, v, &p).map(Some),
-        }
-    }
-
-    fn f64_or(&mut self, key: &'a str, default: f64) -> R<f64> {
-        Ok(self.f64_opt(key)?.unwrap_or(default))
     }
 
     fn f64_req(&mut self, key: &'a str) -> R<(f64, Range<usize>, String)> {
@@ -317,6 +353,7 @@ const SIM_KEYS: &[&str] = &[
     "ccd",
     "friction_combine",
     "restitution_combine",
+    "allow_initial_penetration",
 ];
 const SOLVER_PARAMS_KEYS: &[&str] = &["rho", "tolerance", "max_iterations"];
 const BODY_KEYS: &[&str] = &[
@@ -332,7 +369,8 @@ const BODY_KEYS: &[&str] = &[
     "shape",
 ];
 const STATIC_KEYS: &[&str] = &["name", "position", "orientation", "friction", "restitution", "shape"];
-const ROBOT_KEYS: &[&str] = &["name", "urdf", "base", "base_position", "base_orientation", "q", "v"];
+const ROBOT_KEYS: &[&str] =
+    &["name", "urdf", "base", "base_position", "base_orientation", "q", "v", "ignore_joint_limits"];
 const CONTROL_KEYS: &[&str] = &["target", "values", "per_step"];
 /// A shape table before its `type` is known.
 const SHAPE_TYPE_KEY: &[&str] = &["type"];
@@ -399,6 +437,56 @@ pub fn accepted_values() -> Vec<(&'static str, Vec<&'static str>)> {
     ]
 }
 
+/// `x` within `[lo, hi]` (the ranges of [`crate::sim::validate`]).
+fn in_range(cx: &Cx, span: Range<usize>, path: &str, x: f64, r: (f64, f64), unit: &str) -> R<()> {
+    if x >= r.0 && x <= r.1 {
+        Ok(())
+    } else {
+        Err(cx.error(
+            span,
+            path,
+            format!("{x:e} is outside the simulable range {}{unit} (see docs/validation.md)", range_text(r)),
+        ))
+    }
+}
+
+/// The norm `n` of a vector field within `[lo, hi]`.
+fn norm_in_range(cx: &Cx, span: Range<usize>, path: &str, n: f64, r: (f64, f64), unit: &str) -> R<()> {
+    if n >= r.0 && n <= r.1 {
+        Ok(())
+    } else {
+        Err(cx.error(
+            span,
+            path,
+            format!("its norm {n:e} is outside the simulable range {}{unit} (see docs/validation.md)", range_text(r)),
+        ))
+    }
+}
+
+/// `|x| ≤ max`.
+fn in_abs(cx: &Cx, span: Range<usize>, path: &str, x: f64, max: f64, unit: &str) -> R<()> {
+    if x.abs() <= max {
+        Ok(())
+    } else {
+        Err(cx.error(
+            span,
+            path,
+            format!("{x:e} is outside the simulable range |x| <= {max:e}{unit} (see docs/validation.md)"),
+        ))
+    }
+}
+
+/// Unit vector along `n` without overflow or underflow of the squares
+/// (`[0, -1e300, 1]` → `[0, -1, 1e-300]`); `None` for a zero vector.
+pub fn normalize_scaled(n: [f64; 3]) -> Option<Vec3<f64>> {
+    let m = n.iter().fold(0.0_f64, |a, x| a.max(x.abs()));
+    if !(m > 0.0) || !m.is_finite() {
+        return None;
+    }
+    let v = Vec3::from(n) / m;
+    Some(v / v.norm())
+}
+
 const COMBINE: &[(&str, Combine)] = &[
     ("average", Combine::Average),
     ("min", Combine::Min),
@@ -406,16 +494,33 @@ const COMBINE: &[(&str, Combine)] = &[
     ("multiply", Combine::Multiply),
 ];
 
-fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
+/// Where a named body, static or robot is written (for errors found after
+/// the whole scene is read): its `position` (or `q`) field, else its table.
+struct Located {
+    name: String,
+    span: Range<usize>,
+    path: String,
+}
+
+fn locate<'l>(list: &'l [Located], name: &str) -> Option<&'l Located> {
+    list.iter().find(|l| l.name == name)
+}
+
+fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Scene> {
     // [sim]
     let mut world = World::<f64>::new(0.01);
     let mut steps = 100usize;
+    let mut allow_initial_penetration = false;
+    if let Some(s) = opts.solver {
+        world.solver = s;
+    }
     if let Some(mut sim) = root.table("sim", SIM_KEYS)? {
         if let Some((v, p)) = sim.get("dt") {
             let dt = num(cx, v, &p)?;
             if dt <= 0.0 {
                 return Err(cx.error(v.span(), &p, format!("must be > 0, got {dt}")));
             }
+            in_range(cx, v.span(), &p, dt, limits::DT, " s")?;
             world.dt = dt;
         }
         if let Some((v, p)) = sim.get("steps") {
@@ -425,13 +530,15 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             }
             steps = x as usize;
         }
-        if let Some((g, _, _)) = sim.vec_opt::<3>("gravity")? {
-            world.set_gravity(Vec3::from(g));
+        if let Some((g, span, p)) = sim.vec_opt::<3>("gravity")? {
+            let g = Vec3::from(g);
+            norm_in_range(cx, span, &p, limits::scaled_norm(g.as_slice()), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
+            world.set_gravity(g);
         }
         let solver = sim.str_opt("solver")?;
         if let Some((name, span, path)) = solver {
             match SolverKind::NAMES.iter().find(|(n, _)| *n == name) {
-                Some((_, Some(kind))) => world.solver = *kind,
+                Some((_, Some(kind))) => world.solver = opts.solver.unwrap_or(*kind),
                 Some((_, None)) => {
                     return Err(cx.error(
                         span,
@@ -457,17 +564,13 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             FrictionCone::Exact,
         )?;
         if let Some((v, p)) = sim.get("ccd") {
-            match v.get_ref() {
-                DeValue::Boolean(false) => {}
-                DeValue::Boolean(true) => {
-                    return Err(cx.error(
-                        v.span(),
-                        &p,
-                        "continuous collision is not available in this build",
-                    ))
-                }
-                other => return Err(type_error(cx, v, &p, "a boolean", other)),
+            world.ccd = boolean(cx, v, &p)?;
+            if let Err(e) = world.check_supported() {
+                return Err(cx.error(v.span(), &p, format!("{e} (no backend of this build implements it)")));
             }
+        }
+        if let Some((v, p)) = sim.get("allow_initial_penetration") {
+            allow_initial_penetration = boolean(cx, v, &p)?;
         }
         let f = sim.str_opt("friction_combine")?;
         world.friction_combine = choose(cx, f, COMBINE, Combine::Average)?;
@@ -483,6 +586,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             if x <= 0.0 {
                 return Err(cx.error(v.span(), &p, format!("must be > 0, got {x}")));
             }
+            in_range(cx, v.span(), &p, x, SOLVER_PARAM_RANGE, "")?;
             world.params.rho = x;
         }
         if let Some((v, p)) = sp.get("tolerance") {
@@ -490,12 +594,17 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
             if x <= 0.0 {
                 return Err(cx.error(v.span(), &p, format!("must be > 0, got {x}")));
             }
+            in_range(cx, v.span(), &p, x, SOLVER_PARAM_RANGE, "")?;
             world.params.tolerance = x;
         }
         if let Some((v, p)) = sp.get("max_iterations") {
             let x = num(cx, v, &p)?;
-            if x < 1.0 || x.fract() != 0.0 {
-                return Err(cx.error(v.span(), &p, format!("must be a whole number >= 1, got {x}")));
+            if x < 1.0 || x.fract() != 0.0 || x > MAX_ITERATIONS_MAX as f64 {
+                return Err(cx.error(
+                    v.span(),
+                    &p,
+                    format!("must be a whole number in [1, {MAX_ITERATIONS_MAX}], got {x}"),
+                ));
             }
             world.params.max_iterations = x as usize;
         }
@@ -505,6 +614,9 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     // [[body]]
     let mut q = Vec::new();
     let mut v = Vec::new();
+    // where each body, static and robot is written, and each positive restitution
+    let mut located: Vec<Located> = Vec::new();
+    let mut restitutions: Vec<Located> = Vec::new();
     for mut body in root.array_of_tables("body", BODY_KEYS)? {
         let name = match body.str_opt("name")? {
             Some((n, _, _)) => n.to_string(),
@@ -514,21 +626,60 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         if mass <= 0.0 {
             return Err(cx.error(mspan, &mpath, format!("mass must be > 0, got {mass}")));
         }
+        in_range(cx, mspan.clone(), &mpath, mass, limits::MASS, " kg")?;
         let inertia = match body.get("inertia") {
             None => return Err(body.missing("inertia")),
             Some((val, p)) => inertia_matrix(cx, val, &p)?,
         };
+        let position_at = body.get("position").map(|(v, p)| (v.span(), p));
         let (pos, rot) = pose_fields(cx, &mut body)?;
-        let vel = body.vec_opt::<3>("velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
-        let ang = body.vec_opt::<3>("angular_velocity")?.map(|x| x.0).unwrap_or([0.0; 3]);
-        let material = material(cx, &mut body)?;
+        if let Some((span, p)) = &position_at {
+            for (d, x) in pos.iter().enumerate() {
+                in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::POSITION_MAX, " m")?;
+            }
+        }
+        let vel = match body.vec_opt::<3>("velocity")? {
+            None => [0.0; 3],
+            Some((x, span, p)) => {
+                let n = limits::scaled_norm(&x);
+                norm_in_range(cx, span, &p, n, (0.0, limits::SPEED_MAX), " m/s")?;
+                x
+            }
+        };
+        let ang = match body.vec_opt::<3>("angular_velocity")? {
+            None => [0.0; 3],
+            Some((x, span, p)) => {
+                let n = limits::scaled_norm(&x);
+                norm_in_range(cx, span.clone(), &p, n, (0.0, limits::ANGULAR_SPEED_MAX), " rad/s")?;
+                if !(n * world.dt < 2.0) {
+                    return Err(cx.error(
+                        span,
+                        &p,
+                        format!(
+                            "rotates by |angular_velocity| * dt = {:e} rad in one step; the free-body \
+                             step needs < 2 rad (lower it or sim.dt)",
+                            n * world.dt
+                        ),
+                    ));
+                }
+                x
+            }
+        };
+        let material = material(cx, &mut body, &name, &mut restitutions)?;
         let shape = match body.table("shape", SHAPE_TYPE_KEY)? {
             None => None,
             Some(t) => Some(shape(cx, t, false)?),
         };
+        if let Some(r) = shape.as_ref().and_then(crate::collision::bounding_radius) {
+            let g = limits::scaled_norm(world.gravity.as_slice());
+            limits::check_relaxation_gap(world.solver, world.params.rho, mass, r, g, world.dt)
+                .map_err(|msg| cx.error(mspan.clone(), &mpath, msg))?;
+        }
         let span = body.span.clone();
         let path = body.path.clone();
         body.finish()?;
+        let (lspan, lpath) = position_at.unwrap_or((span.clone(), path.clone()));
+        located.push(Located { name: name.clone(), span: lspan, path: lpath });
         world
             .add_body(&name, mass, inertia, shape, material)
             .map_err(|e| cx.error(span, &path, e.to_string()))?;
@@ -541,12 +692,19 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     // [[static]]
     for mut st in root.array_of_tables("static", STATIC_KEYS)? {
         let name = st.str_opt("name")?.map(|x| x.0.to_string()).unwrap_or_default();
-        let material = material(cx, &mut st)?;
+        let material = material(cx, &mut st, &name, &mut restitutions)?;
+        let position_at = st.get("position").map(|(v, p)| (v.span(), p));
         let (pos, rot) = pose_fields(cx, &mut st)?;
+        if let Some((span, p)) = &position_at {
+            for (d, x) in pos.iter().enumerate() {
+                in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::POSITION_MAX, " m")?;
+            }
+        }
         let shape = match st.table("shape", SHAPE_TYPE_KEY)? {
             None => return Err(st.missing("shape")),
             Some(t) => shape(cx, t, true)?,
         };
+        located.push(Located { name: name.clone(), span: st.span.clone(), path: st.path.clone() });
         st.finish()?;
         world.statics.push(StaticGeometry {
             name,
@@ -570,7 +728,15 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
         )?;
         let urdf = urdf::load_file(base_dir.join(file), base)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
-        let pos = r.vec_opt::<3>("base_position")?.map(|x| x.0).unwrap_or([0.0; 3]);
+        let pos = match r.vec_opt::<3>("base_position")? {
+            None => [0.0; 3],
+            Some((x, span, p)) => {
+                for (d, c) in x.iter().enumerate() {
+                    in_abs(cx, span.clone(), &format!("{p}[{d}]"), *c, limits::POSITION_MAX, " m")?;
+                }
+                x
+            }
+        };
         let rot = match r.vec_opt::<4>("base_orientation")? {
             None => Quat::new(1.0, 0.0, 0.0, 0.0),
             Some((o, span, p)) => unit_quat(cx, o, span, &p)?,
@@ -585,11 +751,16 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                 Pose::identity()
             }
         };
+        let mut robot_at = (r.span.clone(), r.path.clone());
         if let Some((val, p)) = r.get("q") {
             let given = num_list(cx, val, &p)?;
             if given.len() != rq {
                 return Err(cx.error(val.span(), &p, format!("expected {rq} joint positions, found {}", given.len())));
             }
+            for (i, x) in given.iter().enumerate() {
+                in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, limits::POSITION_MAX, "")?;
+            }
+            robot_at = (val.span(), p.clone());
             if base == BaseJoint::Floating {
                 let n = given[3..7].iter().map(|x| x * x).sum::<f64>().sqrt();
                 if (n - 1.0).abs() > 1e-6 {
@@ -605,15 +776,30 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                 if given.len() != rv {
                     return Err(cx.error(val.span(), &p, format!("expected {rv} joint velocities, found {}", given.len())));
                 }
+                for (i, x) in given.iter().enumerate() {
+                    in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, limits::SPEED_MAX, "")?;
+                }
                 given
             }
+        };
+        let ignore_limits = match r.get("ignore_joint_limits") {
+            None => false,
+            Some((val, p)) => boolean(cx, val, &p)?,
         };
         let span = r.span.clone();
         let path = r.path.clone();
         r.finish()?;
-        world
+        let ri = world
             .add_robot_with_collisions(&name, &urdf, &placement)
-            .map_err(|e| cx.error(span, &path, e.to_string()))?;
+            .map_err(|e| cx.error(span.clone(), &path, e.to_string()))?;
+        world.robots[ri].ignore_joint_limits = ignore_limits;
+        if let Err(e) = world.check_joint_limits() {
+            return Err(cx.error(fspan, &fpath, format!("{file}: {e}")));
+        }
+        if let Err(e) = world.check_supported() {
+            return Err(cx.error(span, &path, e.to_string()));
+        }
+        located.push(Located { name: name.clone(), span: robot_at.0, path: robot_at.1 });
         q.extend_from_slice(&q0);
         v.extend_from_slice(&v0);
     }
@@ -640,6 +826,9 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                 let u = num_list(cx, val, &p)?;
                 if u.len() != width {
                     return Err(cx.error(val.span(), &p, format!("expected {width} numbers, found {}", u.len())));
+                }
+                for (i, x) in u.iter().enumerate() {
+                    in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, CONTROL_MAX, "")?;
                 }
                 for d in 0..width {
                     constant[k + d] += u[d];
@@ -671,6 +860,9 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
                             format!("expected {width} numbers, found {}", u.len()),
                         ));
                     }
+                    for (j, x) in u.iter().enumerate() {
+                        in_abs(cx, row.span(), &format!("{p}[{i}][{j}]"), *x, CONTROL_MAX, "")?;
+                    }
                     for d in 0..width {
                         ps[i][k + d] += u[d];
                     }
@@ -689,13 +881,55 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>) -> R<Scene> {
     };
 
     root.finish()?;
+    let initial = State { q: DVec::from_vec(q), v: DVec::from_vec(v) };
 
-    Ok(Scene {
-        world,
-        initial: State { q: DVec::from_vec(q), v: DVec::from_vec(v) },
-        controls,
-        steps,
-    })
+    // Options the backend does not implement, found only once every body is known.
+    if let Some((a, b, _)) = world.restitution_pair() {
+        let e = world.check_supported().expect_err("a restitution pair is unsupported");
+        let at = locate(&restitutions, &a).or_else(|| locate(&restitutions, &b));
+        let (span, path) = at.map(|l| (l.span.clone(), l.path.clone())).unwrap_or((0..0, String::new()));
+        return Err(cx.error(span, &path, e.to_string()));
+    }
+    // Bodies that start inside each other.
+    if !allow_initial_penetration {
+        let g = crate::sim::penetration::gaps(&world, &initial, -INITIAL_PENETRATION_TOLERANCE);
+        if let Some(d) = g.deepest() {
+            let robot = d.a.split('/').next().unwrap_or(&d.a);
+            let at = locate(&located, &d.a).or_else(|| locate(&located, robot));
+            let (span, path) = at.map(|l| (l.span.clone(), l.path.clone())).unwrap_or((0..0, String::new()));
+            return Err(cx.error(
+                span,
+                &path,
+                format!(
+                    "`{}` and `{}` interpenetrate by {:e} m at the initial state (tolerance {:e} m): \
+                     move them apart, or set `[sim] allow_initial_penetration = true` to start \
+                     from this state (the solver then pushes them apart)",
+                    d.a, d.b, -d.gap, INITIAL_PENETRATION_TOLERANCE
+                ),
+            ));
+        }
+    }
+    // Every remaining check of the library (a backstop: the checks above
+    // already locate what they find).
+    world.validate(&initial).map_err(|e| {
+        let msg = e.to_string();
+        // locate at the first body, static or robot the message names
+        let named = msg.split('`').nth(1).unwrap_or("");
+        let robot = named.split('/').next().unwrap_or(named);
+        match locate(&located, named).or_else(|| locate(&located, robot)) {
+            Some(l) => cx.error(l.span.clone(), &l.path, msg),
+            None => cx.error(0..0, "", msg),
+        }
+    })?;
+
+    Ok(Scene { world, initial, controls, steps })
+}
+
+fn boolean(cx: &Cx, v: &Val, path: &str) -> R<bool> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Ok(*b),
+        other => Err(type_error(cx, v, path, "a boolean", other)),
+    }
 }
 
 /// The optional `position` (default 0) and `orientation` (unit quaternion,
@@ -761,16 +995,20 @@ fn inertia_matrix(cx: &Cx, v: &Val, path: &str) -> R<Mat3<f64>> {
     if !crate::dynamics::model::is_spd(&m) {
         return Err(cx.error(v.span(), path, "inertia must be symmetric positive definite"));
     }
+    limits::check_inertia(&m).map_err(|msg| cx.error(v.span(), path, msg))?;
     Ok(m)
 }
 
-fn material(cx: &Cx, t: &mut Tab) -> R<Material<f64>> {
+/// `friction` and `restitution`; a positive restitution is recorded in
+/// `restitutions` (refused later if it combines to a positive value).
+fn material(cx: &Cx, t: &mut Tab, owner: &str, restitutions: &mut Vec<Located>) -> R<Material<f64>> {
     let mut m = Material::<f64>::default();
     if let Some((v, p)) = t.get("friction") {
         let x = num(cx, v, &p)?;
         if x < 0.0 {
             return Err(cx.error(v.span(), &p, format!("friction must be >= 0, got {x}")));
         }
+        in_range(cx, v.span(), &p, x, (0.0, limits::FRICTION_MAX), "")?;
         m.friction = x;
     }
     if let Some((v, p)) = t.get("restitution") {
@@ -778,17 +1016,33 @@ fn material(cx: &Cx, t: &mut Tab) -> R<Material<f64>> {
         if !(0.0..=1.0).contains(&x) {
             return Err(cx.error(v.span(), &p, format!("restitution must be in [0, 1], got {x}")));
         }
+        if x > 0.0 {
+            restitutions.push(Located { name: owner.to_string(), span: v.span(), path: p });
+        }
         m.restitution = x;
     }
     Ok(m)
 }
 
+/// A required size: > 0 and within [`limits::SIZE`].
 fn positive(cx: &Cx, t: &mut Tab, key: &'static str) -> R<f64> {
     let (x, span, p) = t.f64_req(key)?;
     if x <= 0.0 {
         return Err(cx.error(span, &p, format!("must be > 0, got {x}")));
     }
+    in_range(cx, span, &p, x, limits::SIZE, " m")?;
     Ok(x)
+}
+
+/// Three sizes (> 0, within [`limits::SIZE`]).
+fn sizes3(cx: &Cx, x: [f64; 3], span: Range<usize>, p: &str, what: &str) -> R<Vec3<f64>> {
+    if x.iter().any(|x| *x <= 0.0) {
+        return Err(cx.error(span, p, format!("{what} must be > 0")));
+    }
+    for (d, c) in x.iter().enumerate() {
+        in_range(cx, span.clone(), &format!("{p}[{d}]"), *c, limits::SIZE, " m")?;
+    }
+    Ok(Vec3::from(x))
 }
 
 fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
@@ -808,10 +1062,7 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             let Some((h, span, p)) = t.vec_opt::<3>("half_extents")? else {
                 return Err(t.missing("half_extents"));
             };
-            if h.iter().any(|x| *x <= 0.0) {
-                return Err(cx.error(span, &p, "half extents must be > 0"));
-            }
-            Shape::Box { half_extents: Vec3::from(h) }
+            Shape::Box { half_extents: sizes3(cx, h, span, &p, "half extents")? }
         }
         "capsule" => Shape::Capsule {
             radius: positive(cx, &mut t, "radius")?,
@@ -821,24 +1072,43 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             radius: positive(cx, &mut t, "radius")?,
             half_length: positive(cx, &mut t, "half_length")?,
         },
-        "cone" => Shape::Cone {
-            height: positive(cx, &mut t, "height")?,
-            half_angle: positive(cx, &mut t, "half_angle")?,
-        },
+        "cone" => {
+            let height = positive(cx, &mut t, "height")?;
+            let (a, span, p) = t.f64_req("half_angle")?;
+            if !(a > 0.0 && a < std::f64::consts::FRAC_PI_2) {
+                return Err(cx.error(span, &p, format!("must be in (0, pi/2) rad, got {a}")));
+            }
+            Shape::Cone { height, half_angle: a }
+        }
         "ellipsoid" => {
             let Some((r, span, p)) = t.vec_opt::<3>("radii")? else { return Err(t.missing("radii")) };
-            if r.iter().any(|x| *x <= 0.0) {
-                return Err(cx.error(span, &p, "radii must be > 0"));
-            }
-            Shape::Ellipsoid { radii: Vec3::from(r) }
+            Shape::Ellipsoid { radii: sizes3(cx, r, span, &p, "radii")? }
         }
         "polytope" | "padded_polygon" => {
-            let (normals, _, _) = vec3_list(cx, &mut t, "normals")?;
+            let (normals, nval, np) = vec3_list(cx, &mut t, "normals")?;
             let Some((ov, op)) = t.get("offsets") else { return Err(t.missing("offsets")) };
             let offsets = num_list(cx, ov, &op)?;
             if offsets.len() != normals.len() {
                 return Err(cx.error(ov.span(), &op, "one offset per normal"));
             }
+            if normals.is_empty() {
+                return Err(cx.error(nval.span(), &np, "at least one face is required"));
+            }
+            // Rows of A x <= b scaled to unit normals (the same set).
+            let mut unit = Vec::with_capacity(normals.len());
+            let mut scaled = Vec::with_capacity(normals.len());
+            for (i, (n, b)) in normals.iter().zip(&offsets).enumerate() {
+                let len = n.amax();
+                let Some(u) = normalize_scaled([n.x, n.y, n.z]) else {
+                    return Err(cx.error(nval.span(), &format!("{np}[{i}]"), "normal must be non-zero"));
+                };
+                // b / |n| without overflow: |n| = len * |n / len|
+                let b = b / len / (n / len).norm();
+                in_abs(cx, ov.span(), &format!("{op}[{i}]"), b, limits::SIZE.1, " m (offset / |normal|)")?;
+                unit.push(u);
+                scaled.push(b);
+            }
+            let (normals, offsets) = (unit, scaled);
             if ty == "polytope" {
                 Shape::Polytope { normals, offsets }
             } else {
@@ -850,12 +1120,19 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
                 return Err(cx.error(tspan, &tpath, "a plane can only be static geometry"));
             }
             let Some((n, span, p)) = t.vec_opt::<3>("normal")? else { return Err(t.missing("normal")) };
-            let n = Vec3::from(n);
-            let len = n.norm();
-            if len == 0.0 {
+            // Scaled normalization: the squares of [0, -1e300, 1] overflow.
+            let Some(normal) = normalize_scaled(n) else {
                 return Err(cx.error(span, &p, "normal must be non-zero"));
-            }
-            Shape::Plane { normal: n / len, offset: t.f64_or("offset", 0.0)? }
+            };
+            let offset = match t.get("offset") {
+                None => 0.0,
+                Some((v, p)) => {
+                    let x = num(cx, v, &p)?;
+                    in_abs(cx, v.span(), &p, x, limits::POSITION_MAX, " m")?;
+                    x
+                }
+            };
+            Shape::Plane { normal, offset }
         }
         "bundle" => {
             let op = t.str_opt("op")?;
@@ -867,7 +1144,13 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             )?;
             let mut parts = Vec::new();
             for mut part in t.array_of_tables("parts", PART_KEYS)? {
+                let position_at = part.get("position").map(|(v, p)| (v.span(), p));
                 let (pos, rot) = pose_fields(cx, &mut part)?;
+                if let Some((span, p)) = &position_at {
+                    for (d, x) in pos.iter().enumerate() {
+                        in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::SIZE.1, " m")?;
+                    }
+                }
                 let inner = match part.table("shape", SHAPE_TYPE_KEY)? {
                     None => return Err(part.missing("shape")),
                     Some(s) => shape(cx, s, false)?,

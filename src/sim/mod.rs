@@ -19,6 +19,12 @@
 //! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
 //! ```
 
+mod failure;
+pub mod penetration;
+pub mod validate;
+
+pub use failure::RolloutError;
+
 use crate::contact::ipm::{Ipm, Params as IpmParams};
 use crate::contact::silico::bilevel::Bilevel;
 use crate::contact::silico::single_level::SingleLevel;
@@ -69,6 +75,9 @@ pub struct World<T: Scalar> {
     pub restitution_combine: Combine,
     /// Articulated robots (their links are bodies of `model`).
     pub robots: Vec<Robot>,
+    /// Continuous collision (time of impact). Implemented by no backend of
+    /// this build: [`World::check_supported`] refuses `true`. Default false.
+    pub ccd: bool,
 }
 
 /// An articulated robot of a world: a range of bodies and coordinates of
@@ -89,6 +98,10 @@ pub struct Robot {
     pub idx_v: usize,
     /// Number of velocity coordinates.
     pub nv: usize,
+    /// Simulate without the URDF joint limits (enforced by no backend):
+    /// [`World::validate`] refuses a robot with finite limits unless this
+    /// is set (scene key `ignore_joint_limits`). Default false.
+    pub ignore_joint_limits: bool,
 }
 
 impl<T: Scalar> World<T> {
@@ -109,6 +122,7 @@ impl<T: Scalar> World<T> {
             friction_combine: Combine::Average,
             restitution_combine: Combine::Average,
             robots: Vec::new(),
+            ccd: false,
         }
     }
 
@@ -150,6 +164,7 @@ impl<T: Scalar> World<T> {
             nq: self.model.nq - idx_q,
             idx_v,
             nv: self.model.nv - idx_v,
+            ignore_joint_limits: false,
         });
         Ok(self.robots.len() - 1)
     }
@@ -253,6 +268,7 @@ impl<T: Scalar> World<T> {
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
             robots: self.robots.clone(),
+            ccd: self.ccd,
         }
     }
 }
@@ -353,6 +369,25 @@ pub enum SimError {
         /// The model's size.
         expected: usize,
     },
+    /// The world uses an option its backend does not implement
+    /// ([`World::check_supported`], [`World::check_joint_limits`]).
+    #[error("the `{backend}` backend does not implement {feature}")]
+    Unsupported {
+        /// Backend name.
+        backend: &'static str,
+        /// The option, with the bodies or robot that use it.
+        feature: String,
+    },
+    /// A value outside its documented range ([`validate`]).
+    #[error("{what} = {value:e} is outside the simulable range {range} (see sim::validate)")]
+    OutOfRange {
+        /// Which quantity, with its body.
+        what: String,
+        /// The value (NaN when the problem is not one number).
+        value: f64,
+        /// The range.
+        range: String,
+    },
 }
 
 /// Advances `state` by one step of `world.dt` under the control `u`.
@@ -375,6 +410,7 @@ pub fn step<T: Scalar>(
     if !u.iter().all(|x| x.is_all_finite()) {
         return Err(SimError::NonFinite { what: "control" });
     }
+    world.check_supported()?;
     let problem = world.problem(state, u);
     let sol = match world.solver {
         // With no contact candidate the interior point reduces to
@@ -407,31 +443,39 @@ impl<T: Scalar> Trajectory<T> {
 }
 
 /// Runs `steps` steps from `state`, calling `progress(k)` after step k.
+/// A failing step stops the rollout; the error keeps the trajectory of
+/// the steps completed before it ([`RolloutError`]).
 pub fn rollout_with<T: Scalar>(
     world: &World<T>,
     state: &State<T>,
     controls: &Controls<T>,
     steps: usize,
     mut progress: impl FnMut(usize),
-) -> Result<Trajectory<T>, SimError> {
+) -> Result<Trajectory<T>, RolloutError<T>> {
     let mut states = Vec::with_capacity(steps + 1);
     let mut stats = Vec::with_capacity(steps);
     states.push(state.clone());
     for k in 0..steps {
-        let out = step(world, states.last().unwrap(), controls.at(k))?;
-        states.push(out.state);
-        stats.push(out.stats);
+        match step(world, states.last().unwrap(), controls.at(k)) {
+            Ok(out) => {
+                states.push(out.state);
+                stats.push(out.stats);
+            }
+            Err(error) => {
+                return Err(RolloutError { step: k, error, completed: Trajectory { states, stats } })
+            }
+        }
         progress(k);
     }
     Ok(Trajectory { states, stats })
 }
 
-/// Runs `steps` steps from `state`.
+/// Runs `steps` steps from `state` (see [`rollout_with`]).
 pub fn rollout<T: Scalar>(
     world: &World<T>,
     state: &State<T>,
     controls: &Controls<T>,
     steps: usize,
-) -> Result<Trajectory<T>, SimError> {
+) -> Result<Trajectory<T>, RolloutError<T>> {
     rollout_with(world, state, controls, steps, |_| {})
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::dynamics::free::{orientation, position};
 use crate::scene::Scene;
-use crate::sim::{SimError, State, Trajectory};
+use crate::sim::{RolloutError, State, Trajectory};
 
 /// One body's state in a report.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -55,7 +55,9 @@ pub struct StatsReport {
     pub max_iterations: usize,
     /// Steps that failed (the run stops at the first failure).
     pub failed_steps: usize,
-    /// Largest penetration depth over the run.
+    /// Largest penetration depth over the run: the initial state measured
+    /// geometrically ([`crate::sim::penetration`]) and every completed step
+    /// (the solver's statistic at q⁺ and, geometrically, the last state).
     pub max_penetration: f64,
     /// Wall-clock time of the simulation.
     pub wall_seconds: f64,
@@ -76,7 +78,57 @@ pub struct RunReport {
     pub stats: StatsReport,
     /// The failure, if the run stopped early.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<ErrorReport>,
+}
+
+/// The failing step of a run (`"error"` in the `run --json` document).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ErrorReport {
+    /// Index of the failing step (0-based; `steps` steps completed before it).
+    pub step: usize,
+    /// Machine-readable kind ([`crate::sim::SimError::kind`]).
+    pub kind: String,
+    /// The error, with the bodies in contact at the start of the step.
+    pub message: String,
+    /// Bodies within reach of contact at the start of the failing step
+    /// (pairs measured geometrically, [`crate::sim::penetration`]).
+    pub bodies: Vec<String>,
+}
+
+/// The bodies near contact at `state`: pairs whose closed-form gap is
+/// below the interior-point backends' candidate margin plus the distance
+/// a step can close (`dt (‖ṗ‖ + ‖ω‖ R) + dt² ‖g‖` per shape), the rule
+/// by which `ipm` selects contact candidates, as `"a–b"` strings, and the
+/// bodies' names. Pairs without a closed form are not measured.
+pub fn bodies_near_contact(scene: &Scene, state: &State<f64>) -> (Vec<String>, Vec<String>) {
+    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, scene.world.ipm.margin, 1.0);
+    let mut bodies: Vec<String> = Vec::new();
+    let mut pairs = Vec::new();
+    for p in &g.pairs {
+        pairs.push(format!("{}–{}", p.a, p.b));
+        for n in [&p.a, &p.b] {
+            if !bodies.contains(n) {
+                bodies.push(n.clone());
+            }
+        }
+    }
+    (pairs, bodies)
+}
+
+/// The `"error"` report of a failed rollout.
+pub fn error_report(scene: &Scene, e: &RolloutError<f64>) -> ErrorReport {
+    let (pairs, bodies) = bodies_near_contact(scene, e.completed.last());
+    let near = if pairs.is_empty() {
+        "no measured pair of shapes near contact".to_string()
+    } else {
+        format!("near contact: {}", pairs.join(", "))
+    };
+    ErrorReport {
+        step: e.step,
+        kind: e.error.kind().to_string(),
+        message: format!("failed at step {}: {} ({near} at the start of the step)", e.step, e.error),
+        bodies,
+    }
 }
 
 /// The bodies of `state` as reports.
@@ -117,16 +169,23 @@ pub fn robot_reports(scene: &Scene, state: &State<f64>) -> Vec<RobotReport> {
         .collect()
 }
 
-/// Builds the report of a finished (or failed) run.
+/// Builds the report of a finished (or failed) run: a failed run reports
+/// the steps completed, the state after them and the failing step.
 pub fn run_report(
     scene: &Scene,
-    result: &Result<Trajectory<f64>, SimError>,
+    result: &Result<Trajectory<f64>, RolloutError<f64>>,
     wall_seconds: f64,
 ) -> RunReport {
-    let (last, stats, failed, error) = match result {
-        Ok(t) => (t.last().clone(), &t.stats[..], 0, None),
-        Err(e) => (scene.initial.clone(), &[][..], 1, Some(e.to_string())),
+    let (traj, failed, error) = match result {
+        Ok(t) => (t, 0, None),
+        Err(e) => (&e.completed, 1, Some(error_report(scene, e))),
     };
+    let (last, stats) = (traj.last().clone(), &traj.stats[..]);
+    let geometric = |s: &State<f64>| crate::sim::penetration::gaps(&scene.world, s, 0.0).max_penetration();
+    let max_penetration = stats
+        .iter()
+        .map(|s| s.max_penetration)
+        .fold(geometric(&scene.initial).max(geometric(&last)), f64::max);
     let n = stats.len().max(1) as f64;
     RunReport {
         steps: stats.len(),
@@ -134,14 +193,23 @@ pub fn run_report(
         solver: scene.world.solver.name().to_string(),
         r#final: FinalReport { bodies: body_reports(scene, &last), robots: robot_reports(scene, &last) },
         stats: StatsReport {
-            mean_iterations: stats.iter().map(|s| s.iterations as f64).sum::<f64>() / n,
+            mean_iterations: stats.iter().map(|s| s.iterations as f64).sum::<f64>() / n + 0.0, // not -0.0 for no step
             max_iterations: stats.iter().map(|s| s.iterations).max().unwrap_or(0),
             failed_steps: failed,
-            max_penetration: stats.iter().map(|s| s.max_penetration).fold(0.0, f64::max),
+            max_penetration,
             wall_seconds,
         },
         error,
     }
+}
+
+/// The trajectory of a failed run (the steps completed before the
+/// failure) as JSON: [`trajectory_json`] with an `"error"` entry
+/// ([`ErrorReport`]).
+pub fn partial_trajectory_json(scene: &Scene, e: &RolloutError<f64>) -> serde_json::Value {
+    let mut doc = trajectory_json(scene, &e.completed);
+    doc["error"] = serde_json::to_value(error_report(scene, e)).expect("report serializes");
+    doc
 }
 
 /// The whole trajectory as JSON: `{"dt", "bodies": [names], "frames": [{"t", "bodies": [...]}]}`.
