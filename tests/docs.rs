@@ -455,8 +455,11 @@ fn every_key_of_every_json_output_is_documented() {
     let _ = std::fs::remove_dir_all(&dir);
     // A failed run's report (its `error` field).
     let s = dualsim::scene::load(Path::new(scene)).unwrap();
-    let failed: Result<dualsim::sim::Trajectory<f64>, _> =
-        Err(dualsim::sim::SimError::NonFinite { what: "state" });
+    let failed: Result<dualsim::sim::Trajectory<f64>, _> = Err(dualsim::sim::RolloutError {
+        step: 0,
+        error: dualsim::sim::SimError::NonFinite { what: "state" },
+        completed: dualsim::sim::Trajectory { states: vec![s.initial.clone()], stats: Vec::new() },
+    });
     let report = dualsim::viz::run_report(&s, &failed, 0.0);
     outputs.push(("a failed run", serde_json::to_value(&report).unwrap()));
 
