@@ -19,7 +19,10 @@
 //!   a passed check has finite differences.
 //!
 //! `DUALSIM_FUZZ_CASES` (default 10 000) and `DUALSIM_FUZZ_SEED` override
-//! the count and the seed.
+//! the count and the seed; `DUALSIM_FUZZ_DUMP=DIR` also writes every
+//! mutated scene to `DIR/case-N.toml` (next to the originals' URDF files
+//! is not needed: robot scenes are written with absolute URDF paths), to
+//! replay them through the command line.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -298,6 +301,10 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
         *hook_slot.lock().unwrap() = Some((loc, msg));
     }));
 
+    let dump = std::env::var("DUALSIM_FUZZ_DUMP").ok().map(PathBuf::from);
+    if let Some(d) = &dump {
+        std::fs::create_dir_all(d).unwrap();
+    }
     let mut rng = Rng(seed);
     let t0 = Instant::now();
     let (mut loaded, mut simulated, mut checked, mut known) = (0, 0, 0, 0);
@@ -305,6 +312,10 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
     for case in 0..cases {
         let (file, base) = &scenes[rng.below(scenes.len())];
         let src = mutate(base, &mut rng);
+        if let Some(d) = &dump {
+            let abs = src.replace("urdf = \"", &format!("urdf = \"{}/", dir.display()));
+            let _ = std::fs::write(d.join(format!("case-{case}.toml")), abs);
+        }
         let check_it = case % CHECK_EVERY == 0;
         let (tx, rx) = mpsc::channel();
         let (src2, file2) = (src.clone(), file.clone());
