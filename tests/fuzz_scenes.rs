@@ -162,7 +162,7 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
     let mut s = src.to_string();
     for _ in 0..1 + rng.below(3) {
         let lines: Vec<&str> = s.lines().collect();
-        s = match rng.below(10) {
+        s = match rng.below(12) {
             0..=2 => {
                 let t = number_tokens(&s);
                 if t.is_empty() {
@@ -170,6 +170,16 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
                 }
                 let (a, b) = *rng.pick(&t);
                 format!("{}{}{}", &s[..a], rng.pick(EXTREMES), &s[b..])
+            }
+            10 | 11 => {
+                // a moderate value (the scene often still loads and simulates)
+                let t = number_tokens(&s);
+                if t.is_empty() {
+                    continue;
+                }
+                let (a, b) = *rng.pick(&t);
+                let x = (rng.below(2001) as f64 / 1000.0 - 1.0) * 10f64.powi(rng.below(6) as i32 - 3);
+                format!("{}{x:?}{}", &s[..a], &s[b..])
             }
             3 => {
                 let t = string_tokens(&s);
@@ -233,6 +243,7 @@ fn run_case(src: &str, file: &str, check_it: bool) -> Outcome {
     let mut out = Outcome::default();
     let Ok(mut s) = scene::parse(src, file) else { return out };
     out.loaded = true;
+    names(&s.world, src.len() as u64);
     s.steps = s.steps.min(STEPS);
     let result = rollout(&s.world, &s.initial, &s.controls, s.steps);
     let report = dualsim::viz::run_report(&s, &result, 0.0);
@@ -260,6 +271,34 @@ fn run_case(src: &str, file: &str, check_it: bool) -> Outcome {
         }
     }
     out
+}
+
+/// `grad`'s name parsing on every name of the world with every field,
+/// misspelled, empty and doubled: errors are fine, panics are not.
+fn names(world: &dualsim::sim::World<f64>, seed: u64) {
+    use dualsim::diff::names::{parse_inputs, parse_outputs};
+    let mut rng = Rng(seed);
+    let mut all: Vec<String> = world.model.bodies.iter().map(|b| b.name.clone()).collect();
+    all.extend(world.robots.iter().map(|r| r.name.clone()));
+    all.extend(world.statics.iter().map(|s| s.name.clone()));
+    all.extend(["sim".to_string(), String::new(), "x".to_string(), ".".to_string()]);
+    let fields = [
+        "position", "orientation", "velocity", "angular_velocity", "mass", "friction", "restitution", "inertia",
+        "control", "shape.radius", "shape.half_extents", "shape.", "q", "v", "gravity", "dt", "", "posit", "é",
+    ];
+    for _ in 0..8 {
+        let mut item = format!("{}.{}", rng.pick(&all), rng.pick(&fields));
+        if rng.below(3) == 0 && !item.is_empty() {
+            let mut k = rng.below(item.len());
+            while !item.is_char_boundary(k) {
+                k -= 1;
+            }
+            item.remove(k);
+        }
+        let list = if rng.below(2) == 0 { item.clone() } else { format!("{item}, ,{item},") };
+        let _ = parse_outputs(world, &list);
+        let _ = parse_inputs(world, &list, rng.below(4));
+    }
 }
 
 /// Where the last panic happened (set by the hook).
