@@ -6,9 +6,13 @@
 //! λ, v⁺ satisfy the backend's contact law
 //! ```
 //!
-//! [`step`] checks its inputs (finite state and controls), builds a
-//! [`StepProblem`](crate::contact::StepProblem) and hands it to the world's
-//! contact backend. [`rollout`] chains steps.
+//! [`step`] checks its inputs (finite state and controls) and refuses
+//! options the backend does not implement ([`World::check_supported`]),
+//! builds a [`StepProblem`](crate::contact::StepProblem) and hands it to
+//! the world's contact backend. [`rollout`] chains steps and keeps them
+//! when one fails ([`RolloutError`]). [`validate`] holds the physical
+//! ranges a world is checked against, [`penetration`] measures
+//! interpenetration geometrically.
 //!
 //! ```
 //! use dualsim::prelude::*;
