@@ -402,12 +402,18 @@ fn gemv<C: Cols>(c: C, G: &[f64], x: &[f64], y: &mut [f64]) {
 fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
     let n = c.n();
     let y = &mut y[..n];
-    y.fill(0.0);
+    // accumulate on the stack (registers) for small n
+    let mut acc_buf = [0.0_f64; 8];
+    let acc = if n <= 8 { &mut acc_buf[..n] } else { &mut *y };
+    acc.fill(0.0);
     for (row, zi) in G.chunks_exact(n).zip(z) {
         let row = &row[..n];
         for j in 0..n {
-            y[j] += row[j] * zi;
+            acc[j] += row[j] * zi;
         }
+    }
+    if n <= 8 {
+        y.copy_from_slice(&acc_buf[..n]);
     }
 }
 
@@ -416,13 +422,18 @@ fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
 fn gemv_gemtv<C: Cols>(c: C, G: &[f64], x: &[f64], z: &[f64], ym: &mut [f64], yn: &mut [f64]) {
     let n = c.n();
     let yn = &mut yn[..n];
-    yn.fill(0.0);
+    let mut acc_buf = [0.0_f64; 8];
+    let acc = if n <= 8 { &mut acc_buf[..n] } else { &mut *yn };
+    acc.fill(0.0);
     for ((row, yi), zi) in G.chunks_exact(n).zip(ym.iter_mut()).zip(z) {
         let row = &row[..n];
         *yi = dotn(c, row, x);
         for j in 0..n {
-            yn[j] += row[j] * zi;
+            acc[j] += row[j] * zi;
         }
+    }
+    if n <= 8 {
+        yn.copy_from_slice(&acc_buf[..n]);
     }
 }
 
@@ -531,13 +542,15 @@ impl Scaling {
         size(&mut self.eta_inv, ns);
         size(&mut self.q, ns);
         size(&mut self.wb, m - no);
-        let mut ok = true;
+        // every w finite and positive ⇔ every w and 1/w finite (w = √· is
+        // NaN or ≥ 0) ⇔ their sum is finite
+        let mut sum = 0.0;
         for (((w, wi), si), zi) in self.w.iter_mut().zip(self.wi.iter_mut()).zip(&s[..no]).zip(&z[..no]) {
             *w = (si / zi).sqrt();
             *wi = 1.0 / *w;
-            ok &= w.is_finite() && *w > 0.0;
+            sum += *w + *wi;
         }
-        if !ok {
+        if !sum.is_finite() {
             return false;
         }
         for (b, (st, d)) in layout.soc_blocks().enumerate() {
@@ -674,9 +687,18 @@ impl ScalingView<'_> {
     fn normal_matrix<C: Cols>(&self, c: C, G: &[f64], wig: &mut [f64], H: &mut [f64]) {
         let n = c.n();
         H[..n * n].fill(0.0);
-        // orthant rows: W⁻² = diag(1/w²)
-        for (row, wi) in G.chunks_exact(n).zip(self.wi) {
-            add_outer(c, row, wi * wi, H);
+        // orthant rows: W⁻² = diag(1/w²) (accumulated on the stack, in
+        // registers, for small n)
+        if n <= 6 {
+            let mut acc = [0.0_f64; 36];
+            for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+                add_outer(c, row, wi * wi, &mut acc);
+            }
+            H[..n * n].copy_from_slice(&acc[..n * n]);
+        } else {
+            for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+                add_outer(c, row, wi * wi, H);
+            }
         }
         // second-order cones: W⁻¹ applied to each column of the block
         for (st, w) in self.socs() {
@@ -1047,10 +1069,13 @@ impl<C: Cols> Kkt<'_, C> {
     }
 
     /// `Δz = W⁻¹(W⁻¹(GΔx − bz) + bc)`, `Δs = W(bc − WΔz)` (`ACC`: added to
-    /// Δz, Δs).
+    /// Δz, Δs). With `RES` (and not `ACC`) the same pass also computes the
+    /// residuals of [`Kkt::residual_pass`] (bit for bit the same values,
+    /// without a second pass over G) into `res = (bx, ex, ez, ec)` and
+    /// returns their largest magnitude.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn back_pass<const ACC: bool>(
+    fn back_pass<const ACC: bool, const RES: bool>(
         &self,
         dx: &[f64],
         bz: &[f64],
@@ -1059,33 +1084,61 @@ impl<C: Cols> Kkt<'_, C> {
         dz: &mut [f64],
         t1: &mut [f64],
         t2: &mut [f64],
-    ) {
+        res: (&[f64], &mut [f64], &mut [f64], &mut [f64]),
+    ) -> f64 {
         let (cols, W) = (self.cols, self.W);
         let n = cols.n();
         let no = W.no;
-        let (w_o, wi_o) = W.orth();
-        let (bz_o, bc_o, dz_o, ds_o) = (&bz[..no], &bc[..no], &mut dz[..no], &mut ds[..no]);
-        for (i, row) in self.G[..no * n].chunks_exact(n).enumerate() {
-            let (w, wi) = (w_o[i], wi_o[i]);
-            let v = dotn(cols, row, dx) - bz_o[i];
-            let zi = (v * wi + bc_o[i]) * wi;
-            let si = (bc_o[i] - zi * w) * w;
-            if ACC {
-                dz_o[i] += zi;
-                ds_o[i] += si;
-            } else {
-                dz_o[i] = zi;
-                ds_o[i] = si;
+        let (bx, ex, ez, ec) = res;
+        let mut r = 0.0_f64;
+        // Gᵀ Δz (RES needs n ≤ 8)
+        let mut acc_buf = [0.0_f64; 8];
+        let acc = &mut acc_buf[..if RES { n } else { 0 }];
+        {
+            let (w_o, wi_o) = W.orth();
+            let (bz_o, bc_o, dz_o, ds_o) = (&bz[..no], &bc[..no], &mut dz[..no], &mut ds[..no]);
+            let (ez_o, ec_o) = if RES { (&mut ez[..no], &mut ec[..no]) } else { (&mut [][..], &mut [][..]) };
+            for (i, row) in self.G[..no * n].chunks_exact(n).enumerate() {
+                let (w, wi) = (w_o[i], wi_o[i]);
+                let gdx = dotn(cols, row, dx);
+                let v = gdx - bz_o[i];
+                let zi = (v * wi + bc_o[i]) * wi;
+                let si = (bc_o[i] - zi * w) * w;
+                if ACC {
+                    dz_o[i] += zi;
+                    ds_o[i] += si;
+                } else {
+                    dz_o[i] = zi;
+                    ds_o[i] = si;
+                }
+                if RES {
+                    let row = &row[..n];
+                    for j in 0..n {
+                        acc[j] += row[j] * zi;
+                    }
+                    let e = (bz_o[i] - gdx) - si;
+                    let c = (bc_o[i] - zi * w) - si * wi;
+                    ez_o[i] = e;
+                    ec_o[i] = c;
+                    r = fmax(fmax(r, e.abs()), c.abs());
+                }
             }
         }
         for (st, w) in W.socs() {
             with_block_size!(w.wb.len(), D => {
                 let d = D.n();
-                let r = st..st + d;
-                let (t1, t2) = (&mut t1[r.clone()], &mut t2[r.clone()]);
-                let (bz, bc) = (&bz[r.clone()], &bc[r.clone()]);
-                for ((t, row), b) in t1.iter_mut().zip(self.G[st * n..(st + d) * n].chunks_exact(n)).zip(bz) {
+                let rg = st..st + d;
+                let (t1, t2) = (&mut t1[rg.clone()], &mut t2[rg.clone()]);
+                let (bz, bc) = (&bz[rg.clone()], &bc[rg.clone()]);
+                let G = &self.G[st * n..(st + d) * n];
+                for ((t, row), b) in t1.iter_mut().zip(G.chunks_exact(n)).zip(bz) {
                     *t = dotn(cols, row, dx) - b;
+                }
+                if RES {
+                    // GΔx, for ez
+                    for (e, row) in ez[rg.clone()].iter_mut().zip(G.chunks_exact(n)) {
+                        *e = dotn(cols, row, dx);
+                    }
                 }
                 w.apply::<true, _>(D, t1, t2);
                 for (tj, bj) in t2.iter_mut().zip(bc) {
@@ -1096,7 +1149,7 @@ impl<C: Cols> Kkt<'_, C> {
                 for (tj, bj) in t2.iter_mut().zip(bc) {
                     *tj = bj - *tj;
                 }
-                let (dz, ds) = (&mut dz[r.clone()], &mut ds[r]);
+                let (dz, ds) = (&mut dz[rg.clone()], &mut ds[rg.clone()]);
                 if ACC {
                     for (a, b) in dz.iter_mut().zip(t1.iter()) {
                         *a += b;
@@ -1109,8 +1162,33 @@ impl<C: Cols> Kkt<'_, C> {
                     dz.copy_from_slice(t1);
                     w.apply::<false, _>(D, t2, ds);
                 }
+                if RES {
+                    for (row, zi) in G.chunks_exact(n).zip(dz.iter()) {
+                        let row = &row[..n];
+                        for j in 0..n {
+                            acc[j] += row[j] * zi;
+                        }
+                    }
+                    for ((e, b), si) in ez[rg.clone()].iter_mut().zip(bz).zip(ds.iter()) {
+                        *e = (b - *e) - si;
+                        r = fmax(r, e.abs());
+                    }
+                    w.apply::<false, _>(D, dz, t1);
+                    w.apply::<true, _>(D, ds, t2);
+                    for (((e, b), a1), a2) in ec[rg].iter_mut().zip(bc).zip(t1.iter()).zip(t2.iter()) {
+                        *e = (b - a1) - a2;
+                        r = fmax(r, e.abs());
+                    }
+                }
             })
         }
+        if RES {
+            for ((e, b), a) in ex[..n].iter_mut().zip(bx).zip(acc.iter()) {
+                *e = b - a;
+                r = fmax(r, e.abs());
+            }
+        }
+        r
     }
 
     /// Residuals of the unreduced system, `ex = bx − GᵀΔz`,
@@ -1181,7 +1259,6 @@ fn step_pass(W: &ScalingView<'_>, s: &[f64], z: &[f64], ds: &[f64], dz: &[f64]) 
             if dz[i] < 0.0 {
                 t = fmin(t, -z[i] / dz[i]);
             }
-            finite &= (ds[i] - ds[i]) == 0.0 && (dz[i] - dz[i]) == 0.0;
             cross += s[i] * dz[i] + z[i] * ds[i];
             dd += ds[i] * dz[i];
         }
@@ -1191,13 +1268,18 @@ fn step_pass(W: &ScalingView<'_>, s: &[f64], z: &[f64], ds: &[f64], dz: &[f64]) 
             let r = st..st + D.n();
             let (s, z, ds, dz) = (&s[r.clone()], &z[r.clone()], &ds[r.clone()], &dz[r]);
             t = fmin(fmin(t, soc_max_step(D, s, ds)), soc_max_step(D, z, dz));
-            finite &= ds.iter().chain(dz).all(|v| (v - v) == 0.0);
             cross += dotn(D, s, dz) + dotn(D, z, ds);
             dd += dotn(D, ds, dz);
         })
     }
+    // s and z are finite and interior: a non-finite entry of Δs or Δz makes
+    // sᵀΔz + zᵀΔs or ΔsᵀΔz non-finite (inf·0 and inf − inf are NaN)
+    finite &= cross.is_finite() && dd.is_finite();
     (t, finite, cross, dd)
 }
+
+#[doc(hidden)]
+pub static STATS: [std::sync::atomic::AtomicUsize; 24] = [const { std::sync::atomic::AtomicUsize::new(0) }; 24];
 
 fn solve_once<C: Cols>(
     cols: C,
@@ -1412,24 +1494,38 @@ fn solve_once<C: Cols>(
                 })
             }
             kkt.solve_dx::<false>(bx, u, dx, ex);
-            kkt.back_pass::<false>(dx, bz, bc, ds, dz, t1, t2);
+            // the first refinement round's residuals come with the direction
+            let fused = rounds > 0 && n <= 8;
+            let r0 = if fused {
+                kkt.back_pass::<false, true>(dx, bz, bc, ds, dz, t1, t2, (bx, ex, ez, ec))
+            } else {
+                kkt.back_pass::<false, false>(dx, bz, bc, ds, dz, t1, t2, (&[], &mut [], &mut [], &mut []))
+            };
             if rounds == 0 {
                 return;
             }
-            let scale = amax(bx).max(amax(bz)).max(amax(bc)).max(1.0);
-            for _ in 0..rounds {
-                let r = kkt.residual_pass((bx, bz, bc), (dx, ds, dz), (ex, ez, ec), t1, t2);
+            // (the residual of the iterate is max(‖bx‖∞, ‖bz‖∞))
+            let scale = fmax(fmax(residual, amax(bc)), 1.0);
+            for round in 0..rounds {
+                let r = if round == 0 && fused {
+                    r0
+                } else {
+                    kkt.residual_pass((bx, bz, bc), (dx, ds, dz), (ex, ez, ec), t1, t2)
+                };
                 // skip when the direction already solves the system to
                 // round-off (early, well-conditioned iterations)
                 if r <= 1e-15 * scale {
+                    STATS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     break;
                 }
+                STATS[1 + (mu.log10().clamp(-14.0, 2.0) + 14.0) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 kkt.u_pass(ez, ec, u, t1);
                 kkt.solve_dx::<true>(ex, u, dx, cx);
-                kkt.back_pass::<true>(cx, ez, ec, ds, dz, t1, u);
+                kkt.back_pass::<true, false>(cx, ez, ec, ds, dz, t1, u, (&[], &mut [], &mut [], &mut []));
             }
         };
 
+        STATS[20 + centering.is_some() as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
