@@ -320,6 +320,27 @@ impl Cols for Dynamic {
     }
 }
 
+/// Runs `$body` with `$D` bound to the block size `$d` as a [`Cols`]
+/// (`Fixed<3>`, `Fixed<4>` or `Dynamic`).
+macro_rules! with_block_size {
+    ($d:expr, $D:ident => $body:block) => {
+        match $d {
+            3 => {
+                let $D = Fixed::<3>;
+                $body
+            }
+            4 => {
+                let $D = Fixed::<4>;
+                $body
+            }
+            d => {
+                let $D = Dynamic(d);
+                $body
+            }
+        }
+    };
+}
+
 #[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0.0, |acc, (x, y)| acc + x * y)
@@ -330,9 +351,30 @@ fn norm(a: &[f64]) -> f64 {
     dot(a, a).sqrt()
 }
 
+/// `max(acc, v)` in one instruction (a NaN `v` is skipped, as by
+/// `f64::max`).
+#[inline(always)]
+fn fmax(acc: f64, v: f64) -> f64 {
+    if v > acc {
+        v
+    } else {
+        acc
+    }
+}
+
+/// `min(acc, v)` in one instruction (a NaN `v` is skipped).
+#[inline(always)]
+fn fmin(acc: f64, v: f64) -> f64 {
+    if v < acc {
+        v
+    } else {
+        acc
+    }
+}
+
 #[inline(always)]
 fn amax(a: &[f64]) -> f64 {
-    a.iter().fold(0.0, |acc: f64, v| acc.max(v.abs()))
+    a.iter().fold(0.0, |acc, v| fmax(acc, v.abs()))
 }
 
 /// `a · b` over the n columns.
@@ -360,12 +402,18 @@ fn gemv<C: Cols>(c: C, G: &[f64], x: &[f64], y: &mut [f64]) {
 fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
     let n = c.n();
     let y = &mut y[..n];
-    y.fill(0.0);
+    // accumulate on the stack (registers) for small n
+    let mut acc_buf = [0.0_f64; 8];
+    let acc = if n <= 8 { &mut acc_buf[..n] } else { &mut *y };
+    acc.fill(0.0);
     for (row, zi) in G.chunks_exact(n).zip(z) {
         let row = &row[..n];
         for j in 0..n {
-            y[j] += row[j] * zi;
+            acc[j] += row[j] * zi;
         }
+    }
+    if n <= 8 {
+        y.copy_from_slice(&acc_buf[..n]);
     }
 }
 
@@ -374,13 +422,18 @@ fn gemtv<C: Cols>(c: C, G: &[f64], z: &[f64], y: &mut [f64]) {
 fn gemv_gemtv<C: Cols>(c: C, G: &[f64], x: &[f64], z: &[f64], ym: &mut [f64], yn: &mut [f64]) {
     let n = c.n();
     let yn = &mut yn[..n];
-    yn.fill(0.0);
+    let mut acc_buf = [0.0_f64; 8];
+    let acc = if n <= 8 { &mut acc_buf[..n] } else { &mut *yn };
+    acc.fill(0.0);
     for ((row, yi), zi) in G.chunks_exact(n).zip(ym.iter_mut()).zip(z) {
         let row = &row[..n];
         *yi = dotn(c, row, x);
         for j in 0..n {
-            yn[j] += row[j] * zi;
+            acc[j] += row[j] * zi;
         }
+    }
+    if n <= 8 {
+        yn.copy_from_slice(&acc_buf[..n]);
     }
 }
 
@@ -489,13 +542,15 @@ impl Scaling {
         size(&mut self.eta_inv, ns);
         size(&mut self.q, ns);
         size(&mut self.wb, m - no);
-        let mut ok = true;
+        // every w finite and positive ⇔ every w and 1/w finite (w = √· is
+        // NaN or ≥ 0) ⇔ their sum is finite
+        let mut sum = 0.0;
         for (((w, wi), si), zi) in self.w.iter_mut().zip(self.wi.iter_mut()).zip(&s[..no]).zip(&z[..no]) {
             *w = (si / zi).sqrt();
             *wi = 1.0 / *w;
-            ok &= w.is_finite() && *w > 0.0;
+            sum += *w + *wi;
         }
-        if !ok {
+        if !sum.is_finite() {
             return false;
         }
         for (b, (st, d)) in layout.soc_blocks().enumerate() {
@@ -631,34 +686,42 @@ impl ScalingView<'_> {
     #[inline(always)]
     fn normal_matrix<C: Cols>(&self, c: C, G: &[f64], wig: &mut [f64], H: &mut [f64]) {
         let n = c.n();
-        let no = self.no;
         H[..n * n].fill(0.0);
-        // orthant rows: W⁻² = diag(1/w²)
-        for (row, wi) in G.chunks_exact(n).zip(self.wi) {
-            add_outer(c, row, wi * wi, H);
+        // orthant rows: W⁻² = diag(1/w²) (accumulated on the stack, in
+        // registers, for small n)
+        if n <= 6 {
+            let mut acc = [0.0_f64; 36];
+            for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+                add_outer(c, row, wi * wi, &mut acc);
+            }
+            H[..n * n].copy_from_slice(&acc[..n * n]);
+        } else {
+            for (row, wi) in G.chunks_exact(n).zip(self.wi) {
+                add_outer(c, row, wi * wi, H);
+            }
         }
         // second-order cones: W⁻¹ applied to each column of the block
-        let mut st = no;
-        for (b, &d) in self.soc.iter().enumerate() {
-            let wb = &self.wb[st - no..st - no + d];
-            let (k, q) = (self.eta_inv[b], self.q[b]);
-            let (gb, blk) = (&G[st * n..(st + d) * n], &mut wig[st * n..(st + d) * n]);
-            st += d;
-            for j in 0..n {
-                let v0 = gb[j];
-                let mut w1v1 = 0.0;
-                for r in 1..d {
-                    w1v1 += wb[r] * gb[r * n + j];
+        for (st, w) in self.socs() {
+            with_block_size!(w.wb.len(), D => {
+                let d = D.n();
+                let (gb, blk) = (&G[st * n..(st + d) * n], &mut wig[st * n..(st + d) * n]);
+                let wb = &w.wb[..d];
+                for j in 0..n {
+                    let v0 = gb[j];
+                    let mut w1v1 = 0.0;
+                    for r in 1..d {
+                        w1v1 += wb[r] * gb[r * n + j];
+                    }
+                    blk[j] = w.eta_inv * (wb[0] * v0 - w1v1);
+                    let cc = -v0 + w1v1 * w.q;
+                    for r in 1..d {
+                        blk[r * n + j] = w.eta_inv * (gb[r * n + j] + cc * wb[r]);
+                    }
                 }
-                blk[j] = k * (wb[0] * v0 - w1v1);
-                let cc = -v0 + w1v1 * q;
-                for r in 1..d {
-                    blk[r * n + j] = k * (gb[r * n + j] + cc * wb[r]);
+                for row in blk.chunks_exact(n) {
+                    add_outer(c, row, 1.0, H);
                 }
-            }
-            for row in blk.chunks_exact(n) {
-                add_outer(c, row, 1.0, H);
-            }
+            })
         }
     }
 }
@@ -693,11 +756,11 @@ pub struct SolveStats {
 /// earlier one allocates nothing (faer's scratch, Pinocchio's `Data`).
 #[derive(Clone, Debug, Default)]
 pub struct SolverWorkspace {
-    /// n-vectors: x, rx, bx, Δx, Δx_a, ex, cx.
-    vn: [Vec<f64>; 7],
-    /// m-vectors: s, z, e, rz, bz, λ, λ∘λ, rc, Δs, Δz, Δs_a, Δz_a, bc, ez,
-    /// ec, cs, cz, t1, t2.
-    vm: [Vec<f64>; 19],
+    /// n-vectors: x, bx, Δx, Δx_a, ex, cx.
+    vn: [Vec<f64>; 6],
+    /// m-vectors: s, z, bz, λ, λ∘λ, Δs, Δz, Δs_a, Δz_a, bc, u, ez, ec, t1,
+    /// t2.
+    vm: [Vec<f64>; 15],
     /// `G`, row-major m × n.
     g: Vec<f64>,
     /// Second-order-cone rows of `W⁻¹G`, row-major m × n.
@@ -831,151 +894,392 @@ fn solve_retry<C: Cols>(
     }
 }
 
-/// Scratch vectors of one Newton solve.
-struct Scratch<'a> {
-    bc: &'a mut [f64],
-    ex: &'a mut [f64],
-    ez: &'a mut [f64],
-    ec: &'a mut [f64],
-    cx: &'a mut [f64],
-    cs: &'a mut [f64],
-    cz: &'a mut [f64],
-    t1: &'a mut [f64],
-    t2: &'a mut [f64],
+// --- the iteration, in fused passes: every pass visits the orthant rows
+// (W diagonal, formulas per entry) and then each second-order cone (formulas
+// per block, compiled for the block sizes 3 and 4 of the primitives), so
+// that one iteration reads the m-vectors about a dozen times.
+
+/// `out = u ∘ v` on one second-order cone.
+#[inline(always)]
+fn soc_jordan<D: Cols>(dim: D, u: &[f64], v: &[f64], out: &mut [f64]) {
+    let d = dim.n();
+    let (u, v, out) = (&u[..d], &v[..d], &mut out[..d]);
+    out[0] = dotn(dim, u, v);
+    for j in 1..d {
+        out[j] = u[0] * v[j] + v[0] * u[j];
+    }
+}
+
+/// `x` with `u ∘ x = r` on one second-order cone (u interior).
+#[inline(always)]
+fn soc_jordan_div<D: Cols>(dim: D, u: &[f64], r: &[f64], x: &mut [f64]) {
+    let d = dim.n();
+    let (u, r, x) = (&u[..d], &r[..d], &mut x[..d]);
+    let u0 = u[0];
+    let mut u1r1 = 0.0;
+    let mut u1u1 = 0.0;
+    for j in 1..d {
+        u1r1 += u[j] * r[j];
+        u1u1 += u[j] * u[j];
+    }
+    let det = u0 * u0 - u1u1;
+    let x0 = (u0 * r[0] - u1r1) / det;
+    x[0] = x0;
+    let u0_inv = 1.0 / u0;
+    for j in 1..d {
+        x[j] = (r[j] - x0 * u[j]) * u0_inv;
+    }
+}
+
+/// Largest step `t` with `u + tΔ` in one second-order cone (u interior).
+#[inline(always)]
+fn soc_max_step<D: Cols>(dim: D, u: &[f64], du: &[f64]) -> f64 {
+    let d = dim.n();
+    let (u, du) = (&u[..d], &du[..d]);
+    // f(t) = (u₀ + tΔ₀)² − ‖u₁ + tΔ₁‖² = a t² + b t + c, c > 0.
+    let (mut a, mut b, mut c) = (du[0] * du[0], u[0] * du[0], u[0] * u[0]);
+    for j in 1..d {
+        a -= du[j] * du[j];
+        b -= u[j] * du[j];
+        c -= u[j] * u[j];
+    }
+    b *= 2.0;
+    let mut t = smallest_positive_root(a, b, c);
+    // the cone is the branch u₀ + tΔ₀ ≥ 0
+    if du[0] < 0.0 {
+        t = fmin(t, -u[0] / du[0]);
+    }
+    t
+}
+
+/// One second-order cone's scaling.
+#[derive(Clone, Copy)]
+struct SocW<'a> {
+    wb: &'a [f64],
+    eta: f64,
+    eta_inv: f64,
+    q: f64,
+}
+
+impl SocW<'_> {
+    /// `out = W v` (`INV`: `W⁻¹ v`) on the block.
+    #[inline(always)]
+    fn apply<const INV: bool, D: Cols>(&self, dim: D, v: &[f64], out: &mut [f64]) {
+        let d = dim.n();
+        let (wb, v, out) = (&self.wb[..d], &v[..d], &mut out[..d]);
+        let mut w1v1 = 0.0;
+        for j in 1..d {
+            w1v1 += wb[j] * v[j];
+        }
+        let (k, c) = if INV {
+            out[0] = self.eta_inv * (wb[0] * v[0] - w1v1);
+            (self.eta_inv, -v[0] + w1v1 * self.q)
+        } else {
+            out[0] = self.eta * (wb[0] * v[0] + w1v1);
+            (self.eta, v[0] + w1v1 * self.q)
+        };
+        for j in 1..d {
+            out[j] = k * (v[j] + c * wb[j]);
+        }
+    }
+}
+
+impl<'a> ScalingView<'a> {
+    /// `(w, 1/w)` of the orthant rows, as slices of length `no`.
+    #[inline(always)]
+    fn orth(&self) -> (&'a [f64], &'a [f64]) {
+        (&self.w[..self.no], &self.wi[..self.no])
+    }
+
+    /// `(start, scaling)` of each second-order cone.
+    #[inline(always)]
+    fn socs(&self) -> impl Iterator<Item = (usize, SocW<'a>)> + 'a {
+        let (no, soc, wb) = (self.no, self.soc, self.wb);
+        let (eta, eta_inv, q) = (self.eta, self.eta_inv, self.q);
+        let mut st = no;
+        soc.iter().zip(eta.iter().zip(eta_inv).zip(q)).map(move |(&d, ((&eta, &eta_inv), &q))| {
+            let blk = (st, SocW { wb: &wb[st - no..st - no + d], eta, eta_inv, q });
+            st += d;
+            blk
+        })
+    }
+}
+
+/// Right-hand side of the complementarity row `λ ∘ (WΔz + W⁻¹Δs) = rc`.
+#[derive(Clone, Copy)]
+enum Rhs {
+    /// Predictor: `rc = −λ∘λ`.
+    Affine,
+    /// Corrector: `rc = −λ∘λ − (W⁻¹Δs_a) ∘ (WΔz_a) + σμe`.
+    Corrector(f64),
+    /// Centering towards `s ∘ z = μe`: `rc = μe − λ∘λ`.
+    Centering(f64),
 }
 
 /// The Newton system of one iteration: G, the scaling and the Cholesky
-/// factor of `GᵀW⁻²G`.
+/// factor of `H = GᵀW⁻²G`. Solves
+///
+/// ```text
+/// GᵀΔz = bx,   GΔx + Δs = bz,   WΔz + W⁻¹Δs = bc
+/// ```
+///
+/// through the reduced system `H Δx = bx + Gᵀu`, `u = W⁻¹(W⁻¹bz − bc)`,
+/// then `Δz = W⁻¹(W⁻¹(GΔx − bz) + bc)`, `Δs = W(bc − WΔz)`.
 struct Kkt<'a, C: Cols> {
     cols: C,
     G: &'a [f64],
-    layout: &'a ConeLayout,
     W: ScalingView<'a>,
     chol: &'a [f64],
 }
 
 impl<C: Cols> Kkt<'_, C> {
-    /// Solves  GᵀΔz = bx,  GΔx + Δs = bz,  WΔz + W⁻¹Δs = bc  through the
-    /// reduced system H Δx = bx + GᵀW⁻¹(W⁻¹bz − bc), H = GᵀW⁻²G.
+    /// `u = W⁻¹(W⁻¹bz − bc)`.
+    #[inline(always)]
+    fn u_pass(&self, bz: &[f64], bc: &[f64], u: &mut [f64], t: &mut [f64]) {
+        let W = self.W;
+        let (no, wi) = (W.no, W.orth().1);
+        for (((ui, b), c), wi) in u[..no].iter_mut().zip(&bz[..no]).zip(&bc[..no]).zip(wi) {
+            *ui = (b * wi - c) * wi;
+        }
+        for (st, w) in W.socs() {
+            with_block_size!(w.wb.len(), D => {
+                let r = st..st + D.n();
+                let t = &mut t[r.clone()];
+                w.apply::<true, _>(D, &bz[r.clone()], t);
+                for (tj, bj) in t.iter_mut().zip(&bc[r.clone()]) {
+                    *tj -= bj;
+                }
+                w.apply::<true, _>(D, t, &mut u[r]);
+            })
+        }
+    }
+
+    /// `dx = H⁻¹ (bx + Gᵀu)` (`ACC`: added to dx).
+    #[inline(always)]
+    fn solve_dx<const ACC: bool>(&self, bx: &[f64], u: &[f64], dx: &mut [f64], tmp: &mut [f64]) {
+        let n = self.cols.n();
+        gemtv(self.cols, self.G, u, tmp);
+        for (t, b) in tmp[..n].iter_mut().zip(bx) {
+            *t += b;
+        }
+        cholesky_solve(self.cols, self.chol, tmp);
+        for (d, t) in dx[..n].iter_mut().zip(&tmp[..n]) {
+            *d = if ACC { *d + t } else { *t };
+        }
+    }
+
+    /// `Δz = W⁻¹(W⁻¹(GΔx − bz) + bc)`, `Δs = W(bc − WΔz)` (`ACC`: added to
+    /// Δz, Δs). With `RES` (and not `ACC`) the same pass also computes the
+    /// residuals of [`Kkt::residual_pass`] (bit for bit the same values,
+    /// without a second pass over G) into `res = (bx, ex, ez, ec)` and
+    /// returns their largest magnitude.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn reduced(
+    fn back_pass<const ACC: bool, const RES: bool>(
         &self,
-        bx: &[f64],
+        dx: &[f64],
         bz: &[f64],
         bc: &[f64],
-        dx: &mut [f64],
         ds: &mut [f64],
         dz: &mut [f64],
         t1: &mut [f64],
         t2: &mut [f64],
-    ) {
-        let (cols, G, W) = (self.cols, self.G, self.W);
-        let (n, m, no) = (cols.n(), bz.len(), W.no);
-        // u = W⁻¹(W⁻¹bz − bc)
-        for i in 0..no {
-            t1[i] = (bz[i] * W.wi[i] - bc[i]) * W.wi[i];
-        }
-        if no < m {
-            W.apply_soc::<true>(bz, t2);
-            for i in no..m {
-                t2[i] -= bc[i];
-            }
-            W.apply_soc::<true>(t2, t1);
-        }
-        // Δx = H⁻¹ (bx + Gᵀu)
-        gemtv(cols, G, t1, dx);
-        for (d, b) in dx[..n].iter_mut().zip(bx) {
-            *d += b;
-        }
-        cholesky_solve(cols, self.chol, dx);
-        // Δz = W⁻¹(W⁻¹(GΔx − bz) + bc),  Δs = W(bc − WΔz)
-        for (i, row) in G[..no * n].chunks_exact(n).enumerate() {
-            let v = dotn(cols, row, dx) - bz[i];
-            let zi = (v * W.wi[i] + bc[i]) * W.wi[i];
-            dz[i] = zi;
-            ds[i] = (bc[i] - zi * W.w[i]) * W.w[i];
-        }
-        if no < m {
-            for (i, row) in G.chunks_exact(n).enumerate().skip(no) {
-                t1[i] = dotn(cols, row, dx) - bz[i];
-            }
-            W.apply_soc::<true>(t1, t2);
-            for i in no..m {
-                t2[i] += bc[i];
-            }
-            W.apply_soc::<true>(t2, dz);
-            W.apply_soc::<false>(dz, t1);
-            for i in no..m {
-                t1[i] = bc[i] - t1[i];
-            }
-            W.apply_soc::<false>(t1, ds);
-        }
-    }
-
-    /// The Newton direction for the complementarity right-hand side
-    /// `λ ∘ (WΔz + W⁻¹Δs) = rc`, with `rounds` rounds of iterative
-    /// refinement on the unreduced system (the reduced matrix is
-    /// ill-conditioned near the solution).
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn newton(
-        &self,
-        bx: &[f64],
-        bz: &[f64],
-        lambda: &[f64],
-        rc: &[f64],
-        rounds: usize,
-        dx: &mut [f64],
-        ds: &mut [f64],
-        dz: &mut [f64],
-        sc: &mut Scratch<'_>,
-    ) {
-        let (cols, G, W) = (self.cols, self.G, self.W);
-        let (m, no) = (rc.len(), W.no);
-        self.layout.jordan_div_into(lambda, rc, sc.bc);
-        self.reduced(bx, bz, sc.bc, dx, ds, dz, sc.t1, sc.t2);
-        if rounds == 0 {
-            return;
-        }
-        let scale = amax(bx).max(amax(bz)).max(amax(sc.bc)).max(1.0);
-        for _ in 0..rounds {
-            // residuals of the unreduced system
-            gemv_gemtv(cols, G, dx, dz, sc.ez, sc.ex);
-            for (e, b) in sc.ex.iter_mut().zip(bx) {
-                *e = b - *e;
-            }
-            for i in 0..m {
-                sc.ez[i] = (bz[i] - sc.ez[i]) - ds[i];
-            }
-            for i in 0..no {
-                sc.ec[i] = (sc.bc[i] - dz[i] * W.w[i]) - ds[i] * W.wi[i];
-            }
-            if no < m {
-                W.apply_soc::<false>(dz, sc.t1);
-                W.apply_soc::<true>(ds, sc.t2);
-                for i in no..m {
-                    sc.ec[i] = (sc.bc[i] - sc.t1[i]) - sc.t2[i];
+        res: (&[f64], &mut [f64], &mut [f64], &mut [f64]),
+    ) -> f64 {
+        let (cols, W) = (self.cols, self.W);
+        let n = cols.n();
+        let no = W.no;
+        let (bx, ex, ez, ec) = res;
+        let mut r = 0.0_f64;
+        // Gᵀ Δz (RES needs n ≤ 8)
+        let mut acc_buf = [0.0_f64; 8];
+        let acc = &mut acc_buf[..if RES { n } else { 0 }];
+        {
+            let (w_o, wi_o) = W.orth();
+            let (bz_o, bc_o, dz_o, ds_o) = (&bz[..no], &bc[..no], &mut dz[..no], &mut ds[..no]);
+            let (ez_o, ec_o) = if RES { (&mut ez[..no], &mut ec[..no]) } else { (&mut [][..], &mut [][..]) };
+            for (i, row) in self.G[..no * n].chunks_exact(n).enumerate() {
+                let (w, wi) = (w_o[i], wi_o[i]);
+                let gdx = dotn(cols, row, dx);
+                let v = gdx - bz_o[i];
+                let zi = (v * wi + bc_o[i]) * wi;
+                let si = (bc_o[i] - zi * w) * w;
+                if ACC {
+                    dz_o[i] += zi;
+                    ds_o[i] += si;
+                } else {
+                    dz_o[i] = zi;
+                    ds_o[i] = si;
+                }
+                if RES {
+                    let row = &row[..n];
+                    for j in 0..n {
+                        acc[j] += row[j] * zi;
+                    }
+                    let e = (bz_o[i] - gdx) - si;
+                    let c = (bc_o[i] - zi * w) - si * wi;
+                    ez_o[i] = e;
+                    ec_o[i] = c;
+                    r = fmax(fmax(r, e.abs()), c.abs());
                 }
             }
-            // skip when the direction already solves the system to
-            // round-off (early, well-conditioned iterations)
-            if amax(sc.ex).max(amax(sc.ez)).max(amax(sc.ec)) <= 1e-15 * scale {
-                break;
-            }
-            self.reduced(sc.ex, sc.ez, sc.ec, sc.cx, sc.cs, sc.cz, sc.t1, sc.t2);
-            for (d, c) in dx.iter_mut().zip(sc.cx.iter()) {
-                *d += c;
-            }
-            for (d, c) in ds.iter_mut().zip(sc.cs.iter()) {
-                *d += c;
-            }
-            for (d, c) in dz.iter_mut().zip(sc.cz.iter()) {
-                *d += c;
+        }
+        for (st, w) in W.socs() {
+            with_block_size!(w.wb.len(), D => {
+                let d = D.n();
+                let rg = st..st + d;
+                let (t1, t2) = (&mut t1[rg.clone()], &mut t2[rg.clone()]);
+                let (bz, bc) = (&bz[rg.clone()], &bc[rg.clone()]);
+                let G = &self.G[st * n..(st + d) * n];
+                for ((t, row), b) in t1.iter_mut().zip(G.chunks_exact(n)).zip(bz) {
+                    *t = dotn(cols, row, dx) - b;
+                }
+                if RES {
+                    // GΔx, for ez
+                    for (e, row) in ez[rg.clone()].iter_mut().zip(G.chunks_exact(n)) {
+                        *e = dotn(cols, row, dx);
+                    }
+                }
+                w.apply::<true, _>(D, t1, t2);
+                for (tj, bj) in t2.iter_mut().zip(bc) {
+                    *tj += bj;
+                }
+                w.apply::<true, _>(D, t2, t1); // t1 = Δz
+                w.apply::<false, _>(D, t1, t2);
+                for (tj, bj) in t2.iter_mut().zip(bc) {
+                    *tj = bj - *tj;
+                }
+                let (dz, ds) = (&mut dz[rg.clone()], &mut ds[rg.clone()]);
+                if ACC {
+                    for (a, b) in dz.iter_mut().zip(t1.iter()) {
+                        *a += b;
+                    }
+                    w.apply::<false, _>(D, t2, t1); // t1 = Δs
+                    for (a, b) in ds.iter_mut().zip(t1.iter()) {
+                        *a += b;
+                    }
+                } else {
+                    dz.copy_from_slice(t1);
+                    w.apply::<false, _>(D, t2, ds);
+                }
+                if RES {
+                    for (row, zi) in G.chunks_exact(n).zip(dz.iter()) {
+                        let row = &row[..n];
+                        for j in 0..n {
+                            acc[j] += row[j] * zi;
+                        }
+                    }
+                    for ((e, b), si) in ez[rg.clone()].iter_mut().zip(bz).zip(ds.iter()) {
+                        *e = (b - *e) - si;
+                        r = fmax(r, e.abs());
+                    }
+                    w.apply::<false, _>(D, dz, t1);
+                    w.apply::<true, _>(D, ds, t2);
+                    for (((e, b), a1), a2) in ec[rg].iter_mut().zip(bc).zip(t1.iter()).zip(t2.iter()) {
+                        *e = (b - a1) - a2;
+                        r = fmax(r, e.abs());
+                    }
+                }
+            })
+        }
+        if RES {
+            for ((e, b), a) in ex[..n].iter_mut().zip(bx).zip(acc.iter()) {
+                *e = b - a;
+                r = fmax(r, e.abs());
             }
         }
+        r
+    }
+
+    /// Residuals of the unreduced system, `ex = bx − GᵀΔz`,
+    /// `ez = bz − GΔx − Δs`, `ec = bc − WΔz − W⁻¹Δs`; returns their largest
+    /// magnitude.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn residual_pass(
+        &self,
+        (bx, bz, bc): (&[f64], &[f64], &[f64]),
+        (dx, ds, dz): (&[f64], &[f64], &[f64]),
+        (ex, ez, ec): (&mut [f64], &mut [f64], &mut [f64]),
+        t1: &mut [f64],
+        t2: &mut [f64],
+    ) -> f64 {
+        let (cols, W) = (self.cols, self.W);
+        let (m, no) = (bz.len(), W.no);
+        gemv_gemtv(cols, self.G, dx, dz, ez, ex);
+        let mut r = 0.0_f64;
+        for (e, b) in ex.iter_mut().zip(bx) {
+            *e = b - *e;
+            r = fmax(r, e.abs());
+        }
+        let (ds, ez) = (&ds[..m], &mut ez[..m]);
+        for ((e, b), d) in ez.iter_mut().zip(bz).zip(ds) {
+            *e = (b - *e) - d;
+            r = fmax(r, e.abs());
+        }
+        {
+            let (ec, bc, dz, ds) = (&mut ec[..no], &bc[..no], &dz[..no], &ds[..no]);
+            let (w, wi) = W.orth();
+            for i in 0..no {
+                ec[i] = (bc[i] - dz[i] * w[i]) - ds[i] * wi[i];
+                r = fmax(r, ec[i].abs());
+            }
+        }
+        for (st, w) in W.socs() {
+            with_block_size!(w.wb.len(), D => {
+                let rg = st..st + D.n();
+                let (t1, t2) = (&mut t1[rg.clone()], &mut t2[rg.clone()]);
+                w.apply::<false, _>(D, &dz[rg.clone()], t1);
+                w.apply::<true, _>(D, &ds[rg.clone()], t2);
+                for (((e, b), a1), a2) in ec[rg.clone()].iter_mut().zip(&bc[rg]).zip(t1.iter()).zip(t2.iter()) {
+                    *e = (b - a1) - a2;
+                    r = fmax(r, e.abs());
+                }
+            })
+        }
+        r
     }
 }
+
+/// Largest step along `(Δs, Δz)` keeping `(s, z)` in the cone, whether
+/// every entry of the direction is finite, and `(sᵀΔz + zᵀΔs, ΔsᵀΔz)`.
+#[inline(always)]
+fn step_pass(W: &ScalingView<'_>, s: &[f64], z: &[f64], ds: &[f64], dz: &[f64]) -> (f64, bool, f64, f64) {
+    let no = W.no;
+    let mut t = f64::INFINITY;
+    let mut finite = true;
+    let (mut cross, mut dd) = (0.0, 0.0);
+    {
+        let (s, z, ds, dz) = (&s[..no], &z[..no], &ds[..no], &dz[..no]);
+        for i in 0..no {
+            // −s/Δs only where Δs < 0 (the division is skipped otherwise)
+            if ds[i] < 0.0 {
+                t = fmin(t, -s[i] / ds[i]);
+            }
+            if dz[i] < 0.0 {
+                t = fmin(t, -z[i] / dz[i]);
+            }
+            cross += s[i] * dz[i] + z[i] * ds[i];
+            dd += ds[i] * dz[i];
+        }
+    }
+    for (st, w) in W.socs() {
+        with_block_size!(w.wb.len(), D => {
+            let r = st..st + D.n();
+            let (s, z, ds, dz) = (&s[r.clone()], &z[r.clone()], &ds[r.clone()], &dz[r]);
+            t = fmin(fmin(t, soc_max_step(D, s, ds)), soc_max_step(D, z, dz));
+            cross += dotn(D, s, dz) + dotn(D, z, ds);
+            dd += dotn(D, ds, dz);
+        })
+    }
+    // s and z are finite and interior: a non-finite entry of Δs or Δz makes
+    // sᵀΔz + zᵀΔs or ΔsᵀΔz non-finite (inf·0 and inf − inf are NaN)
+    finite &= cross.is_finite() && dd.is_finite();
+    (t, finite, cross, dd)
+}
+
+#[doc(hidden)]
+pub static STATS: [std::sync::atomic::AtomicUsize; 24] = [const { std::sync::atomic::AtomicUsize::new(0) }; 24];
 
 fn solve_once<C: Cols>(
     cols: C,
@@ -986,30 +1290,21 @@ fn solve_once<C: Cols>(
     params: &ConicParams,
 ) -> Result<SolveStats, ProximityError> {
     let (m, n) = (layout.dim(), cols.n());
+    let no = layout.n_orthant;
     let SolverWorkspace { vn, vm, g, wig, chol, scaling } = ws;
-    let [x, rx, bx, dx, dx_a, ex, cx] = vn;
-    let [s, z, e, rz, bz, lambda, ll, rc, ds, dz, ds_a, dz_a, bc, ez, ec, cs, cz, t1, t2] = vm;
-    let (x, rx, bx, dx, dx_a) = (&mut x[..n], &mut rx[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
-    let (s, z, e, rz, bz) = (&mut s[..m], &mut z[..m], &mut e[..m], &mut rz[..m], &mut bz[..m]);
-    let (lambda, ll, rc) = (&mut lambda[..m], &mut ll[..m], &mut rc[..m]);
+    let [x, bx, dx, dx_a, ex, cx] = vn;
+    let [s, z, bz, lambda, ll, ds, dz, ds_a, dz_a, bc, u, ez, ec, t1, t2] = vm;
+    let (x, bx, dx, dx_a) = (&mut x[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
+    let (ex, cx) = (&mut ex[..n], &mut cx[..n]);
+    let (s, z, bz, lambda, ll) = (&mut s[..m], &mut z[..m], &mut bz[..m], &mut lambda[..m], &mut ll[..m]);
     let (ds, dz, ds_a, dz_a) = (&mut ds[..m], &mut dz[..m], &mut ds_a[..m], &mut dz_a[..m]);
-    let mut sc = Scratch {
-        bc: &mut bc[..m],
-        ex: &mut ex[..n],
-        ez: &mut ez[..m],
-        ec: &mut ec[..m],
-        cx: &mut cx[..n],
-        cs: &mut cs[..m],
-        cz: &mut cz[..m],
-        t1: &mut t1[..m],
-        t2: &mut t2[..m],
-    };
+    let (bc, u, ez, ec, t1, t2) = (&mut bc[..m], &mut u[..m], &mut ez[..m], &mut ec[..m], &mut t1[..m], &mut t2[..m]);
     let (G, wig, chol, c, h) = (&g[..m * n], &mut wig[..m * n], &mut chol[..n * n], &c[..n], &h[..m]);
     let nu = layout.degree() as f64;
-    layout.identity_into(e);
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
-    // --- initial point: x̂ = argmin ‖Gx − h‖, ẑ = argmin ‖z‖ s.t. Gᵀz + c = 0
+    // --- initial point: x̂ = argmin ‖Gx − h‖, ẑ = argmin ‖z‖ s.t. Gᵀz + c = 0,
+    // each shifted into the cone by (1 + a)e
     chol.fill(0.0);
     for row in G.chunks_exact(n) {
         add_outer(cols, row, 1.0, chol);
@@ -1028,12 +1323,15 @@ fn solve_once<C: Cols>(
     }
     cholesky_solve(cols, chol, dx);
     gemv(cols, G, dx, z);
-    for u in [&mut *s, &mut *z] {
-        let a = layout.interior_shift_of(u);
+    for v in [&mut *s, &mut *z] {
+        let a = layout.interior_shift_of(v);
         if a >= -1e-8 {
             let k = 1.0 + a.max(0.0);
-            for (ui, ei) in u.iter_mut().zip(e.iter()) {
-                *ui += ei * k;
+            for vi in &mut v[..no] {
+                *vi += k;
+            }
+            for (st, _) in layout.soc_blocks() {
+                v[st] += k;
             }
         }
     }
@@ -1050,23 +1348,35 @@ fn solve_once<C: Cols>(
     // ‖Δx‖∞ of the last centering step
     let mut last_dx = f64::INFINITY;
     for iter in 0..params.max_iters + params.centering {
-        // rx = c + Gᵀz, rz = s + Gx − h
-        gemv_gemtv(cols, G, x, z, rz, rx);
-        for (r, cj) in rx.iter_mut().zip(c) {
-            *r += cj;
+        // bx = −(c + Gᵀz), bz = −(s + Gx − h): minus the residuals
+        gemv_gemtv(cols, G, x, z, bz, bx);
+        for (b, cj) in bx.iter_mut().zip(c) {
+            *b = -(cj + *b);
         }
         for i in 0..m {
-            rz[i] = (s[i] + rz[i]) - h[i];
+            bz[i] = -((s[i] + bz[i]) - h[i]);
         }
         let gap = dot(s, z);
-        residual = amax(rx).max(amax(rz));
+        residual = amax(bx).max(amax(bz));
         if !(gap.is_finite() && residual.is_finite()) {
             return Err(no_conv(iter, residual));
         }
         let mu = gap / nu;
         if let Some((mu_c, done)) = centering {
-            layout.jordan_into(s, z, sc.t1);
-            let off = sc.t1.iter().zip(e.iter()).fold(0.0, |acc: f64, (v, ei)| acc.max((v - ei * mu_c).abs()));
+            // ‖s ∘ z − μ_c e‖∞
+            let mut off = 0.0_f64;
+            for (si, zi) in s[..no].iter().zip(&z[..no]) {
+                off = fmax(off, (si * zi - mu_c).abs());
+            }
+            for (st, d) in layout.soc_blocks() {
+                with_block_size!(d, D => {
+                    let r = st..st + D.n();
+                    let t = &mut t1[r.clone()];
+                    soc_jordan(D, &s[r.clone()], &z[r], t);
+                    t[0] -= mu_c;
+                    off = fmax(off, amax(t));
+                })
+            }
             let centred = residual <= params.tol_residual && (off <= 1e-6 * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
                 if residual <= 1e3 * params.tol_residual {
@@ -1095,66 +1405,152 @@ fn solve_once<C: Cols>(
             }
         };
 
+        // --- scaling, λ = Wz, λ∘λ, H = GᵀW⁻²G
         if !scaling.update(layout, s, z) {
             debug("scaling", iter);
             return fail(iter, residual);
         }
         let W = scaling.view(layout);
-        W.apply_w(z, lambda);
+        for (((l, q), zi), w) in lambda[..no].iter_mut().zip(&mut ll[..no]).zip(&z[..no]).zip(W.w) {
+            *l = zi * w;
+            *q = *l * *l;
+        }
+        for (st, w) in W.socs() {
+            with_block_size!(w.wb.len(), D => {
+                let r = st..st + D.n();
+                let l = &mut lambda[r.clone()];
+                w.apply::<false, _>(D, &z[r.clone()], l);
+                soc_jordan(D, l, l, &mut ll[r]);
+            })
+        }
         W.normal_matrix(cols, G, wig, chol);
         if !cholesky_in_place(cols, chol) {
             debug("cholesky", iter);
             return fail(iter, residual);
         }
-        let kkt = Kkt { cols, G, layout, W, chol };
-        for (b, r) in bx.iter_mut().zip(rx.iter()) {
-            *b = -r;
-        }
-        for (b, r) in bz.iter_mut().zip(rz.iter()) {
-            *b = -r;
-        }
+        let kkt = Kkt { cols, G, W, chol };
 
-        layout.jordan_into(lambda, lambda, ll);
+        // The Newton direction for one right-hand side, with `rounds`
+        // rounds of iterative refinement on the unreduced system (the
+        // reduced matrix is ill-conditioned near the solution).
+        let mut newton = |rhs: Rhs,
+                          rounds: usize,
+                          dx: &mut [f64],
+                          ds: &mut [f64],
+                          dz: &mut [f64],
+                          (ds_a, dz_a): (&[f64], &[f64])| {
+            // bc = λ \ rc and u = W⁻¹(W⁻¹bz − bc), one pass
+            {
+                let (ll, lambda, bz) = (&ll[..no], &lambda[..no], &bz[..no]);
+                let (bc, u) = (&mut bc[..no], &mut u[..no]);
+                let (w, wi) = W.orth();
+                let mut put = |i: usize, rc: f64| {
+                    let b = rc / lambda[i];
+                    bc[i] = b;
+                    u[i] = (bz[i] * wi[i] - b) * wi[i];
+                };
+                match rhs {
+                    Rhs::Affine => (0..no).for_each(|i| put(i, -ll[i])),
+                    Rhs::Corrector(smu) => {
+                        let (ds_a, dz_a) = (&ds_a[..no], &dz_a[..no]);
+                        (0..no).for_each(|i| put(i, (-ll[i] - (ds_a[i] * wi[i]) * (dz_a[i] * w[i])) + smu))
+                    }
+                    Rhs::Centering(mu_c) => (0..no).for_each(|i| put(i, mu_c - ll[i])),
+                }
+            }
+            for (st, w) in W.socs() {
+                with_block_size!(w.wb.len(), D => {
+                    let r = st..st + D.n();
+                    let (t1, t2) = (&mut t1[r.clone()], &mut t2[r.clone()]);
+                    let (ll, bc, u) = (&ll[r.clone()], &mut bc[r.clone()], &mut u[r.clone()]);
+                    match rhs {
+                        Rhs::Affine => {
+                            for (t, l) in t1.iter_mut().zip(ll) {
+                                *t = -l;
+                            }
+                        }
+                        Rhs::Corrector(smu) => {
+                            w.apply::<true, _>(D, &ds_a[r.clone()], t2);
+                            w.apply::<false, _>(D, &dz_a[r.clone()], u);
+                            soc_jordan(D, t2, u, t1);
+                            for (t, l) in t1.iter_mut().zip(ll) {
+                                *t = -l - *t;
+                            }
+                            t1[0] += smu;
+                        }
+                        Rhs::Centering(mu_c) => {
+                            for (t, l) in t1.iter_mut().zip(ll) {
+                                *t = -l;
+                            }
+                            t1[0] = mu_c - ll[0];
+                        }
+                    }
+                    soc_jordan_div(D, &lambda[r.clone()], t1, bc);
+                    w.apply::<true, _>(D, &bz[r], t2);
+                    for (t, b) in t2.iter_mut().zip(bc.iter()) {
+                        *t -= b;
+                    }
+                    w.apply::<true, _>(D, t2, u);
+                })
+            }
+            kkt.solve_dx::<false>(bx, u, dx, ex);
+            // the first refinement round's residuals come with the direction
+            let fused = rounds > 0 && n <= 8;
+            let r0 = if fused {
+                kkt.back_pass::<false, true>(dx, bz, bc, ds, dz, t1, t2, (bx, ex, ez, ec))
+            } else {
+                kkt.back_pass::<false, false>(dx, bz, bc, ds, dz, t1, t2, (&[], &mut [], &mut [], &mut []))
+            };
+            if rounds == 0 {
+                return;
+            }
+            // (the residual of the iterate is max(‖bx‖∞, ‖bz‖∞))
+            let scale = fmax(fmax(residual, amax(bc)), 1.0);
+            for round in 0..rounds {
+                let r = if round == 0 && fused {
+                    r0
+                } else {
+                    kkt.residual_pass((bx, bz, bc), (dx, ds, dz), (ex, ez, ec), t1, t2)
+                };
+                // skip when the direction already solves the system to
+                // round-off (early, well-conditioned iterations)
+                if r <= 1e-15 * scale {
+                    STATS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+                STATS[1 + (mu.log10().clamp(-14.0, 2.0) + 14.0) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                kkt.u_pass(ez, ec, u, t1);
+                kkt.solve_dx::<true>(ex, u, dx, cx);
+                kkt.back_pass::<true, false>(cx, ez, ec, ds, dz, t1, u, (&[], &mut [], &mut [], &mut []));
+            }
+        };
+
+        STATS[20 + centering.is_some() as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
-            for i in 0..m {
-                rc[i] = e[i] * mu_c - ll[i];
-            }
-            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
+            newton(Rhs::Centering(mu_c), params.refinement, dx, ds, dz, (&[], &[]));
             last_dx = amax(dx);
             (1.0, 0.0)
         } else {
-            // predictor
-            // (the predictor only sets σ and the second-order term: no refinement)
-            for i in 0..m {
-                rc[i] = -ll[i];
-            }
-            kkt.newton(bx, bz, lambda, rc, 0, dx_a, ds_a, dz_a, &mut sc);
-            let t_a = layout.max_step_of(s, ds_a).min(layout.max_step_of(z, dz_a)).min(1.0);
-            let mut rho = 0.0;
-            for i in 0..m {
-                rho += (s[i] + ds_a[i] * t_a) * (z[i] + dz_a[i] * t_a);
-            }
-            let rho = rho / gap;
+            // predictor (it only sets σ and the second-order term: no
+            // refinement)
+            newton(Rhs::Affine, 0, dx_a, ds_a, dz_a, (&[], &[]));
+            let (t_a, _, cross, dd) = step_pass(&W, s, z, ds_a, dz_a);
+            let t_a = t_a.min(1.0);
+            // ρ = (s + t_aΔs)ᵀ(z + t_aΔz) / sᵀz
+            let rho = (gap + t_a * cross + t_a * t_a * dd) / gap;
             let sigma = rho.clamp(0.0, 1.0).powi(3);
-
-            // corrector: rc = −λ∘λ − (W⁻¹Δs_a) ∘ (WΔz_a) + σμe
-            W.apply_inv(ds_a, sc.cs);
-            W.apply_w(dz_a, sc.cz);
-            layout.jordan_into(sc.cs, sc.cz, rc);
-            for i in 0..m {
-                rc[i] = (-ll[i] - rc[i]) + e[i] * (sigma * mu);
-            }
-            kkt.newton(bx, bz, lambda, rc, params.refinement, dx, ds, dz, &mut sc);
+            // corrector
+            newton(Rhs::Corrector(sigma * mu), params.refinement, dx, ds, dz, (ds_a, dz_a));
             (sigma, t_a)
         };
-        let t_max = layout.max_step_of(s, ds).min(layout.max_step_of(z, dz));
+        let (t_max, finite, _, _) = step_pass(&W, s, z, ds, dz);
         let t = (params.tau * t_max).min(1.0);
         if verbose {
             eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {x:?}");
         }
-        if !(t.is_finite() && t > 0.0) || dx.iter().chain(ds.iter()).chain(dz.iter()).any(|v| !v.is_finite()) {
+        if !(t.is_finite() && t > 0.0) || !finite || dx.iter().any(|v| !v.is_finite()) {
             debug("step", iter);
             return fail(iter, residual);
         }
