@@ -6,7 +6,7 @@
 //! `cargo bench --bench silico`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dualsim::contact::silico::experiment::drop_world;
+use dualsim::experiments::silico::drop_world;
 use dualsim::contact::SolverKind;
 use dualsim::sim::{step, State};
 use std::hint::black_box;

@@ -1,6 +1,6 @@
 //! Prints the per-step iterations of one polytope-drop run (debugging aid):
 //! `cargo run --release --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar]`.
-use dualsim::contact::silico::experiment::Drop;
+use dualsim::experiments::silico::Drop;
 use dualsim::contact::SolverKind;
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -1,6 +1,6 @@
 //! Silico §VI-B (Le Cleac'h et al. 2023): robustness of `single_level`
 //! against `bilevel` on the polytope drop, and momentum error on stacked
-//! boxes. Scenes and measures: `dualsim::contact::silico::experiment`.
+//! boxes. Scenes and measures: `dualsim::experiments::silico`.
 //!
 //! ```text
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
@@ -17,7 +17,7 @@
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
 //! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
 
-use dualsim::contact::silico::experiment::{momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun};
+use dualsim::experiments::silico::{momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun};
 use dualsim::contact::SolverKind;
 use std::time::Instant;
 
@@ -53,10 +53,12 @@ struct Tuning {
 impl Tuning {
     fn apply(self, w: &mut dualsim::sim::World<f64>) {
         if let Some(k) = self.restart_after {
-            w.ipm.restart_after = k;
+            w.backends.single_level.restart_after = k;
+            w.backends.bilevel.restart_after = k;
         }
         if let Some(a) = self.restart_step {
-            w.ipm.restart_step = a;
+            w.backends.single_level.restart_step = a;
+            w.backends.bilevel.restart_step = a;
         }
     }
 }

@@ -33,6 +33,7 @@ pub mod contact;
 pub mod demo;
 pub mod diff;
 pub mod dynamics;
+pub mod experiments;
 pub mod geometry;
 pub mod linalg;
 pub mod math;

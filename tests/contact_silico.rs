@@ -92,7 +92,7 @@ fn single_level_agrees_with_ipm_on_a_sliding_sphere() {
 /// the failure mode of the robustness experiment.)
 #[test]
 fn bilevel_and_single_level_agree_on_the_rest_pose() {
-    use dualsim::contact::silico::experiment::drop_world;
+    use dualsim::experiments::silico::drop_world;
     let rest = |solver| {
         let w = drop_world(solver, 0.01, 1e-8, 50);
         let x = State::at_rest(&w.model, &[[0.02, -0.01, 0.205]]);
@@ -147,7 +147,7 @@ fn single_level_ift_matches_unrolled_and_fd() {
 /// drops by μ g h = 0.1962 m/s (within 2e-3).
 #[test]
 fn single_level_restart_recovers_a_pinned_first_impact() {
-    use dualsim::contact::silico::experiment::{run_drop, Drop};
+    use dualsim::experiments::silico::{run_drop, Drop};
     let kind = Drop::Planar;
     let mut w = kind.world(SolverKind::SingleLevel, 0.1, 1e-4, 30);
     let with = run_drop(kind, &w, 97, 1.5);
@@ -169,7 +169,7 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
     assert!(max_iters <= 30);
     assert!((x.q[2] - 0.4).abs() < 1e-3, "z {}", x.q[2]);
     assert!(x.v[0] > 0.0 && (dv - 0.2 * 9.81 * 0.1).abs() < 2e-3, "Δv {dv}");
-    w.ipm.restart_after = 0;
+    w.backends.single_level.restart_after = 0;
     let without = run_drop(kind, &w, 97, 1.5);
     println!("without restart: {without:?}");
     assert!(without.failed, "the seed no longer needs the restart; pick another");
@@ -182,7 +182,7 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
 /// 30 iterations, and every converged step before it is unchanged.
 #[test]
 fn accept_at_cap_returns_the_last_iterate_flagged() {
-    use dualsim::contact::silico::experiment::Drop;
+    use dualsim::experiments::silico::Drop;
     use dualsim::contact::SolveError;
     let kind = Drop::Planar;
     let strict = kind.world(SolverKind::Bilevel, 0.1, 1e-4, 30);

@@ -232,7 +232,7 @@ mod structured {
     fn structured_solve_equals_dense_on_contact_scenes() {
         for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
             for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
-                let (d, nc) = fast_vs_dense(&Ipm { params: w.ipm }, &w, &x, &u);
+                let (d, nc) = fast_vs_dense(&Ipm { params: w.backends.ipm }, &w, &x, &u);
                 println!("{name} {cone:?}: {nc} contact unknowns, structured vs dense solve {d:e}");
                 assert!(nc > 0, "the scene has contacts");
                 assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
@@ -306,7 +306,7 @@ mod structured {
     fn closed_form_state_partials_equal_dual_residual() {
         for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
             for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
-                let d = closed_vs_dual(&Ipm { params: w.ipm }, &w, &x, &u);
+                let d = closed_vs_dual(&Ipm { params: w.backends.ipm }, &w, &x, &u);
                 println!("{name} {cone:?}: kernel ∂r/∂(q, v, u) vs dual {d:e}");
                 assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
             }

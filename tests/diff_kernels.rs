@@ -68,7 +68,7 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
             continue;
         }
         let params = all_params(w);
-        let b = Ipm { params: w.ipm };
+        let b = Ipm { params: w.backends.ipm };
         // The initial state and the states of up to 40 steps, the first
         // three with an active contact and the last one.
         let horizon = s.steps.min(40);

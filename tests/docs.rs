@@ -83,6 +83,9 @@ fn heading_needle(table: &str) -> String {
     match table {
         "" => "Top-level tables".to_string(),
         "sim" | "solver_params" => format!("`[{table}]`"),
+        // A backend's own `[solver_params]` keys: the section headed
+        // "… tuning (`name`, …)" that names the backend.
+        t if t.starts_with("solver_params.") => format!("backend:`{}`", &t["solver_params.".len()..]),
         "body" | "static" | "robot" | "control" => format!("`[[{table}]]`"),
         "part" => "`type = \"bundle\"`".to_string(),
         t if t.starts_with("shape.") => format!("`type = \"{}\"`", &t["shape.".len()..]),
@@ -93,9 +96,17 @@ fn heading_needle(table: &str) -> String {
     }
 }
 
-/// The one section whose heading contains `needle`.
+/// The one section whose heading contains `needle` (for a backend's own
+/// keys, `` `name` `` in a heading that also contains "tuning").
 fn section<'a>(all: &'a [Section], needle: &str) -> Result<&'a Section, String> {
-    let found: Vec<&Section> = all.iter().filter(|s| s.heading.contains(needle)).collect();
+    let (needle, backend) = match needle.strip_prefix("backend:") {
+        Some(n) => (n, true),
+        None => (needle, false),
+    };
+    let found: Vec<&Section> = all
+        .iter()
+        .filter(|s| s.heading.contains(needle) && (!backend || s.heading.contains("tuning (")))
+        .collect();
     match found.len() {
         1 => Ok(found[0]),
         0 => Err(format!(

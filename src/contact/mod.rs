@@ -13,55 +13,26 @@
 //!
 //! Backends are generic over the scalar (running one in a dual scalar is the
 //! `unrolled` derivative method) and are chosen by name ([`SolverKind`]).
-//! Each one documents the formulation it solves.
+//! Each one documents the formulation it solves. The contract every
+//! backend implements is [`ContactBackend`] ([`backend`]); the list of
+//! backends is the registry (`contact/registry.rs`), the only place that
+//! names them all.
 
+pub mod backend;
 pub mod free_flight;
 pub mod ipm;
+mod registry;
 pub mod silico;
+
+pub use backend::{dense_solve, ContactBackend, Feature, Param};
+pub use registry::{BackendParams, SolverKind, UnknownBackend};
+pub(crate) use registry::with_backend;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;
 use crate::geometry::{AttachedShape, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Vec3};
 use crate::Scalar;
-
-/// The contact formulations dualsim knows by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SolverKind {
-    /// Primal-dual interior point on the nonlinear complementarity problem
-    /// (Dojo / Silico).
-    #[default]
-    Ipm,
-    /// Silico's single-level residual: contact dynamics and the KKT
-    /// conditions of every pair's conic collision program in one
-    /// interior-point solve (`contact::silico::single_level`).
-    SingleLevel,
-    /// The `ipm` step with each pair's conic collision program solved
-    /// separately at every Newton iterate (`contact::silico::bilevel`).
-    Bilevel,
-}
-
-impl SolverKind {
-    /// Every name a scene file may use, with whether this build has it.
-    pub const NAMES: &'static [(&'static str, Option<SolverKind>)] = &[
-        ("ipm", Some(SolverKind::Ipm)),
-        ("single_level", Some(SolverKind::SingleLevel)),
-        ("bilevel", Some(SolverKind::Bilevel)),
-        ("lcp", None),
-        ("implicit_ncp", None),
-        ("convex", None),
-        ("soft", None),
-    ];
-
-    /// The backend's name as used in scene files and on the command line.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SolverKind::Ipm => "ipm",
-            SolverKind::SingleLevel => "single_level",
-            SolverKind::Bilevel => "bilevel",
-        }
-    }
-}
 
 /// Friction cone model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -87,7 +58,7 @@ pub struct SolverParams {
     /// (and set [`SolveStats::capped`]) instead of
     /// [`SolveError::MaxIterations`]. That iterate does not satisfy the
     /// step's equations; Silico's simulations carry on this way, which the
-    /// experiments of `contact::silico::experiment` need to compare like
+    /// experiments of `experiments::silico` need to compare like
     /// with like. Default false.
     pub accept_at_cap: bool,
 }
@@ -224,12 +195,4 @@ impl SolveError {
             Err(SolveError::Unsupported { backend, what: "collision shapes on robot links (use `ipm`)" })
         }
     }
-}
-
-/// A contact formulation.
-pub trait ContactBackend {
-    /// The backend's name.
-    fn name(&self) -> &'static str;
-    /// Solves one step.
-    fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError>;
 }

@@ -28,13 +28,14 @@
 pub mod check;
 mod implicit;
 pub mod names;
-pub mod partials;
+pub use crate::contact::ipm::partials;
 pub mod rollout;
 mod seed;
 mod step;
 
 pub use check::{check, CheckOptions, CheckReport};
-pub use implicit::{dense_solve, ImplicitStep};
+pub use implicit::ImplicitStep;
+pub use crate::contact::dense_solve;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
 pub use step::{lift_step, step_jacobian, DiffOptions, Partials, StepJacobian};

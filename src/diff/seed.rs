@@ -7,32 +7,7 @@ use crate::Scalar;
 
 use super::DiffError;
 
-/// An input of a step or rollout derivative.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Param {
-    /// Tangent direction `i` of the configuration (`q ⊕ δ eᵢ`; per free
-    /// body: 3 world-frame translations, 3 world-frame rotations).
-    Q(usize),
-    /// Entry `i` of the velocity.
-    V(usize),
-    /// Entry `i` of the control (generalized force).
-    U(usize),
-    /// Mass of body `b`.
-    Mass(usize),
-    /// Principal moment `k` (body frame diagonal entry) of body `b`.
-    Inertia(usize, usize),
-    /// Friction coefficient of body `b`.
-    Friction(usize),
-    /// Restitution of body `b`.
-    Restitution(usize),
-    /// Size parameter `k` of body `b`'s shape (sphere: radius; box: half
-    /// extents; capsule and cylinder: radius, half length; ellipsoid: radii).
-    Shape(usize, usize),
-    /// Component `k` of gravity.
-    Gravity(usize),
-    /// The time step.
-    Dt,
-}
+pub use crate::contact::Param;
 
 fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
     match shape {

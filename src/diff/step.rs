@@ -3,10 +3,8 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
-use super::implicit::dense_jacobian;
+use crate::contact::backend::dense_jacobian;
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
-use crate::contact::ipm::Ipm;
-use crate::contact::SolverKind;
 use crate::dynamics::free::{difference_model, integrate_model};
 use crate::dynamics::Model;
 use crate::math::{DMat, DVec};
@@ -107,22 +105,9 @@ fn with_rho<'a>(world: &'a World<f64>, opts: &DiffOptions) -> std::borrow::Cow<'
 
 /// Calls `$body` with `$b` bound to the world's backend as an
 /// [`ImplicitStep`].
-macro_rules! with_backend {
+macro_rules! with_world_backend {
     ($world:expr, |$b:ident| $body:expr) => {
-        match $world.solver {
-            SolverKind::Ipm => {
-                let $b = Ipm { params: $world.ipm };
-                $body
-            }
-            SolverKind::SingleLevel => {
-                let $b = crate::contact::silico::single_level::SingleLevel { params: $world.ipm };
-                $body
-            }
-            SolverKind::Bilevel => {
-                let $b = crate::contact::silico::bilevel::Bilevel { params: $world.ipm };
-                $body
-            }
-        }
+        crate::contact::with_backend!($world.solver, $world.backends, |$b| $body)
     };
 }
 
@@ -381,7 +366,7 @@ pub fn lift_step<T: Scalar>(
     u: &DVec<T>,
     order: usize,
 ) -> Result<State<T>, DiffError> {
-    with_backend!(world, |b| lift_step_with(&b, world, state, u, order))
+    with_world_backend!(world, |b| lift_step_with(&b, world, state, u, order))
 }
 
 fn lift_step_with<B: ImplicitStep, T: Scalar>(
@@ -501,9 +486,9 @@ pub fn step_jacobian(
 ) -> Result<StepJacobian, DiffError> {
     let w = with_rho(world, opts);
     match method {
-        Method::Ift => with_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials)),
+        Method::Ift => with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials)),
         Method::Lift => unrolled(&w, state, u, params, true),
         Method::Unrolled => unrolled(&w, state, u, params, false),
-        Method::Fd => with_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),
+        Method::Fd => with_world_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),
     }
 }

@@ -258,7 +258,8 @@ pub fn rotational_jacobian<T: Scalar>(
 }
 
 /// Parameters of the free-flight Newton solve.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct NewtonParams {
     /// Stop when the primal Newton step's ∞-norm falls below
     /// `tolerance · (1 + ‖ω‖∞)`. Default 1e-14 (raised to 8 ε of the

@@ -397,9 +397,10 @@ const BUNDLE_OPS: &[(&str, BundleOp)] = &[("union", BundleOp::Union), ("minkowsk
 
 /// The keys each table of a scene file accepts, from the lists the parser
 /// reads (for `tests/docs.rs`): `(table, keys)` with table `""` (the top
-/// level), `sim`, `solver_params`, `body`, `static`, `robot`, `control`,
-/// `shape.<type>` (one per shape type) and `part` (an entry of a bundle's
-/// `parts`).
+/// level), `sim`, `solver_params` (the keys every backend reads),
+/// `body`, `static`, `robot`, `control`, `shape.<type>` (one per shape
+/// type), `part` (an entry of a bundle's `parts`) and
+/// `solver_params.<backend>` (a backend's own keys).
 #[doc(hidden)]
 pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
     let mut out: Vec<(String, &'static [&'static str])> = vec![
@@ -413,6 +414,7 @@ pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
     ];
     out.extend(SHAPE_KEYS.iter().map(|(ty, keys)| (format!("shape.{ty}"), *keys)));
     out.push(("part".into(), PART_KEYS));
+    out.extend(SolverKind::ALL.iter().map(|k| (format!("solver_params.{}", k.name()), k.param_keys())));
     out
 }
 
@@ -543,7 +545,10 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                     return Err(cx.error(
                         span,
                         &path,
-                        format!("solver `{name}` is not available in this build (available: ipm, single_level, bilevel)"),
+                        format!(
+                            "solver `{name}` is not available in this build (available: {})",
+                            SolverKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                        ),
                     ))
                 }
                 None => {
@@ -580,7 +585,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
     }
 
     // [solver_params]
-    if let Some(mut sp) = root.table("solver_params", SOLVER_PARAMS_KEYS)? {
+    if let Some(mut sp) = root.table("solver_params", solver_param_keys(world.solver))? {
         if let Some((v, p)) = sp.get("rho") {
             let x = num(cx, v, &p)?;
             if x <= 0.0 {
@@ -607,6 +612,26 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                 ));
             }
             world.params.max_iterations = x as usize;
+        }
+        // The backend's own keys, read by its `Params` (serde), each key
+        // alone first so that an error points at its key.
+        let mut table = toml::Table::new();
+        let mut first: Option<(Range<usize>, String)> = None;
+        for key in world.solver.param_keys() {
+            let Some((v, p)) = sp.get(key) else { continue };
+            let value = to_toml(cx, v, &p)?;
+            let mut one = toml::Table::new();
+            one.insert(key.to_string(), value.clone());
+            if let Err(e) = world.backends.clone().set_from_toml(world.solver, one) {
+                return Err(cx.error(v.span(), &p, format!("{e} (backend `{}`)", world.solver.name())));
+            }
+            first.get_or_insert((v.span(), p.clone()));
+            table.insert(key.to_string(), value);
+        }
+        if let Some((span, p)) = first {
+            if let Err(e) = world.backends.set_from_toml(world.solver, table) {
+                return Err(cx.error(span, &p, format!("{e} (backend `{}`)", world.solver.name())));
+            }
         }
         sp.finish()?;
     }
@@ -923,6 +948,51 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
     })?;
 
     Ok(Scene { world, initial, controls, steps })
+}
+
+/// The keys `[solver_params]` accepts under the backend `kind`: the shared
+/// ones and the backend's own ([`SolverKind::param_keys`]).
+fn solver_param_keys(kind: SolverKind) -> &'static [&'static str] {
+    static KEYS: std::sync::OnceLock<Vec<(SolverKind, &'static [&'static str])>> = std::sync::OnceLock::new();
+    let all = KEYS.get_or_init(|| {
+        SolverKind::ALL
+            .iter()
+            .map(|k| {
+                let mut v: Vec<&'static str> = SOLVER_PARAMS_KEYS.to_vec();
+                v.extend(k.param_keys().iter().filter(|x| !SOLVER_PARAMS_KEYS.contains(x)));
+                (*k, &*Vec::leak(v))
+            })
+            .collect()
+    });
+    all.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v).unwrap_or(SOLVER_PARAMS_KEYS)
+}
+
+/// A scene value as a `toml::Value` (for the backends' serde-read tuning).
+fn to_toml(cx: &Cx, v: &Val, path: &str) -> R<toml::Value> {
+    Ok(match v.get_ref() {
+        DeValue::Boolean(b) => toml::Value::Boolean(*b),
+        DeValue::String(s) => toml::Value::String(s.to_string()),
+        DeValue::Integer(_) => {
+            let x = num(cx, v, path)?;
+            if x.abs() > 9.0e15 {
+                return Err(cx.error(v.span(), path, "integer out of range"));
+            }
+            toml::Value::Integer(x as i64)
+        }
+        DeValue::Float(_) => toml::Value::Float(num(cx, v, path)?),
+        DeValue::Array(a) => toml::Value::Array(
+            a.iter().enumerate().map(|(i, e)| to_toml(cx, e, &format!("{path}[{i}]"))).collect::<R<Vec<_>>>()?,
+        ),
+        DeValue::Table(t) => {
+            let mut out = toml::Table::new();
+            for (k, e) in t.iter() {
+                let key: &str = k.get_ref().as_ref();
+                out.insert(key.to_string(), to_toml(cx, e, &format!("{path}.{key}"))?);
+            }
+            toml::Value::Table(out)
+        }
+        other => return Err(type_error(cx, v, path, "a number, boolean, string, array or table", other)),
+    })
 }
 
 fn boolean(cx: &Cx, v: &Val, path: &str) -> R<bool> {

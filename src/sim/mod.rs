@@ -29,12 +29,9 @@ pub mod validate;
 
 pub use failure::RolloutError;
 
-use crate::contact::ipm::{Ipm, Params as IpmParams};
-use crate::contact::silico::bilevel::Bilevel;
-use crate::contact::silico::single_level::SingleLevel;
 use crate::contact::{
-    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, SolverKind,
-    SolverParams, StepProblem,
+    with_backend, BackendParams, ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats,
+    SolverKind, SolverParams, StepProblem,
 };
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::{Model, ModelError};
@@ -70,9 +67,9 @@ pub struct World<T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Backend tuning.
     pub params: SolverParams,
-    /// Tuning of the interior-point backends (`ipm`, `single_level`,
-    /// `bilevel`).
-    pub ipm: IpmParams,
+    /// Each backend's own tuning (`[solver_params]` beyond the shared
+    /// keys); the step uses the field of [`World::solver`].
+    pub backends: BackendParams,
     /// Friction combination rule.
     pub friction_combine: Combine,
     /// Restitution combination rule.
@@ -122,7 +119,7 @@ impl<T: Scalar> World<T> {
             solver: SolverKind::default(),
             friction_cone: FrictionCone::default(),
             params: SolverParams::default(),
-            ipm: IpmParams::default(),
+            backends: BackendParams::default(),
             friction_combine: Combine::Average,
             restitution_combine: Combine::Average,
             robots: Vec::new(),
@@ -268,7 +265,7 @@ impl<T: Scalar> World<T> {
             solver: self.solver,
             friction_cone: self.friction_cone,
             params: self.params,
-            ipm: self.ipm,
+            backends: self.backends.clone(),
             friction_combine: self.friction_combine,
             restitution_combine: self.restitution_combine,
             robots: self.robots.clone(),
@@ -416,13 +413,7 @@ pub fn step<T: Scalar>(
     }
     world.check_supported()?;
     let problem = world.problem(state, u);
-    let sol = match world.solver {
-        // With no contact candidate the interior point reduces to
-        // `FreeFlight` exactly.
-        SolverKind::Ipm => Ipm { params: world.ipm }.solve(&problem)?,
-        SolverKind::SingleLevel => SingleLevel { params: world.ipm }.solve(&problem)?,
-        SolverKind::Bilevel => Bilevel { params: world.ipm }.solve(&problem)?,
-    };
+    let sol = with_backend!(world.solver, world.backends, |b| b.solve(&problem)?);
     let next = State { q: sol.q_next, v: sol.v_next };
     if !next.is_finite() {
         return Err(SimError::NonFinite { what: "next state" });

@@ -103,9 +103,7 @@ pub fn relaxation_gap(rho: f64, mass: f64, gravity: f64, dt: f64) -> Option<f64>
 /// `Err(message)` when a free body of this mass and bounding radius would
 /// float visibly above its support at rest ([`RELAXATION_GAP_FRACTION`]).
 pub fn check_relaxation_gap(kind: SolverKind, rho: f64, mass: f64, radius: f64, gravity: f64, dt: f64) -> Result<(), String> {
-    let interior_point = match kind {
-        SolverKind::Ipm | SolverKind::SingleLevel | SolverKind::Bilevel => true,
-    };
+    let interior_point = kind.relaxed();
     let Some(s) = relaxation_gap(rho, mass, gravity, dt).filter(|_| interior_point) else { return Ok(()) };
     if s <= RELAXATION_GAP_FRACTION * radius {
         return Ok(());
@@ -120,27 +118,12 @@ pub fn check_relaxation_gap(kind: SolverKind, rho: f64, mass: f64, radius: f64, 
     ))
 }
 
-/// A model feature a backend may or may not implement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feature {
-    /// Restitution `e > 0` (elastic impacts).
-    Restitution,
-    /// Continuous collision (time of impact).
-    Ccd,
-    /// URDF joint position limits as unilateral constraints.
-    JointLimits,
-    /// Articulated robots at all.
-    Robots,
-}
+pub use crate::contact::Feature;
 
-/// Whether the backend `kind` implements `feature`. In this build only
-/// `ipm` steps articulated robots (`single_level` and `bilevel` compute
-/// every body's pose as a free body's, which panics or reads the wrong
-/// coordinates for a robot link), and no backend implements restitution,
-/// continuous collision or joint limits; a backend that does adds its row
-/// here.
+/// Whether the backend `kind` implements `feature` (its
+/// [`ContactBackend::supports`](crate::contact::ContactBackend::supports)).
 pub fn implements(kind: SolverKind, feature: Feature) -> bool {
-    matches!((kind, feature), (SolverKind::Ipm, Feature::Robots))
+    kind.supports(feature)
 }
 
 /// `"[lo, hi]"` for messages.

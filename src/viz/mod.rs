@@ -101,7 +101,7 @@ pub struct ErrorReport {
 /// by which `ipm` selects contact candidates, as `"a–b"` strings, and the
 /// bodies' names. Pairs without a closed form are not measured.
 pub fn bodies_near_contact(scene: &Scene, state: &State<f64>) -> (Vec<String>, Vec<String>) {
-    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, scene.world.ipm.margin, 1.0);
+    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, scene.world.solver.contact_margin(&scene.world.backends), 1.0);
     let mut bodies: Vec<String> = Vec::new();
     let mut pairs = Vec::new();
     for p in &g.pairs {

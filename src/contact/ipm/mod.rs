@@ -152,19 +152,18 @@
 //! the cones allow it (`s = φ` when the gap is larger than the scale,
 //! `β₀ = μγ`, `η_t = v_t`, `ψ = ‖v_t‖ + scale`).
 
+mod backend;
 pub mod cone;
 pub mod kernels;
 pub mod kinematics;
+pub mod partials;
 pub mod residual;
 pub mod robot;
 pub mod solve;
 
 use self::residual::{body_pose, Candidate, CandidateKey, Island, Law, Partner, Unit, UnitKind};
 use self::robot::robot_units;
-use super::{
-    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem,
-    StepSolution,
-};
+use super::{ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution};
 use crate::collision::broad_phase::{sweep_and_prune, Aabb};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::{bounding_radius, pair_contacts};
@@ -173,8 +172,11 @@ use crate::math::DVec;
 use crate::Scalar;
 
 /// Tuning of the interior point (the shared `SolverParams` carry ρ, the
-/// tolerance and the iteration cap).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// tolerance and the iteration cap). Every field is a key of the scene
+/// file's `[solver_params]` when the backend is `ipm`, `single_level` or
+/// `bilevel` (which share it).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Params {
     /// Fraction to the boundary τ for orthant and second-order cone
     /// variables. Default 0.95 (Dojo, Silico).
@@ -273,6 +275,53 @@ impl Default for Params {
             restart_scale: 1.0,
         }
     }
+}
+
+/// Refuses tuning the interior point cannot work with (the message names
+/// the key and its range).
+pub fn check_params(p: &Params) -> Result<(), String> {
+    let open01 = [
+        ("fraction_to_boundary", p.fraction_to_boundary),
+        ("backtrack_factor", p.backtrack_factor),
+        ("armijo", p.armijo),
+    ];
+    for (k, x) in open01 {
+        if !(x > 0.0 && x < 1.0) {
+            return Err(format!("`{k}` must be in (0, 1), got {x}"));
+        }
+    }
+    let positive = [
+        ("complementarity_tolerance", p.complementarity_tolerance),
+        ("initial_scale", p.initial_scale),
+        ("restart_step", p.restart_step),
+        ("restart_scale", p.restart_scale),
+        ("newton.tolerance", p.newton.tolerance),
+    ];
+    for (k, x) in positive {
+        if !(x > 0.0 && x.is_finite()) {
+            return Err(format!("`{k}` must be a finite number > 0, got {x}"));
+        }
+    }
+    let non_negative =
+        [("margin", p.margin), ("recenter_below", p.recenter_below), ("exact_jacobian_below", p.exact_jacobian_below)];
+    for (k, x) in non_negative {
+        if !(x >= 0.0 && x.is_finite()) {
+            return Err(format!("`{k}` must be a finite number >= 0, got {x}"));
+        }
+    }
+    let counts = [
+        ("max_backtracks", p.max_backtracks, 0, 60),
+        ("max_candidate_rounds", p.max_candidate_rounds, 0, 100),
+        ("polish_steps", p.polish_steps, 0, 100),
+        ("restart_after", p.restart_after, 0, 100_000),
+        ("newton.max_iterations", p.newton.max_iterations, 1, 100_000),
+    ];
+    for (k, n, lo, hi) in counts {
+        if n < lo || n > hi {
+            return Err(format!("`{k}` must be a whole number in [{lo}, {hi}], got {n}"));
+        }
+    }
+    Ok(())
 }
 
 /// The interior-point contact backend.
@@ -504,16 +553,6 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
         isl.local = local.clone();
     }
     out
-}
-
-impl ContactBackend for Ipm {
-    fn name(&self) -> &'static str {
-        "ipm"
-    }
-
-    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
-        Ok(self.solve_structured(p)?.0)
-    }
 }
 
 /// The contact structure a solve settled on: the final candidate set and

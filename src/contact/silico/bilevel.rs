@@ -25,7 +25,7 @@ use crate::contact::ipm::residual::Candidate;
 use crate::contact::ipm::{Ipm, Params, Structure};
 use crate::contact::{ContactBackend, SolveError, StepProblem, StepSolution};
 use crate::geometry::Shape;
-use crate::math::{so3, Pose, Vec3};
+use crate::math::{so3, DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 
 /// Tolerances of the inner collision solves (converged: duality measure
@@ -138,12 +138,50 @@ impl Bilevel {
     }
 }
 
+/// The `ipm` residual with conic contact kinematics
+/// (`contact::silico::bilevel`); the same structured solves as `ipm`.
 impl ContactBackend for Bilevel {
-    fn name(&self) -> &'static str {
-        "bilevel"
+    const NAME: &'static str = "bilevel";
+    type Structure = Vec<Candidate<f64>>;
+    type Params = Params;
+    const RELAXED: bool = true;
+
+    fn new(params: &Params) -> Self {
+        Bilevel { params: *params }
+    }
+
+    fn check_params(p: &Params) -> Result<(), String> {
+        crate::contact::ipm::check_params(p)
+    }
+
+    fn contact_margin(params: &Params) -> f64 {
+        params.margin
     }
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
         Ok(self.solve_structured(p)?.0)
+    }
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
+        let (sol, st) = self.solve_structured(p)?;
+        Ok((crate::contact::backend::stacked_root(&sol.v_next, &st.xs), st.candidates))
+    }
+
+    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Vec<Candidate<f64>>, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+        self.ipm().residual(p, s, y)
+    }
+
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Vec<Candidate<f64>>,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        self.ipm().solve_jacobian(p, s, y, rhs)
+    }
+
+    fn same_structure(a: &Vec<Candidate<f64>>, b: &Vec<Candidate<f64>>) -> bool {
+        <Ipm as ContactBackend>::same_structure(a, b)
     }
 }

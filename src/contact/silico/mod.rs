@@ -18,4 +18,4 @@
 pub mod bilevel;
 pub mod pairs;
 pub mod single_level;
-pub mod experiment;
+

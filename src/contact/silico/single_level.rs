@@ -1111,12 +1111,46 @@ impl SingleLevel {
     }
 }
 
+/// `y = (v⁺, u_c for each pair of convex parts in order)`, `u_c` the
+/// pair's collision primal-dual unknowns and contact unknowns
+/// (`contact::silico::single_level`); dense `∂r/∂y`.
 impl ContactBackend for SingleLevel {
-    fn name(&self) -> &'static str {
-        "single_level"
+    const NAME: &'static str = "single_level";
+    type Structure = Vec<ConicPair>;
+    type Params = Params;
+    const RELAXED: bool = true;
+
+    fn new(params: &Params) -> Self {
+        SingleLevel { params: *params }
+    }
+
+    fn check_params(p: &Params) -> Result<(), String> {
+        crate::contact::ipm::check_params(p)
+    }
+
+    fn contact_margin(params: &Params) -> f64 {
+        params.margin
     }
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
         Ok(self.solve_structured(p)?.0)
+    }
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError> {
+        let (sol, pairs, xs) = self.solve_structured(p)?;
+        Ok((crate::contact::backend::stacked_root(&sol.v_next, &xs), pairs))
+    }
+
+    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Self::Structure, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+        SingleLevel::residual(self, p, s, y)
+    }
+
+    fn same_structure(a: &Self::Structure, b: &Self::Structure) -> bool {
+        let key = |c: &ConicPair| (c.a, format!("{:?}", c.b), c.feature);
+        let mut ka: Vec<_> = a.iter().map(key).collect();
+        let mut kb: Vec<_> = b.iter().map(key).collect();
+        ka.sort();
+        kb.sort();
+        ka == kb
     }
 }

@@ -1,6 +1,6 @@
 //! `∂r/∂θ` of a step residual from generated kernels (`#[kernel]`, see
 //! `contact::ipm::kernels` and `collision::kernels`): the `ift`
-//! right-hand sides without dual numbers ([`Partials::Kernel`](super::Partials)).
+//! right-hand sides without dual numbers ([`Partials::Kernel`](crate::diff::Partials)).
 //!
 //! Per free body `i` (dynamics rows `k = idx_v .. k + 6`) the Jacobian of
 //! `free_body_rows` gives the columns of `Param::Q` (rotation directions
@@ -23,7 +23,7 @@
 
 use num_dual::Dual64;
 
-use super::Param;
+use crate::contact::Param;
 use crate::collision::kernels::{selectors, PairKernel};
 use crate::contact::ipm::kernels::*;
 use crate::contact::ipm::residual::{Candidate, Law, Partner};

@@ -1,0 +1,350 @@
+//! The backend contract: what every contact formulation implements, for
+//! simulating and for differentiating (`diff`'s four methods), and the
+//! pieces of it that are the same for every backend.
+//!
+//! A backend is a type implementing [`ContactBackend`] in its own folder
+//! under `contact/`, plus one line in the registry (`contact/registry.rs`),
+//! which generates [`SolverKind`](super::SolverKind) (names, parsing, the
+//! feature table) and [`BackendParams`](super::BackendParams) (every
+//! backend's `[solver_params]`), and the one `match` that `sim` and `diff`
+//! go through. Nothing above `contact` names a backend.
+//!
+//! # Departures from the target design (CONTACT-LAYER.md)
+//!
+//! * `solve` takes no `Workspace<T>` yet: the buffers are still allocated
+//!   per step inside each backend.
+//! * The f64 root and its structure come from a separate method
+//!   ([`ContactBackend::solve_root`]) instead of being returned by
+//!   `solve`, so that a plain simulation step does not build the stacked
+//!   unknowns.
+//!
+//! # Solving with `∂r/∂y`
+//!
+//! The implicit-function derivative `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ` needs
+//! solves with the residual Jacobian for many right-hand sides (one per
+//! parameter). [`ContactBackend::solve_jacobian`] does them; its default is
+//! the dense path ([`dense_solve`]: `∂r/∂y` by dual-number evaluation of
+//! the residual in column blocks of 8, one dense LU), kept as the fallback
+//! and as the test oracle of the structured solves (`FreeFlight`: block
+//! diagonal per free body; `ipm`: per island, the reduced Newton system in
+//! `v⁺` with per-contact eliminations, factored once at the solution).
+
+use nalgebra::{Const, U1};
+use num_dual::DualSVec64;
+
+use super::{SolveError, StepProblem, StepSolution};
+use crate::dynamics::free::{rotational_jacobian, world_inertia, DynamicsError};
+use crate::geometry::Shape;
+use crate::math::{DMat, DVec, Vec3};
+use crate::Scalar;
+
+/// An input of a step or rollout derivative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Param {
+    /// Tangent direction `i` of the configuration (`q ⊕ δ eᵢ`; per free
+    /// body: 3 world-frame translations, 3 world-frame rotations).
+    Q(usize),
+    /// Entry `i` of the velocity.
+    V(usize),
+    /// Entry `i` of the control (generalized force).
+    U(usize),
+    /// Mass of body `b`.
+    Mass(usize),
+    /// Principal moment `k` (body frame diagonal entry) of body `b`.
+    Inertia(usize, usize),
+    /// Friction coefficient of body `b`.
+    Friction(usize),
+    /// Restitution of body `b`.
+    Restitution(usize),
+    /// Size parameter `k` of body `b`'s shape (sphere: radius; box: half
+    /// extents; capsule and cylinder: radius, half length; ellipsoid: radii).
+    Shape(usize, usize),
+    /// Component `k` of gravity.
+    Gravity(usize),
+    /// The time step.
+    Dt,
+}
+
+/// A model feature a backend may or may not implement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// Restitution `e > 0` (elastic impacts).
+    Restitution,
+    /// Continuous collision (time of impact).
+    Ccd,
+    /// URDF joint position limits as unilateral constraints.
+    JointLimits,
+    /// Articulated robots at all.
+    Robots,
+}
+
+/// A step that is the root `y*` of a residual `r(y; θ) = 0`, with `v⁺` the
+/// first `nv` entries of `y` and `q⁺ = q ⊕ h v⁺`.
+///
+/// The residual must be generic and exact (no frozen linearization). The
+/// discrete decisions the f64 solve takes (active contact candidates, the
+/// layout of `y`) are returned as the [`Structure`](ContactBackend::Structure)
+/// and passed back to `residual`, so that a problem in a dual scalar with
+/// the same primal values is evaluated as the same system.
+pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
+    /// The backend's name in scene files and on the command line (the
+    /// registry checks it against its own line).
+    const NAME: &'static str;
+
+    /// Whether the backend relaxes complementarity to `ρ`
+    /// ([`SolverParams::rho`](super::SolverParams)), so that a resting
+    /// body floats at the gap `ρ / (m ‖g‖ h)` (checked by
+    /// `sim::validate::check_relaxation_gap`). Default false.
+    const RELAXED: bool = false;
+
+    /// The backend's own tuning: the keys of `[solver_params]` beyond the
+    /// shared `rho`, `tolerance` and `max_iterations`, read by serde with
+    /// every field optional (`#[serde(default, deny_unknown_fields)]`).
+    type Params: Clone + std::fmt::Debug + Default + PartialEq + serde::de::DeserializeOwned + Send + Sync;
+
+    /// What the f64 solve decided (the contact set and layout of `y`).
+    type Structure: Clone + std::fmt::Debug;
+
+    /// The backend with this tuning.
+    fn new(params: &Self::Params) -> Self;
+
+    /// Refuses tuning values the backend cannot work with (a message
+    /// naming the key and the accepted range). Default: all accepted.
+    fn check_params(_params: &Self::Params) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Whether the backend models `feature`; a problem that needs a feature
+    /// its backend does not model is refused before simulating
+    /// (`World::check_supported`). Default: none.
+    fn supports(_feature: Feature) -> bool {
+        false
+    }
+
+    /// Distance (m) within which pairs become contact candidates at the
+    /// start of a step (used to report gaps of nearby pairs). Default 0.
+    fn contact_margin(_params: &Self::Params) -> f64 {
+        0.0
+    }
+
+    /// The backend's name.
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    /// Solves one step.
+    fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError>;
+
+    /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError>;
+
+    /// The residual `r(y; θ)` of the problem `p` at `y` (complementarity
+    /// relaxed to `p.params.rho`).
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Self::Structure,
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError>;
+
+    /// Whether two solves settled on the same structure (the step map is
+    /// differentiable only where it does not change).
+    fn same_structure(a: &Self::Structure, b: &Self::Structure) -> bool;
+
+    /// Solves `(∂r/∂y) X = rhs` at `y` (f64, `rhs` with `y.len()` rows
+    /// and any number of columns). The default is the dense path (exact
+    /// `∂r/∂y` by dual-number evaluation of [`residual`](Self::residual),
+    /// one LU); backends override it with a solve by their own block
+    /// structure, factored once for all columns (see the module docs).
+    /// A singular Jacobian is `SolveError::Singular`.
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Self::Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        dense_solve(self, p, s, y, rhs)
+    }
+
+    /// The first `nv` rows (the `v⁺` rows) of the solution of
+    /// `(∂r/∂y) X = rhs`: all the implicit-function derivative of a step
+    /// needs. Default: [`solve_jacobian`](Self::solve_jacobian), truncated.
+    fn solve_jacobian_velocity(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Self::Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        Ok(self.solve_jacobian(p, s, y, rhs)?.rows(0, p.model.nv).into_owned())
+    }
+
+    /// `∂r/∂θ` for `params` at `y` from generated kernels (see
+    /// `crate::diff::partials`), where the backend has them (`Ok(None)`
+    /// otherwise, and by default: `ift` then evaluates every column by
+    /// dual numbers).
+    fn kernel_partials(
+        &self,
+        _p: &StepProblem<'_, f64>,
+        _s: &Self::Structure,
+        _y: &DVec<f64>,
+        _params: &[Param],
+    ) -> Result<Option<DMat<f64>>, SolveError> {
+        Ok(None)
+    }
+}
+
+
+/// The field names of a serde-deserializable struct (the keys of a
+/// backend's `[solver_params]`), read off its `Deserialize` impl.
+pub fn param_keys<P: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Grab(Option<&'static [&'static str]>);
+    impl<'de> serde::Deserializer<'de> for &mut Grab {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _v: V) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _v: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(serde::de::Error::custom("fields read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut g = Grab(None);
+    let _ = P::deserialize(&mut g);
+    g.0.unwrap_or(&[])
+}
+
+/// Width of the dual-number column blocks of the dense path.
+const BLOCK: usize = 8;
+type D = DualSVec64<BLOCK>;
+
+/// Exact `∂r/∂y` at `y` (f64) by dual-number evaluation of the residual in
+/// column blocks of 8 (the dense path).
+pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
+    b: &B,
+    p: &StepProblem<'_, f64>,
+    s: &B::Structure,
+    y: &DVec<f64>,
+) -> Result<DMat<f64>, SolveError> {
+    let model = p.model.cast::<D>();
+    let shapes: Vec<Option<Shape<D>>> = p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect();
+    let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
+    let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
+    let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
+    let (q, v, u) = (p.q.map(D::from_re), p.v.map(D::from_re), p.u.map(D::from_re));
+    let pd = StepProblem {
+        model: &model,
+        shapes: &shapes,
+        materials: &materials,
+        statics: &statics,
+        link_shapes: &link_shapes,
+        friction_combine: p.friction_combine,
+        restitution_combine: p.restitution_combine,
+        q: &q,
+        v: &v,
+        u: &u,
+        gravity: p.gravity.map(D::from_re),
+        h: D::from_re(p.h),
+        friction_cone: p.friction_cone,
+        params: p.params,
+    };
+    let n = y.len();
+    let mut jy = DMat::zeros(n, n);
+    for start in (0..n).step_by(BLOCK) {
+        let mut yd = y.map(D::from_re);
+        let w = BLOCK.min(n - start);
+        for j in 0..w {
+            yd[start + j] = D::from_re(y[start + j]).derivative(j);
+        }
+        let r = b.residual(&pd, s, &yd)?;
+        for (i, ri) in r.iter().enumerate() {
+            let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
+            for j in 0..w {
+                jy[(i, start + j)] = g[j];
+            }
+        }
+    }
+    Ok(jy)
+}
+
+/// The dense path of [`ContactBackend::solve_jacobian`] (its default, and
+/// the oracle of the structured solves): `∂r/∂y` by dual-number
+/// evaluation of the residual in column blocks of 8, one dense LU.
+pub fn dense_solve<B: ContactBackend + ?Sized>(
+    b: &B,
+    p: &StepProblem<'_, f64>,
+    s: &B::Structure,
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+) -> Result<DMat<f64>, SolveError> {
+    let lu = dense_jacobian(b, p, s, y)?.lu();
+    if !lu.is_invertible() {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    lu.solve(rhs).ok_or(SolveError::Singular("residual Jacobian"))
+}
+
+/// Solves the free body `i`'s block `diag(m 𝟙, ∂P⁺/∂ω⁺)` of `∂r/∂v⁺` at
+/// `v⁺ = y[..nv]`: rows `idx_v..idx_v + 6` of `rhs` into the same rows of
+/// `out`.
+pub(crate) fn free_body_solve(
+    p: &StepProblem<'_, f64>,
+    i: usize,
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+    out: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let b = &p.model.bodies[i];
+    // Rows of bodies that are not lone free bodies are not part of the
+    // free-body residual (zero rows), and a massless body has a zero
+    // block: singular.
+    if !p.model.is_lone_free_body(i) || b.inertia.mass == 0.0 {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    let k = b.idx_v;
+    let m = b.inertia.mass;
+    for d in 0..3 {
+        let row = rhs.row(k + d) / m;
+        out.row_mut(k + d).copy_from(&row);
+    }
+    let iw = world_inertia(p.model, i, p.q);
+    let w1 = Vec3::new(y[k + 3], y[k + 4], y[k + 5]);
+    let jr = rotational_jacobian(&iw, &w1, p.h)
+        .map_err(|source| SolveError::from(DynamicsError::Retraction { body: i, source }))?;
+    let b3: DMat<f64> = rhs.rows(k + 3, 3).into_owned();
+    let x = jr.lu().solve(&b3).ok_or(SolveError::Singular("residual Jacobian"))?;
+    out.rows_mut(k + 3, 3).copy_from(&x);
+    Ok(())
+}
+
+/// Refuses a right-hand side whose rows do not match the unknowns.
+pub(crate) fn check_rows(y: &DVec<f64>, rhs: &DMat<f64>) -> Result<(), SolveError> {
+    if rhs.nrows() != y.len() {
+        return Err(SolveError::Singular("right-hand side rows do not match the unknowns"));
+    }
+    Ok(())
+}
+
+/// The implicit unknowns `y = (v⁺, x_1, …, x_m)` of a contact backend:
+/// the next velocity followed by every contact's unknowns in order.
+pub(crate) fn stacked_root(v_next: &DVec<f64>, xs: &[DVec<f64>]) -> DVec<f64> {
+    let nv = v_next.len();
+    let mut y = DVec::zeros(nv + xs.iter().map(|x| x.len()).sum::<usize>());
+    y.rows_mut(0, nv).copy_from(v_next);
+    let mut off = nv;
+    for x in xs {
+        y.rows_mut(off, x.len()).copy_from(x);
+        off += x.len();
+    }
+    y
+}

@@ -1,0 +1,196 @@
+//! The one registry of contact backends.
+//!
+//! Each line names a backend (its name in scene files, on the command line
+//! and as the field of [`BackendParams`]), its [`SolverKind`] variant and
+//! its type, which implements [`ContactBackend`]. The `backends!` macro
+//! generates from the list:
+//!
+//! * [`SolverKind`]: the closed set of backends, with [`SolverKind::NAMES`]
+//!   (with the names of the backends planned but not in this build, so that
+//!   a scene file naming one gets "not in this build" rather than "unknown"),
+//!   parsing, the feature table ([`SolverKind::supports`]) and each
+//!   backend's `[solver_params]` keys;
+//! * [`BackendParams`]: every backend's tuning, one field per backend,
+//!   read from `[solver_params]` by the scene loader;
+//! * `with_backend!`: the one `match` from a [`SolverKind`] to the backend
+//!   value, used by `sim::step` and by `diff`.
+//!
+//! Adding a backend is its folder under `contact/` and one line here.
+//! (One enum and one `match`, not trait objects: the contract is generic
+//! over the scalar, which rules trait objects out.)
+
+use super::backend::{param_keys, ContactBackend, Feature};
+
+macro_rules! backends {
+    (
+        $d:tt;
+        default: $Default:ident;
+        planned: [ $($planned:literal),* $(,)? ];
+        $( $(#[$doc:meta])* $field:ident => $Variant:ident : $ty:ty, )*
+    ) => {
+        /// The contact backends of this build, by name (see
+        /// `contact::registry`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum SolverKind {
+            $( $(#[$doc])* $Variant, )*
+        }
+
+        impl Default for SolverKind {
+            fn default() -> Self {
+                SolverKind::$Default
+            }
+        }
+
+        impl SolverKind {
+            /// Every backend of this build, in registry order.
+            pub const ALL: &'static [SolverKind] = &[$(SolverKind::$Variant),*];
+
+            /// Every name a scene file may use, with whether this build has
+            /// it (`None`: planned, not in this build).
+            pub const NAMES: &'static [(&'static str, Option<SolverKind>)] = &[
+                $( (stringify!($field), Some(SolverKind::$Variant)), )*
+                $( ($planned, None), )*
+            ];
+
+            /// The default backend.
+            pub const DEFAULT: SolverKind = SolverKind::$Default;
+
+            /// The backend's name as used in scene files and on the command
+            /// line.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( SolverKind::$Variant => stringify!($field), )*
+                }
+            }
+
+            /// Whether the backend models `feature` (its
+            /// [`ContactBackend::supports`]).
+            pub fn supports(&self, feature: Feature) -> bool {
+                match self {
+                    $( SolverKind::$Variant => <$ty as ContactBackend>::supports(feature), )*
+                }
+            }
+
+            /// Whether the backend relaxes complementarity to ρ
+            /// ([`ContactBackend::RELAXED`]).
+            pub fn relaxed(&self) -> bool {
+                match self {
+                    $( SolverKind::$Variant => <$ty as ContactBackend>::RELAXED, )*
+                }
+            }
+
+            /// The keys of the backend's own `[solver_params]` (its
+            /// [`ContactBackend::Params`] fields).
+            pub fn param_keys(&self) -> &'static [&'static str] {
+                match self {
+                    $( SolverKind::$Variant => param_keys::<<$ty as ContactBackend>::Params>(), )*
+                }
+            }
+
+            /// The backend's contact candidate margin under `params`.
+            pub fn contact_margin(&self, params: &BackendParams) -> f64 {
+                match self {
+                    $( SolverKind::$Variant => <$ty as ContactBackend>::contact_margin(&params.$field), )*
+                }
+            }
+        }
+
+        impl std::fmt::Display for SolverKind {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for SolverKind {
+            type Err = UnknownBackend;
+            /// A backend of this build by name; a planned or unknown name is
+            /// an [`UnknownBackend`] that says which.
+            fn from_str(s: &str) -> Result<Self, UnknownBackend> {
+                match SolverKind::NAMES.iter().find(|(n, _)| *n == s) {
+                    Some((_, Some(k))) => Ok(*k),
+                    Some((_, None)) => Err(UnknownBackend { name: s.to_string(), planned: true }),
+                    None => Err(UnknownBackend { name: s.to_string(), planned: false }),
+                }
+            }
+        }
+
+        /// Every backend's tuning (`[solver_params]` beyond the shared
+        /// keys), one field per backend, named as the backend.
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct BackendParams {
+            $(
+                #[doc = concat!("Tuning of `", stringify!($field), "`.")]
+                pub $field: <$ty as ContactBackend>::Params,
+            )*
+        }
+
+        impl BackendParams {
+            /// Reads the `kind` backend's tuning from a TOML table of its
+            /// keys (every key optional; unknown keys refused), onto the
+            /// defaults, and checks it
+            /// ([`ContactBackend::check_params`]).
+            pub fn set_from_toml(&mut self, kind: SolverKind, table: toml::Table) -> Result<(), String> {
+                match kind {
+                    $( SolverKind::$Variant => {
+                        let p: <$ty as ContactBackend>::Params =
+                            serde::Deserialize::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string())?;
+                        <$ty as ContactBackend>::check_params(&p)?;
+                        self.$field = p;
+                    } )*
+                }
+                Ok(())
+            }
+        }
+
+        /// Binds `$b` to the backend of `$kind` built from `$params`
+        /// (a [`BackendParams`]) and evaluates `$body`: the one `match` over
+        /// the backends.
+        macro_rules! with_backend {
+            ($d kind:expr, $d params:expr, |$d b:ident| $d body:expr) => {
+                match $d kind {
+                    $( $crate::contact::SolverKind::$Variant => {
+                        let $d b = <$ty as $crate::contact::ContactBackend>::new(&($d params).$field);
+                        $d body
+                    } )*
+                }
+            };
+        }
+        pub(crate) use with_backend;
+
+        #[cfg(test)]
+        mod registry_tests {
+            use super::*;
+
+            #[test]
+            fn names_match_the_backends() {
+                $( assert_eq!(stringify!($field), <$ty as ContactBackend>::NAME); )*
+            }
+        }
+    };
+}
+
+/// A backend name that is not in this build.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if *planned { format!("the `{name}` backend is not in this build") } else { format!("unknown backend `{name}`") })]
+pub struct UnknownBackend {
+    /// The name asked for.
+    pub name: String,
+    /// A planned backend (named in the documentation, not yet built).
+    pub planned: bool,
+}
+
+backends! {
+    $;
+    default: Ipm;
+    planned: ["lcp", "implicit_ncp", "convex", "soft"];
+    /// Primal-dual interior point on the nonlinear complementarity problem
+    /// (Dojo / Silico).
+    ipm => Ipm: crate::contact::ipm::Ipm,
+    /// Silico's single-level residual: contact dynamics and the KKT
+    /// conditions of every pair's conic collision program in one
+    /// interior-point solve (`contact::silico::single_level`).
+    single_level => SingleLevel: crate::contact::silico::single_level::SingleLevel,
+    /// The `ipm` step with each pair's conic collision program solved
+    /// separately at every Newton iterate (`contact::silico::bilevel`).
+    bilevel => Bilevel: crate::contact::silico::bilevel::Bilevel,
+}
