@@ -230,3 +230,53 @@ fn penetration_is_measured_geometrically() {
     assert!(g.pairs.is_empty());
     assert_eq!(g.unmeasured, 1);
 }
+
+/// Each backend reads its own `[solver_params]` keys: a key is honoured
+/// (it reaches `World::backends` of the chosen backend), an unknown key and
+/// an out-of-range value are refused at their line and column, and the
+/// shared keys keep working under every backend.
+#[test]
+fn backend_params_from_scene_files() {
+    let scene = |solver: &str, extra: &str| {
+        format!(
+            "[sim]\ndt = 0.01\nsolver = \"{solver}\"\n\n[solver_params]\nrho = 1e-7\n{extra}\n\n[[body]]\nname = \"ball\"\nmass = 1.0\n\
+             inertia = [0.004, 0.004, 0.004]\nposition = [0.0, 0.0, 0.2]\nshape = {{ type = \"sphere\", radius = 0.1 }}\n"
+        )
+    };
+    for kind in SolverKind::ALL {
+        let name = kind.name();
+        let s = dualsim::scene::parse(&scene(name, "margin = 0.07\nnewton = { max_iterations = 7 }"), "t.toml")
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(s.world.solver, *kind);
+        assert_eq!(s.world.params.rho, 1e-7);
+        assert_eq!(s.world.solver.contact_margin(&s.world.backends), 0.07, "{name}");
+        // the other backends keep their defaults
+        for other in SolverKind::ALL.iter().filter(|k| *k != kind) {
+            assert_eq!(other.contact_margin(&s.world.backends), 0.02);
+        }
+        let e = dualsim::scene::parse(&scene(name, "margn = 0.07"), "t.toml").unwrap_err();
+        assert_eq!((e.line, e.column, e.path.as_str()), (7, 1, "solver_params.margn"), "{e}");
+        assert!(e.message.contains("margin"), "the message lists the accepted keys: {e}");
+        let e = dualsim::scene::parse(&scene(name, "fraction_to_boundary = 1.5"), "t.toml").unwrap_err();
+        assert_eq!((e.line, e.path.as_str()), (7, "solver_params.fraction_to_boundary"), "{e}");
+        assert!(e.message.contains("(0, 1)") && e.message.contains(name), "{e}");
+        let e = dualsim::scene::parse(&scene(name, "warm_start = 3"), "t.toml").unwrap_err();
+        assert_eq!((e.line, e.path.as_str()), (7, "solver_params.warm_start"), "{e}");
+    }
+}
+
+/// The registry: every name parses back to its backend, planned names are
+/// told apart from unknown ones, and the feature table is the backends'.
+#[test]
+fn registry_names_and_features() {
+    for kind in SolverKind::ALL {
+        assert_eq!(kind.name().parse::<SolverKind>().unwrap(), *kind);
+        assert_eq!(kind.to_string(), kind.name());
+        assert!(!kind.param_keys().is_empty());
+    }
+    assert!("lcp".parse::<SolverKind>().unwrap_err().planned);
+    assert!(!"lpc".parse::<SolverKind>().unwrap_err().planned);
+    assert_eq!(SolverKind::default(), SolverKind::Ipm);
+    assert!(SolverKind::Ipm.supports(dualsim::contact::Feature::Robots));
+    assert!(!SolverKind::SingleLevel.supports(dualsim::contact::Feature::Robots));
+}

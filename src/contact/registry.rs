@@ -157,16 +157,29 @@ macro_rules! backends {
         }
         pub(crate) use with_backend;
 
-        #[cfg(test)]
-        mod registry_tests {
-            use super::*;
-
-            #[test]
-            fn names_match_the_backends() {
-                $( assert_eq!(stringify!($field), <$ty as ContactBackend>::NAME); )*
-            }
-        }
+        // Each registry name is the backend's own `NAME` (checked when
+        // compiling).
+        $( const _: () = assert!(
+            str_eq(stringify!($field), <$ty as ContactBackend>::NAME),
+            concat!("registry name `", stringify!($field), "` differs from the backend's NAME")
+        ); )*
     };
+}
+
+/// `a == b` at compile time.
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A backend name that is not in this build.
