@@ -36,6 +36,7 @@ pub mod dynamics;
 pub mod geometry;
 pub mod linalg;
 pub mod math;
+pub mod opt;
 pub mod scalar;
 pub mod scene;
 pub mod sim;
