@@ -46,6 +46,21 @@ impl Rng {
     }
 }
 
+/// A seeded standard normal generator (xorshift64* + Box–Muller).
+pub struct Normal(Rng);
+
+impl Normal {
+    /// A generator with this seed.
+    pub fn new(seed: u64) -> Self {
+        Normal(Rng(seed.max(1)))
+    }
+
+    /// One sample of N(0, 1).
+    pub fn sample(&mut self) -> f64 {
+        self.0.normal()
+    }
+}
+
 /// Minimizes `cost` from `x0`; `stop(iteration, best_cost)` is called
 /// after each iteration with the best cost so far and ends the run when it
 /// returns true. A cost that fails (`None`) counts as `+∞`. Returns the

@@ -59,8 +59,10 @@
 //! iterate with the error ([`OptimizeReport::error`]).
 
 pub mod cem;
+pub mod compare;
 mod scene_out;
 mod solve;
+pub mod sysid;
 
 pub use scene_out::optimized_scene_toml;
 pub use solve::{optimize, OptMethod, OptimizeOptions, OptimizeReport};
@@ -151,7 +153,9 @@ pub struct Objective {
     controls: Controls<f64>,
     steps: usize,
     outputs: Vec<Output>,
-    target: Vec<f64>,
+    /// `(steps, target)`: the outputs after `steps` steps against
+    /// `target` (one stage, the final state, unless [`Objective::with_samples`]).
+    stages: Vec<(usize, Vec<f64>)>,
     weights: Vec<f64>,
     groups: Vec<(String, Vec<Input>)>,
     inputs: Vec<Input>,
@@ -198,7 +202,7 @@ impl Objective {
             controls: controls.clone(),
             steps,
             outputs,
-            target: spec.target.clone(),
+            stages: vec![(steps, spec.target.clone())],
             weights: spec.weights.clone(),
             groups,
             inputs,
@@ -226,6 +230,30 @@ impl Objective {
         names::output_labels(&self.world, &self.outputs)
     }
 
+    /// The same objective on outputs sampled along the rollout: `samples`
+    /// holds `(k, values)`, the outputs after `k` steps (1 ≤ k ≤ the
+    /// rollout's steps) and their targets (one per output row, the same
+    /// weights); the cost sums over the samples (for system
+    /// identification from a trajectory). Control decision variables of
+    /// steps at or after a sample do not affect it.
+    pub fn with_samples(mut self, samples: Vec<(usize, Vec<f64>)>) -> Result<Self, OptError> {
+        let rows = self.weights.len();
+        for (k, t) in &samples {
+            if *k == 0 || *k > self.steps || t.len() != rows {
+                return Err(OptError::BadObjective(format!(
+                    "a sample needs 1 <= k <= {} steps and {rows} values, got k = {k} and {} values",
+                    self.steps,
+                    t.len()
+                )));
+            }
+        }
+        if samples.is_empty() {
+            return Err(OptError::BadObjective("no sample".into()));
+        }
+        self.stages = samples;
+        Ok(self)
+    }
+
     /// The number of steps of the rollout.
     pub fn steps(&self) -> usize {
         self.steps
@@ -243,27 +271,39 @@ impl Objective {
 
     /// The outputs `y(δ)` at the final state (f64).
     pub fn outputs(&self, delta: &[f64]) -> Result<Vec<f64>, OptError> {
+        Ok(self.outputs_at(delta, &[self.steps])?.remove(0))
+    }
+
+    /// The outputs after each of `steps` steps (f64).
+    pub fn outputs_at(&self, delta: &[f64], steps: &[usize]) -> Result<Vec<Vec<f64>>, OptError> {
         let (w, x, us) = self.at(delta)?;
-        let traj = rollout(&w, &x, &us, self.steps).map_err(DiffError::from)?;
-        Ok(output_values(&w, traj.last(), &self.outputs))
+        let n = steps.iter().copied().max().unwrap_or(0);
+        let traj = rollout(&w, &x, &us, n).map_err(DiffError::from)?;
+        Ok(steps.iter().map(|k| output_values(&w, &traj.states[*k], &self.outputs)).collect())
     }
 
     /// The cost in any scalar, the rollout stepped plainly (`lift =
     /// false`) or by [`lift_step`] of order 2.
     fn cost_in<T: Scalar>(&self, deltas: &[T], lift: bool) -> Result<T, OptError> {
         let (w, mut x, us) = seeded_rollout(&self.world, &self.initial, &self.controls, self.steps, &self.inputs, deltas)?;
-        for k in 0..self.steps {
+        let last = self.stages.iter().map(|s| s.0).max().unwrap_or(0);
+        let mut c = T::zero();
+        for k in 0..=last {
+            for (_, target) in self.stages.iter().filter(|s| s.0 == k) {
+                let y = output_values(&w, &x, &self.outputs);
+                for ((yi, ti), wi) in y.iter().zip(target).zip(&self.weights) {
+                    let e = *yi - T::from_re(*ti);
+                    c += T::from_re(0.5 * wi) * e * e;
+                }
+            }
+            if k == last {
+                break;
+            }
             x = if lift {
                 lift_step(&w, &x, us.at(k), 2)?
             } else {
                 step(&w, &x, us.at(k)).map_err(DiffError::from)?.state
             };
-        }
-        let y = output_values(&w, &x, &self.outputs);
-        let mut c = T::zero();
-        for ((yi, ti), wi) in y.iter().zip(&self.target).zip(&self.weights) {
-            let e = *yi - T::from_re(*ti);
-            c += T::from_re(0.5 * wi) * e * e;
         }
         let mut reg = T::zero();
         for d in deltas {
@@ -282,14 +322,34 @@ impl Objective {
         Ok(c)
     }
 
-    /// The weighted residual pieces at δ: value, `e = y − t` and `J = ∂y/∂δ` (`ift`).
-    fn residuals(&self, delta: &[f64]) -> Result<(f64, DVec<f64>, DMat<f64>), OptError> {
+    /// The residuals at δ: the value, `e = y − t` and `J = ∂y/∂δ` (by
+    /// `ift`), samples stacked (unweighted; the weights repeat per sample).
+    pub fn residuals(&self, delta: &[f64]) -> Result<(f64, DVec<f64>, DMat<f64>), OptError> {
         let (w, x, us) = self.at(delta)?;
-        let rj = rollout_jacobian(&w, &x, &us, self.steps, &self.inputs, Method::Ift, &DiffOptions::default())?;
-        let (y, j) = names::output_rows(&w, &rj.last, &rj.jacobian, &self.outputs)?;
-        let e = DVec::from_iterator(y.len(), y.iter().zip(&self.target).map(|(a, b)| a - b));
+        let n = self.dim();
+        let mut es: Vec<f64> = Vec::new();
+        let mut rows: Vec<nalgebra::RowDVector<f64>> = Vec::new();
+        for (k, target) in &self.stages {
+            // the decision variables this sample depends on
+            let cols: Vec<usize> = (0..n)
+                .filter(|c| !matches!(self.inputs[*c], Input::Control { step, .. } if step >= *k))
+                .collect();
+            let inputs: Vec<Input> = cols.iter().map(|c| self.inputs[*c]).collect();
+            let rj = rollout_jacobian(&w, &x, &us, *k, &inputs, Method::Ift, &DiffOptions::default())?;
+            let (y, j) = names::output_rows(&w, &rj.last, &rj.jacobian, &self.outputs)?;
+            es.extend(y.iter().zip(target).map(|(a, b)| a - b));
+            for r in 0..j.nrows() {
+                let mut row = nalgebra::RowDVector::zeros(n);
+                for (i, c) in cols.iter().enumerate() {
+                    row[*c] = j[(r, i)];
+                }
+                rows.push(row);
+            }
+        }
+        let e = DVec::from_vec(es);
+        let j = if rows.is_empty() { DMat::zeros(0, n) } else { DMat::from_rows(&rows) };
         let d = DVec::from_column_slice(delta);
-        let value = 0.5 * e.iter().zip(&self.weights).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
+        let value = 0.5 * e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
             + 0.5 * self.regularization * d.norm_squared();
         if !value.is_finite() || !j.iter().all(|v| v.is_finite()) {
             return Err(OptError::NonFinite { what: "gradient" });
@@ -300,7 +360,7 @@ impl Objective {
     /// f(δ) and ∇f(δ) (`ift`).
     pub fn gradient(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
         let (value, e, j) = self.residuals(delta)?;
-        let we = DVec::from_iterator(e.len(), e.iter().zip(&self.weights).map(|(ei, wi)| wi * ei));
+        let we = DVec::from_iterator(e.len(), e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei));
         let g = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
         Ok((value, g))
     }
@@ -308,7 +368,7 @@ impl Objective {
     /// Value, gradient and the Gauss–Newton Hessian `Jᵀ W J + r I`.
     pub fn gauss_newton(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
         let (value, e, j) = self.residuals(delta)?;
-        let w = DVec::from_column_slice(&self.weights);
+        let w = DVec::from_iterator(e.len(), self.weights.iter().cycle().copied());
         let we = e.component_mul(&w);
         let gradient = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
         let mut wj = j.clone();
