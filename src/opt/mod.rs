@@ -368,7 +368,7 @@ impl Objective {
     /// Value, gradient and the Gauss–Newton Hessian `Jᵀ W J + r I`.
     pub fn gauss_newton(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
         let (value, e, j) = self.residuals(delta)?;
-        let w = DVec::from_iterator(e.len(), self.weights.iter().cycle().copied());
+        let w = DVec::from_iterator(e.len(), self.weights.iter().cycle().copied().take(e.len()));
         let we = e.component_mul(&w);
         let gradient = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
         let mut wj = j.clone();

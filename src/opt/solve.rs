@@ -307,6 +307,14 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                         TerminationStatus::Terminated(TerminationReason::TargetCostReached) => "target cost reached".into(),
                         TerminationStatus::Terminated(TerminationReason::MaxItersReached) => "iteration limit".into(),
                         TerminationStatus::Terminated(TerminationReason::SolverConverged) => "solver converged".into(),
+                        TerminationStatus::Terminated(TerminationReason::SolverExit(msg)) => {
+                            let s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                            error = Some(match &s.last_error {
+                                Some(m) if !msg.contains(m.as_str()) => format!("{msg} ({m})"),
+                                _ => msg.clone(),
+                            });
+                            "stopped by an error".into()
+                        }
                         other => format!("{other:?}"),
                     };
                 }
@@ -316,7 +324,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                     if e.to_string() == STOP {
                         termination = s.stop.clone().unwrap_or_default();
                     } else {
-                        termination = "error".into();
+                        termination = "stopped by an error".into();
                         error = Some(match &s.last_error {
                             Some(m) => format!("{e} ({m})"),
                             None => e.to_string(),
