@@ -17,8 +17,7 @@ fn scene_path(name: &str) -> PathBuf {
 /// Box push, 4 steps (24 variables): Newton and Gauss–Newton reach
 /// 1e-10 (L-BFGS's Moré–Thuente line search at this size tries a push that
 /// spins the box too fast for a step and stops there with its best
-/// iterate, better than the start); CEM, given the wall time of the fastest of them, does not
-/// reach 1e-4; the plot has both panels' curves for every method.
+/// iterate, better than the start); the plot has both panels' curves for every method.
 #[test]
 fn box_push_reduced() {
     let mut s = scene::load(&scene_path("opt_box_push.toml")).unwrap();
@@ -35,9 +34,11 @@ fn box_push_reduced() {
         let y = obj.outputs(&r.delta).unwrap();
         assert!((y[0] - 0.2).abs() <= 2e-5 && (y[1] - 0.05).abs() <= 2e-5, "{}: {y:?}", r.method);
     }
+    // CEM's budget is newton's wall time (so how far it gets depends on the
+    // machine: only what holds anywhere is checked)
     let cem = &reports[4];
     assert_eq!(cem.method, "cem");
-    assert!(*cem.cost.last().unwrap() > 1e-4, "cem reached {:e}", cem.cost.last().unwrap());
+    assert!(cem.cost.windows(2).all(|w| w[1] <= w[0]) && cem.cost.len() >= 2);
     // gradient descent decreases the cost but is far from 1e-10 in 100 iterations
     let gd = &reports[3];
     assert!(gd.cost.last().unwrap() < &gd.cost[0] && iterations_to(gd, 1e-10).is_none());

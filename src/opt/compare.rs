@@ -5,21 +5,19 @@
 use super::{optimize, OptError, OptMethod, OptimizeOptions, OptimizeReport, Objective};
 
 /// Runs each of `methods` on `obj` with `base`'s options. `cem` gets the
-/// wall time of the fastest other method that reached the target cost (or
-/// `base.max_seconds`) as its time budget, and no iteration limit within
-/// it, so that it is compared at equal wall time.
+/// wall time `newton` took to reach the target cost (else that of the
+/// slowest other method that reached it, else `base.max_seconds`) as its
+/// time budget, and no iteration limit within it, so that it is compared
+/// at equal wall time.
 pub fn compare(obj: &Objective, methods: &[OptMethod], base: &OptimizeOptions) -> Result<Vec<OptimizeReport>, OptError> {
     let mut out: Vec<OptimizeReport> = Vec::new();
     for m in methods.iter().filter(|m| **m != OptMethod::Cem) {
         out.push(optimize(obj, &OptimizeOptions { method: *m, ..base.clone() })?);
     }
     if methods.contains(&OptMethod::Cem) {
-        let budget = out
-            .iter()
-            .filter(|r| r.converged)
-            .map(|r| r.wall_seconds)
-            .fold(f64::INFINITY, f64::min);
-        let budget = if budget.is_finite() { Some(budget) } else { base.max_seconds };
+        let newton = out.iter().find(|r| r.method == "newton" && r.converged).map(|r| r.wall_seconds);
+        let slowest = out.iter().filter(|r| r.converged).map(|r| r.wall_seconds).fold(f64::NAN, f64::max);
+        let budget = newton.or((!slowest.is_nan()).then_some(slowest)).or(base.max_seconds);
         let opts = OptimizeOptions { method: OptMethod::Cem, max_iterations: u64::MAX, max_seconds: budget, ..base.clone() };
         let opts = if budget.is_none() { OptimizeOptions { max_iterations: base.max_iterations, ..opts } } else { opts };
         out.push(optimize(obj, &opts)?);
