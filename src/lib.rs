@@ -37,6 +37,7 @@ pub mod experiments;
 pub mod geometry;
 pub mod linalg;
 pub mod math;
+pub mod opt;
 pub mod scalar;
 pub mod scene;
 pub mod sim;

@@ -13,8 +13,8 @@
 //!   key, so no documented key is one the loader rejects. The README's
 //!   scene loads too.
 //! * Every key of every command's JSON output (`run --json`, the `--out`
-//!   trajectory, `check --json`, `grad --json`, `bench --json`, and a failed
-//!   run's `error`) is named in the document's section on command output.
+//!   trajectory, `check --json`, `grad --json`, `bench --json`, `hessian
+//!   --check --json`, `optimize --json`, and a failed run's `error`) is named in the document's section on command output.
 //! * The README's API section is the compiled `examples/api_tour.rs`; the
 //!   README and `docs/` never mention the engineers' design folder, and
 //!   every relative link resolves inside the repository.
@@ -82,7 +82,7 @@ fn sections(md: &str) -> Vec<Section> {
 fn heading_needle(table: &str) -> String {
     match table {
         "" => "Top-level tables".to_string(),
-        "sim" | "solver_params" => format!("`[{table}]`"),
+        "sim" | "solver_params" | "objective" => format!("`[{table}]`"),
         // A backend's own `[solver_params]` keys: the section headed
         // "… tuning (`name`, …)" that names the backend.
         t if t.starts_with("solver_params.") => format!("backend:`{}`", &t["solver_params.".len()..]),
@@ -436,6 +436,7 @@ fn json_keys(v: &serde_json::Value, out: &mut BTreeSet<String>) {
 fn every_key_of_every_json_output_is_documented() {
     let scene = root().join("examples/scenes/free_flight.toml");
     let scene = scene.to_str().unwrap();
+    let opt_scene = root().join("examples/scenes/opt_projectile.toml");
     let dir = std::env::temp_dir().join(format!("dualsim-docs-test-{}", std::process::id()));
     let dir_s = dir.to_str().unwrap();
     let mut outputs: Vec<(&str, serde_json::Value)> = vec![
@@ -460,6 +461,14 @@ fn every_key_of_every_json_output_is_documented() {
             ]),
         ),
         ("bench --json", json_of(&["bench", scene, "--json"])),
+        (
+            "hessian --check --json",
+            json_of(&["hessian", opt_scene.to_str().unwrap(), "--check", "--json"]),
+        ),
+        (
+            "optimize --json",
+            json_of(&["optimize", opt_scene.to_str().unwrap(), "--json"]),
+        ),
     ];
     let traj = std::fs::read_to_string(Path::new(&dir).join("trajectory.json")).unwrap();
     outputs.push(("the --out trajectory", serde_json::from_str(&traj).unwrap()));

@@ -96,6 +96,46 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Minimize the scene's `[objective]` (trust-region Newton with exact
+    /// Hessians, Gauss-Newton, L-BFGS, gradient descent, or CEM).
+    Optimize {
+        /// The scene file (TOML) with an `[objective]` table.
+        scene: PathBuf,
+        /// newton | gauss_newton | lbfgs | gradient | cem.
+        #[arg(long, default_value = "newton")]
+        method: String,
+        /// Iteration limit.
+        #[arg(long, default_value_t = 100)]
+        max_iterations: u64,
+        /// Stop once the cost is at or below this.
+        #[arg(long, default_value_t = 1e-12)]
+        target_cost: f64,
+        /// Stop after this much wall time (seconds).
+        #[arg(long)]
+        max_seconds: Option<f64>,
+        /// Write the optimized scene (scene.toml) and its trajectory
+        /// (trajectory.json) into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Value, gradient and Hessian of the scene's `[objective]` with
+    /// respect to its `wrt`.
+    Hessian {
+        /// The scene file (TOML) with an `[objective]` table.
+        scene: PathBuf,
+        /// lift | unrolled | fd.
+        #[arg(long, default_value = "lift")]
+        method: String,
+        /// Compare the three methods (like `check`).
+        #[arg(long)]
+        check: bool,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Time the f64 step and each derivative method of one step.
     Bench {
         /// The scene file (TOML).
@@ -125,6 +165,10 @@ fn main() -> ExitCode {
             grad(&scene, &of, &wrt, &method, rho, &partials, json)
         }
         Some(Command::Bench { scene, json }) => bench(&scene, json),
+        Some(Command::Optimize { scene, method, max_iterations, target_cost, max_seconds, out, json }) => {
+            optimize(&scene, &method, max_iterations, target_cost, max_seconds, out.as_deref(), json)
+        }
+        Some(Command::Hessian { scene, method, check, json }) => hessian(&scene, &method, check, json),
         Some(Command::View { trajectory, out }) => view(&trajectory, out.as_deref()),
     }
 }
@@ -539,4 +583,168 @@ fn view(path: &Path, out: Option<&Path>) -> ExitCode {
     }
     eprintln!("wrote {}", target.display());
     ExitCode::SUCCESS
+}
+
+/// The objective of a scene, or the exit code (2: no `[objective]`).
+fn load_objective(path: &Path) -> Result<(Scene, dualsim::opt::Objective), ExitCode> {
+    let scene = load_scene(path)?;
+    match dualsim::opt::Objective::from_scene(&scene) {
+        Ok(o) => Ok((scene, o)),
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            Err(ExitCode::from(EXIT_INPUT))
+        }
+    }
+}
+
+fn matrix_json(m: &dualsim::math::DMat<f64>) -> Vec<Vec<f64>> {
+    m.row_iter().map(|r| r.iter().copied().collect()).collect()
+}
+
+fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
+    use dualsim::opt::HessianMethod;
+    let Some(method) = HessianMethod::from_name(method) else {
+        eprintln!("error: --method {method}: expected one of lift, unrolled, fd");
+        return ExitCode::from(EXIT_INPUT);
+    };
+    let (_, obj) = match load_objective(path) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let delta = vec![0.0; obj.dim()];
+    let methods: Vec<HessianMethod> = if check { HessianMethod::ALL.to_vec() } else { vec![method] };
+    let mut results = Vec::new();
+    for m in &methods {
+        let t0 = Instant::now();
+        match obj.hessian(&delta, *m) {
+            Ok(d) => results.push((*m, d, t0.elapsed().as_secs_f64())),
+            Err(e) => {
+                eprintln!("error: {}: {e}", m.name());
+                return ExitCode::from(EXIT_SIM);
+            }
+        }
+    }
+    let (m0, d0, wall0) = &results[0];
+    let mut doc = serde_json::json!({
+        "wrt": obj.wrt(),
+        "cols": obj.labels(),
+        "method": m0.name(),
+        "value": d0.value,
+        "gradient": d0.gradient.iter().copied().collect::<Vec<f64>>(),
+        "hessian": matrix_json(&d0.hessian),
+        "wall_seconds": wall0,
+    });
+    let mut passed = true;
+    if check {
+        // as `check`: differences relative to max(1, max |H_lift|)
+        let scale = d0.hessian.amax().max(1.0);
+        let tols = [("unrolled", 1e-7), ("fd", 1e-5)];
+        let mut diffs = serde_json::Map::new();
+        let mut times = serde_json::Map::new();
+        times.insert(m0.name().into(), serde_json::json!(wall0));
+        for (m, d, wall) in &results[1..] {
+            let diff = (&d.hessian - &d0.hessian).amax();
+            let tol = tols.iter().find(|(n, _)| *n == m.name()).map(|t| t.1).unwrap_or(1e-7);
+            passed &= diff / scale <= tol;
+            diffs.insert(format!("lift_vs_{}", m.name()), serde_json::json!(diff));
+            times.insert(m.name().into(), serde_json::json!(wall));
+        }
+        doc["methods"] = serde_json::json!(methods.iter().map(|m| m.name()).collect::<Vec<_>>());
+        doc["max_abs_diff"] = serde_json::Value::Object(diffs);
+        doc["scale"] = serde_json::json!(scale);
+        doc["method_seconds"] = serde_json::Value::Object(times);
+        doc["passed"] = serde_json::json!(passed);
+    }
+    if json {
+        println!("{doc}");
+    } else {
+        println!("objective value {:.12e} ({} by {})", d0.value, obj.wrt().join(", "), m0.name());
+        println!("gradient: {:?}", d0.gradient.as_slice());
+        println!("hessian:");
+        for r in d0.hessian.row_iter() {
+            println!("{}", r.iter().map(|x| format!("{x:>14.6e}")).collect::<Vec<_>>().join(" "));
+        }
+        if check {
+            println!("max |H_lift - H_m| (scale {}): {}", doc["scale"], doc["max_abs_diff"]);
+            println!("{}", if passed { "passed" } else { "FAILED" });
+        }
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_SIM)
+    }
+}
+
+fn optimize(
+    path: &Path,
+    method: &str,
+    max_iterations: u64,
+    target_cost: f64,
+    max_seconds: Option<f64>,
+    out: Option<&Path>,
+    json: bool,
+) -> ExitCode {
+    use dualsim::opt::{OptMethod, OptimizeOptions};
+    let Some(method) = OptMethod::from_name(method) else {
+        eprintln!("error: --method {method}: expected one of newton, gauss_newton, lbfgs, gradient, cem");
+        return ExitCode::from(EXIT_INPUT);
+    };
+    if !(target_cost >= 0.0) || max_seconds.is_some_and(|m| !(m > 0.0)) {
+        eprintln!("error: --target-cost must be >= 0 and --max-seconds > 0");
+        return ExitCode::from(EXIT_INPUT);
+    }
+    let (_, obj) = match load_objective(path) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let opts = OptimizeOptions { method, max_iterations, target_cost, max_seconds, progress: true, ..Default::default() };
+    let report = match dualsim::opt::optimize(&obj, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
+    let mut code = ExitCode::SUCCESS;
+    if let Some(dir) = out {
+        let written = (|| -> Result<(), String> {
+            let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            let text = dualsim::opt::optimized_scene_toml(&src, &obj, &report.delta).map_err(|e| e.to_string())?;
+            let file = dir.join("scene.toml");
+            let optimized = scene::parse(&text, &file.display().to_string()).map_err(|e| e.to_string())?;
+            let traj = dualsim::sim::rollout(&optimized.world, &optimized.initial, &optimized.controls, optimized.steps)
+                .map_err(|e| e.error.to_string())?;
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+            atomic_write(&file, text.as_bytes()).map_err(|e| e.to_string())?;
+            write_json(dir, "trajectory.json", &trajectory_json(&optimized, &traj)).map_err(|e| e.to_string())
+        })();
+        if let Err(e) = written {
+            eprintln!("error: writing the optimized scene into {}: {e}", dir.display());
+            code = ExitCode::from(EXIT_SIM);
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+    } else {
+        println!(
+            "{}: cost {:.3e} -> {:.3e} in {} iterations, {:.3} s, |grad| {:.3e}, {} ({})",
+            report.method,
+            report.cost.first().copied().unwrap_or(f64::NAN),
+            report.cost.last().copied().unwrap_or(f64::NAN),
+            report.iterations,
+            report.wall_seconds,
+            report.gradient_norm,
+            if report.converged { "converged" } else { "not converged" },
+            report.termination
+        );
+        for (k, v) in &report.solution {
+            println!("{k}: {v}");
+        }
+    }
+    if let Some(e) = &report.error {
+        eprintln!("error: the optimization stopped: {e}; the best iterate (cost {:.6e}) is reported", report.cost.last().copied().unwrap_or(f64::NAN));
+        return ExitCode::from(EXIT_SIM);
+    }
+    code
 }

@@ -470,7 +470,7 @@ pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<
 }
 
 /// A robot link's quantity at `(q, v)` in a dual scalar.
-fn link_quantity<T: Scalar>(world: &crate::dynamics::Model<T>, q: &DVec<T>, v: &DVec<T>, body: usize, field: OutputField) -> Vec<T> {
+pub fn link_quantity<T: Scalar>(world: &crate::dynamics::Model<T>, q: &DVec<T>, v: &DVec<T>, body: usize, field: OutputField) -> Vec<T> {
     let mut data = world.data();
     forward_kinematics(world, &mut data, q, Some(v));
     let pose = data.omi[body];

@@ -56,7 +56,7 @@ type D = DualSVec64<BLOCK>;
 /// World and initial state in `T` with `deltas` added to the non-control
 /// inputs, and the controls of every step with `deltas` added to the
 /// control inputs.
-fn seeded_rollout<T: Scalar>(
+pub fn seeded_rollout<T: Scalar>(
     world: &World<f64>,
     x0: &State<f64>,
     controls: &Controls<f64>,

@@ -46,6 +46,9 @@ use crate::geometry::{BundleOp, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
 use crate::sim::{Controls, State, World};
 
+mod objective;
+pub use objective::ObjectiveSpec;
+
 /// A loaded scene: the world, its initial state, controls and step count.
 #[derive(Clone, Debug)]
 pub struct Scene {
@@ -57,6 +60,8 @@ pub struct Scene {
     pub controls: Controls<f64>,
     /// Number of steps to simulate.
     pub steps: usize,
+    /// The optional `[objective]` (for `dualsim optimize` / `hessian`).
+    pub objective: Option<ObjectiveSpec>,
 }
 
 /// An error in a scene file, located in the source.
@@ -343,7 +348,7 @@ fn choose<T: Copy>(
 // document each of them (`tests/docs.rs`, through `accepted_keys` and
 // `accepted_values`). A new key goes into its list here, then the docs.
 
-const ROOT_KEYS: &[&str] = &["sim", "solver_params", "body", "static", "robot", "control"];
+const ROOT_KEYS: &[&str] = &["sim", "solver_params", "body", "static", "robot", "control", "objective"];
 const SIM_KEYS: &[&str] = &[
     "dt",
     "steps",
@@ -411,6 +416,7 @@ pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
         ("static".into(), STATIC_KEYS),
         ("robot".into(), ROBOT_KEYS),
         ("control".into(), CONTROL_KEYS),
+        ("objective".into(), objective::OBJECTIVE_KEYS),
     ];
     out.extend(SHAPE_KEYS.iter().map(|(ty, keys)| (format!("shape.{ty}"), *keys)));
     out.push(("part".into(), PART_KEYS));
@@ -905,6 +911,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         None => Controls::Constant(constant),
     };
 
+    let objective_table = root.table("objective", objective::OBJECTIVE_KEYS)?;
     root.finish()?;
     let initial = State { q: DVec::from_vec(q), v: DVec::from_vec(v) };
 
@@ -947,7 +954,12 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         }
     })?;
 
-    Ok(Scene { world, initial, controls, steps })
+    // [objective], once every name it may use is known.
+    let objective = match objective_table {
+        Some(t) => Some(objective::read(cx, t, &world, steps)?),
+        None => None,
+    };
+    Ok(Scene { world, initial, controls, steps, objective })
 }
 
 /// The keys `[solver_params]` accepts under the backend `kind`: the shared

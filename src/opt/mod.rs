@@ -1,0 +1,573 @@
+//! Rollout objectives and their optimization: the `[objective]` of a scene
+//! file (see [`crate::scene::ObjectiveSpec`]) as a function of decision
+//! variables, with its value, gradient and exact Hessian, and optimizers
+//! from the argmin crate around it.
+//!
+//! # The objective
+//!
+//! The decision variables θ are inputs of a rollout named as `dualsim
+//! grad`'s IN (initial state entries, model parameters, per-step
+//! controls), resolved by [`crate::diff::names::parse_inputs`]. They are
+//! parameterized by their offset δ from the scene's values θ₀ (for a
+//! configuration, `q = q₀ ⊕ δ`). With `y(δ)` the stacked final-state
+//! outputs (rows as `grad` stacks them; an orientation contributes its
+//! four quaternion components),
+//!
+//! ```text
+//! f(δ) = ½ Σᵢ wᵢ (yᵢ(δ) − tᵢ)² + ½ r ‖δ‖²
+//! ∇f   = Jᵀ W e + r δ                        (e = y − t, J = ∂y/∂δ)
+//! ∇²f  = Jᵀ W J + Σᵢ wᵢ eᵢ ∇²yᵢ + r I        (Gauss–Newton drops the middle term)
+//! ```
+//!
+//! * the value is an f64 rollout;
+//! * the gradient is `J` by the implicit function theorem chained through
+//!   the rollout ([`crate::diff::rollout_jacobian`] with `ift`);
+//! * the exact Hessian runs the rollout in hyper-dual numbers
+//!   (`HyperDualSVec64<8, 8>`, one 8 × 8 block of the Hessian per rollout,
+//!   `⌈n/8⌉(⌈n/8⌉+1)/2` rollouts): [`HessianMethod::Lift`] takes each step
+//!   by [`crate::diff::lift_step`] (f64 solve, then two Newton steps of the
+//!   residual in the hyper-dual scalar: exact second derivatives of the
+//!   step at the solver's solution), [`HessianMethod::Unrolled`] runs the
+//!   whole solver in hyper-dual numbers; [`HessianMethod::Fd`] is central
+//!   differences of the `ift` gradient (step [`FD_STEP`]), the reference.
+//!
+//! For an `orientation` decision variable the `ift` gradient is taken in
+//! the tangent space at the current iterate, which equals the δ
+//! parameterization's gradient only at δ = 0 (the Hessian methods
+//! differentiate the δ parameterization itself).
+//!
+//! # Optimizers ([`optimize`])
+//!
+//! | method | how |
+//! |---|---|
+//! | `newton` | argmin's trust region (Steihaug–CG subproblem) with the exact Hessian (`lift`) |
+//! | `gauss_newton` | the same trust region with the Gauss–Newton Hessian `Jᵀ W J + r I` (exact `ift` Jacobians) |
+//! | `lbfgs` | argmin's L-BFGS (memory 10, Moré–Thuente line search) |
+//! | `gradient` | argmin's steepest descent with a backtracking (Armijo) line search |
+//! | `cem` | cross-entropy method, zeroth order ([`cem`]; written here, argmin has none) |
+//!
+//! argmin's nalgebra backend supports nalgebra 0.34 while dualsim uses
+//! 0.35, so the adapters use argmin's `Vec<f64>` backend (parameters
+//! `Vec<f64>`, Hessians `Vec<Vec<f64>>`). argmin's own `Newton` and
+//! `GaussNewton` solvers need a matrix inverse that backend lacks, hence
+//! the trust region for both, which is also the robust choice when the
+//! Hessian through contact is indefinite.
+//!
+//! A simulation that fails at a trial point gives the cost `+∞` (the trust
+//! region then shrinks); every finite evaluation is compared with the best
+//! so far, and an optimization that stops on an error reports the best
+//! iterate with the error ([`OptimizeReport::error`]).
+
+pub mod cem;
+pub mod compare;
+mod scene_out;
+mod solve;
+pub mod sysid;
+
+pub use scene_out::optimized_scene_toml;
+pub use solve::{optimize, OptMethod, OptimizeOptions, OptimizeReport};
+
+use nalgebra::Const;
+use num_dual::HyperDualSVec64;
+
+use crate::diff::names::{self, Output, OutputField};
+use crate::diff::rollout::seeded_rollout;
+use crate::diff::{lift_step, rollout_jacobian, DiffError, DiffOptions, Input, Method, Param};
+use crate::geometry::Shape;
+use crate::math::{DMat, DVec};
+use crate::scene::{ObjectiveSpec, Scene};
+use crate::sim::{rollout, step, Controls, State, World};
+use crate::Scalar;
+
+/// Step of the finite-difference Hessian (central differences of the
+/// `ift` gradient).
+pub const FD_STEP: f64 = 1e-6;
+
+/// A failed objective evaluation or optimization.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum OptError {
+    /// The scene has no `[objective]`.
+    #[error("the scene has no [objective] table (see docs/scene-format.md)")]
+    NoObjective,
+    /// A name of the objective does not resolve (an objective built by
+    /// hand; a scene file's objective is checked when it is loaded).
+    #[error("objective: {0}")]
+    BadObjective(String),
+    /// A simulation or derivative failed.
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+    /// The cost or a derivative is not finite.
+    #[error("the {what} is not finite at this point")]
+    NonFinite {
+        /// Which quantity.
+        what: &'static str,
+    },
+}
+
+/// How the exact Hessian is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HessianMethod {
+    /// Hyper-dual numbers through [`crate::diff::lift_step`].
+    Lift,
+    /// The whole solver in hyper-dual numbers.
+    Unrolled,
+    /// Central differences of the `ift` gradient.
+    Fd,
+}
+
+impl HessianMethod {
+    /// All methods, in report order.
+    pub const ALL: [HessianMethod; 3] = [HessianMethod::Lift, HessianMethod::Unrolled, HessianMethod::Fd];
+
+    /// The command-line name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HessianMethod::Lift => "lift",
+            HessianMethod::Unrolled => "unrolled",
+            HessianMethod::Fd => "fd",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// Value, gradient and (exact or approximate) Hessian at one point.
+#[derive(Clone, Debug)]
+pub struct Derivatives {
+    /// f(δ).
+    pub value: f64,
+    /// ∇f(δ).
+    pub gradient: DVec<f64>,
+    /// ∇²f(δ) (symmetric).
+    pub hessian: DMat<f64>,
+}
+
+/// A rollout objective (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Objective {
+    world: World<f64>,
+    initial: State<f64>,
+    controls: Controls<f64>,
+    steps: usize,
+    outputs: Vec<Output>,
+    /// `(steps, target)`: the outputs after `steps` steps against
+    /// `target` (one stage, the final state, unless [`Objective::with_samples`]).
+    stages: Vec<(usize, Vec<f64>)>,
+    weights: Vec<f64>,
+    groups: Vec<(String, Vec<Input>)>,
+    inputs: Vec<Input>,
+    regularization: f64,
+}
+
+/// Width of a hyper-dual block.
+const B: usize = 8;
+type H = HyperDualSVec64<B, B>;
+
+impl Objective {
+    /// The objective of a scene's `[objective]`.
+    pub fn from_scene(scene: &Scene) -> Result<Self, OptError> {
+        let spec = scene.objective.as_ref().ok_or(OptError::NoObjective)?;
+        Self::new(&scene.world, &scene.initial, &scene.controls, scene.steps, spec)
+    }
+
+    /// An objective on a rollout of `steps` steps.
+    pub fn new(
+        world: &World<f64>,
+        initial: &State<f64>,
+        controls: &Controls<f64>,
+        steps: usize,
+        spec: &ObjectiveSpec,
+    ) -> Result<Self, OptError> {
+        let bad = |e: DiffError| OptError::BadObjective(e.to_string());
+        let outputs = names::parse_outputs(world, &spec.of.join(",")).map_err(bad)?;
+        let groups = names::parse_inputs(world, &spec.wrt.join(","), steps).map_err(bad)?;
+        let rows = names::output_labels(world, &outputs).len();
+        if spec.target.len() != rows || spec.weights.len() != rows {
+            return Err(OptError::BadObjective(format!(
+                "{rows} output rows but {} targets and {} weights",
+                spec.target.len(),
+                spec.weights.len()
+            )));
+        }
+        if spec.weights.iter().any(|w| !(*w >= 0.0)) || !(spec.regularization >= 0.0) {
+            return Err(OptError::BadObjective("weights and regularization must be >= 0".into()));
+        }
+        let inputs = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
+        Ok(Objective {
+            world: world.clone(),
+            initial: initial.clone(),
+            controls: controls.clone(),
+            steps,
+            outputs,
+            stages: vec![(steps, spec.target.clone())],
+            weights: spec.weights.clone(),
+            groups,
+            inputs,
+            regularization: spec.regularization,
+        })
+    }
+
+    /// Number of decision variables.
+    pub fn dim(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// The decision variables' names as written (`box.control`).
+    pub fn wrt(&self) -> Vec<String> {
+        self.groups.iter().map(|(l, _)| l.clone()).collect()
+    }
+
+    /// One label per decision variable (`box.velocity.x`, `box.control[step 3][1]`).
+    pub fn labels(&self) -> Vec<String> {
+        names::input_labels(&self.world, &self.groups)
+    }
+
+    /// One label per output row.
+    pub fn rows(&self) -> Vec<String> {
+        names::output_labels(&self.world, &self.outputs)
+    }
+
+    /// The same objective on outputs sampled along the rollout: `samples`
+    /// holds `(k, values)`, the outputs after `k` steps (1 ≤ k ≤ the
+    /// rollout's steps) and their targets (one per output row, the same
+    /// weights); the cost sums over the samples (for system
+    /// identification from a trajectory). Control decision variables of
+    /// steps at or after a sample do not affect it.
+    pub fn with_samples(mut self, samples: Vec<(usize, Vec<f64>)>) -> Result<Self, OptError> {
+        let rows = self.weights.len();
+        for (k, t) in &samples {
+            if *k == 0 || *k > self.steps || t.len() != rows {
+                return Err(OptError::BadObjective(format!(
+                    "a sample needs 1 <= k <= {} steps and {rows} values, got k = {k} and {} values",
+                    self.steps,
+                    t.len()
+                )));
+            }
+        }
+        if samples.is_empty() {
+            return Err(OptError::BadObjective("no sample".into()));
+        }
+        self.stages = samples;
+        Ok(self)
+    }
+
+    /// The number of steps of the rollout.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    fn check_len(&self, delta: &[f64]) {
+        assert_eq!(delta.len(), self.dim(), "one offset per decision variable");
+    }
+
+    /// World, initial state and controls at offset δ.
+    pub fn at(&self, delta: &[f64]) -> Result<(World<f64>, State<f64>, Controls<f64>), OptError> {
+        self.check_len(delta);
+        Ok(seeded_rollout(&self.world, &self.initial, &self.controls, self.steps, &self.inputs, delta)?)
+    }
+
+    /// The outputs `y(δ)` at the final state (f64).
+    pub fn outputs(&self, delta: &[f64]) -> Result<Vec<f64>, OptError> {
+        Ok(self.outputs_at(delta, &[self.steps])?.remove(0))
+    }
+
+    /// The outputs after each of `steps` steps (f64).
+    pub fn outputs_at(&self, delta: &[f64], steps: &[usize]) -> Result<Vec<Vec<f64>>, OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let n = steps.iter().copied().max().unwrap_or(0);
+        let traj = rollout(&w, &x, &us, n).map_err(DiffError::from)?;
+        Ok(steps.iter().map(|k| output_values(&w, &traj.states[*k], &self.outputs)).collect())
+    }
+
+    /// The cost in any scalar, the rollout stepped plainly (`lift =
+    /// false`) or by [`lift_step`] of order 2.
+    fn cost_in<T: Scalar>(&self, deltas: &[T], lift: bool) -> Result<T, OptError> {
+        let (w, mut x, us) = seeded_rollout(&self.world, &self.initial, &self.controls, self.steps, &self.inputs, deltas)?;
+        let last = self.stages.iter().map(|s| s.0).max().unwrap_or(0);
+        let mut c = T::zero();
+        for k in 0..=last {
+            for (_, target) in self.stages.iter().filter(|s| s.0 == k) {
+                let y = output_values(&w, &x, &self.outputs);
+                for ((yi, ti), wi) in y.iter().zip(target).zip(&self.weights) {
+                    let e = *yi - T::from_re(*ti);
+                    c += T::from_re(0.5 * wi) * e * e;
+                }
+            }
+            if k == last {
+                break;
+            }
+            x = if lift {
+                lift_step(&w, &x, us.at(k), 2)?
+            } else {
+                step(&w, &x, us.at(k)).map_err(DiffError::from)?.state
+            };
+        }
+        let mut reg = T::zero();
+        for d in deltas {
+            reg += *d * *d;
+        }
+        Ok(c + T::from_re(0.5 * self.regularization) * reg)
+    }
+
+    /// f(δ) by an f64 rollout.
+    pub fn value(&self, delta: &[f64]) -> Result<f64, OptError> {
+        self.check_len(delta);
+        let c = self.cost_in::<f64>(delta, false)?;
+        if !c.is_finite() {
+            return Err(OptError::NonFinite { what: "cost" });
+        }
+        Ok(c)
+    }
+
+    /// The residuals at δ: the value, `e = y − t` and `J = ∂y/∂δ` (by
+    /// `ift`), samples stacked (unweighted; the weights repeat per sample).
+    pub fn residuals(&self, delta: &[f64]) -> Result<(f64, DVec<f64>, DMat<f64>), OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let n = self.dim();
+        let mut es: Vec<f64> = Vec::new();
+        let mut rows: Vec<nalgebra::RowDVector<f64>> = Vec::new();
+        for (k, target) in &self.stages {
+            // the decision variables this sample depends on
+            let cols: Vec<usize> = (0..n)
+                .filter(|c| !matches!(self.inputs[*c], Input::Control { step, .. } if step >= *k))
+                .collect();
+            let inputs: Vec<Input> = cols.iter().map(|c| self.inputs[*c]).collect();
+            let rj = rollout_jacobian(&w, &x, &us, *k, &inputs, Method::Ift, &DiffOptions::default())?;
+            let (y, j) = names::output_rows(&w, &rj.last, &rj.jacobian, &self.outputs)?;
+            es.extend(y.iter().zip(target).map(|(a, b)| a - b));
+            for r in 0..j.nrows() {
+                let mut row = nalgebra::RowDVector::zeros(n);
+                for (i, c) in cols.iter().enumerate() {
+                    row[*c] = j[(r, i)];
+                }
+                rows.push(row);
+            }
+        }
+        let e = DVec::from_vec(es);
+        let j = if rows.is_empty() { DMat::zeros(0, n) } else { DMat::from_rows(&rows) };
+        let d = DVec::from_column_slice(delta);
+        let value = 0.5 * e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
+            + 0.5 * self.regularization * d.norm_squared();
+        if !value.is_finite() || !j.iter().all(|v| v.is_finite()) {
+            return Err(OptError::NonFinite { what: "gradient" });
+        }
+        Ok((value, e, j))
+    }
+
+    /// f(δ) and ∇f(δ) (`ift`).
+    pub fn gradient(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
+        let (value, e, j) = self.residuals(delta)?;
+        let we = DVec::from_iterator(e.len(), e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei));
+        let g = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
+        Ok((value, g))
+    }
+
+    /// Value, gradient and the Gauss–Newton Hessian `Jᵀ W J + r I`.
+    pub fn gauss_newton(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
+        let (value, e, j) = self.residuals(delta)?;
+        let w = DVec::from_iterator(e.len(), self.weights.iter().cycle().copied().take(e.len()));
+        let we = e.component_mul(&w);
+        let gradient = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
+        let mut wj = j.clone();
+        for (r, wi) in w.iter().enumerate() {
+            wj.row_mut(r).scale_mut(*wi);
+        }
+        let n = self.dim();
+        let hessian = j.transpose() * wj + DMat::identity(n, n) * self.regularization;
+        Ok(Derivatives { value, gradient, hessian })
+    }
+
+    /// Value, gradient and Hessian at δ by `method` (module docs).
+    pub fn hessian(&self, delta: &[f64], method: HessianMethod) -> Result<Derivatives, OptError> {
+        self.check_len(delta);
+        match method {
+            HessianMethod::Lift => self.hyperdual_hessian(delta, true),
+            HessianMethod::Unrolled => self.hyperdual_hessian(delta, false),
+            HessianMethod::Fd => self.fd_hessian(delta),
+        }
+    }
+
+    fn hyperdual_hessian(&self, delta: &[f64], lift: bool) -> Result<Derivatives, OptError> {
+        let n = self.dim();
+        let nb = n.div_ceil(B);
+        let mut hessian = DMat::zeros(n, n);
+        let mut gradient = DVec::zeros(n);
+        let mut value = f64::NAN;
+        for bi in 0..nb {
+            for bj in bi..nb {
+                let deltas: Vec<H> = (0..n)
+                    .map(|k| {
+                        let mut d = H::from_re(delta[k]);
+                        if k / B == bi {
+                            d = d.derivative1(k % B);
+                        }
+                        if k / B == bj {
+                            d = d.derivative2(k % B);
+                        }
+                        d
+                    })
+                    .collect();
+                let c = self.cost_in(&deltas, lift)?;
+                value = c.re;
+                let m = c.eps1eps2.unwrap_generic(Const::<B>, Const::<B>);
+                if bi == bj {
+                    let g = c.eps1.unwrap_generic(Const::<B>, nalgebra::U1);
+                    for a in 0..B.min(n - bi * B) {
+                        gradient[bi * B + a] = g[a];
+                    }
+                }
+                for a in 0..B.min(n - bi * B) {
+                    for b in 0..B.min(n - bj * B) {
+                        hessian[(bi * B + a, bj * B + b)] = m[(a, b)];
+                        hessian[(bj * B + b, bi * B + a)] = m[(a, b)];
+                    }
+                }
+            }
+        }
+        if n == 0 {
+            value = self.value(delta)?;
+        }
+        if !value.is_finite() || !gradient.iter().chain(hessian.iter()).all(|v| v.is_finite()) {
+            return Err(OptError::NonFinite { what: "Hessian" });
+        }
+        Ok(Derivatives { value, gradient, hessian })
+    }
+
+    fn fd_hessian(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
+        let n = self.dim();
+        let (value, gradient) = self.gradient(delta)?;
+        let mut hessian = DMat::zeros(n, n);
+        for j in 0..n {
+            let mut p = delta.to_vec();
+            p[j] += FD_STEP;
+            let gp = self.gradient(&p)?.1;
+            p[j] -= 2.0 * FD_STEP;
+            let gm = self.gradient(&p)?.1;
+            hessian.set_column(j, &((gp - gm) / (2.0 * FD_STEP)));
+        }
+        let sym = (&hessian + hessian.transpose()) * 0.5;
+        Ok(Derivatives { value, gradient, hessian: sym })
+    }
+
+    /// The decision variables' values at δ, per group as written
+    /// (`box.control`: every step's 6 entries, step-major; an
+    /// `orientation`: the quaternion `[w, x, y, z]`; a robot's `q`: all
+    /// its coordinates).
+    pub fn solution(&self, delta: &[f64]) -> Result<Vec<(String, Vec<f64>)>, OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let m = &w.model;
+        let mut out = Vec::new();
+        for (label, inputs) in &self.groups {
+            let first = inputs[0];
+            let values: Vec<f64> = match first {
+                Input::Control { .. } => inputs
+                    .iter()
+                    .map(|i| match *i {
+                        Input::Control { step, index } => us.at(step)[index],
+                        _ => unreachable!("a control group holds controls only"),
+                    })
+                    .collect(),
+                Input::Velocity(_) => inputs
+                    .iter()
+                    .map(|i| match *i {
+                        Input::Velocity(k) => x.v[k],
+                        _ => unreachable!("a velocity group holds velocities only"),
+                    })
+                    .collect(),
+                Input::Config(i) => {
+                    if let Some(r) = w.robots.iter().find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i)) {
+                        x.q.rows(r.idx_q, r.nq).iter().copied().collect()
+                    } else {
+                        let b = &m.bodies[m.dof_body[i]];
+                        if i - b.idx_v >= 3 {
+                            x.q.rows(b.idx_q + 3, 4).iter().copied().collect()
+                        } else {
+                            x.q.rows(b.idx_q, 3).iter().copied().collect()
+                        }
+                    }
+                }
+                Input::Model(_) => inputs
+                    .iter()
+                    .map(|i| match *i {
+                        Input::Model(p) => model_value(&w, p),
+                        _ => unreachable!("a parameter group holds parameters only"),
+                    })
+                    .collect(),
+            };
+            out.push((label.clone(), values));
+        }
+        Ok(out)
+    }
+}
+
+/// The value of a model parameter in a world.
+fn model_value(w: &World<f64>, p: Param) -> f64 {
+    match p {
+        Param::Mass(b) => w.model.bodies[b].inertia.mass,
+        Param::Inertia(b, k) => w.model.bodies[b].inertia.inertia[(k, k)],
+        Param::Friction(b) => w.materials[b].friction,
+        Param::Restitution(b) => w.materials[b].restitution,
+        Param::Shape(b, k) => match w.shapes[b].as_ref() {
+            Some(Shape::Sphere { radius }) => *radius,
+            Some(Shape::Box { half_extents }) => half_extents[k],
+            Some(Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length }) => {
+                if k == 0 {
+                    *radius
+                } else {
+                    *half_length
+                }
+            }
+            Some(Shape::Ellipsoid { radii }) => radii[k],
+            Some(Shape::PaddedPolygon { radius, .. }) => *radius,
+            _ => f64::NAN,
+        },
+        Param::Gravity(k) => w.gravity[k],
+        Param::Dt => w.dt,
+        Param::Q(_) | Param::V(_) | Param::U(_) => f64::NAN,
+    }
+}
+
+/// The stacked values of `outputs` at a final state, in any scalar (rows
+/// as [`names::output_rows`] gives them; a robot's `q` only without a
+/// floating base).
+pub fn output_values<T: Scalar>(world: &World<T>, last: &State<T>, outputs: &[Output]) -> Vec<T> {
+    let mut out = Vec::new();
+    for o in outputs {
+        match o.field {
+            OutputField::RobotQ => {
+                let r = &world.robots[o.body];
+                out.extend(last.q.rows(r.idx_q, r.nq).iter().copied());
+            }
+            OutputField::RobotV => {
+                let r = &world.robots[o.body];
+                out.extend(last.v.rows(r.idx_v, r.nv).iter().copied());
+            }
+            OutputField::Position => {
+                let k = world.model.bodies[o.body].idx_q;
+                out.extend(last.q.rows(k, 3).iter().copied());
+            }
+            OutputField::Orientation => {
+                let k = world.model.bodies[o.body].idx_q;
+                out.extend(last.q.rows(k + 3, 4).iter().copied());
+            }
+            OutputField::Velocity => {
+                let k = world.model.bodies[o.body].idx_v;
+                out.extend(last.v.rows(k, 3).iter().copied());
+            }
+            OutputField::AngularVelocity => {
+                let k = world.model.bodies[o.body].idx_v;
+                out.extend(last.v.rows(k + 3, 3).iter().copied());
+            }
+            OutputField::LinkPosition
+            | OutputField::LinkOrientation
+            | OutputField::LinkVelocity
+            | OutputField::LinkAngularVelocity => {
+                out.extend(names::link_quantity(&world.model, &last.q, &last.v, o.body, o.field));
+            }
+        }
+    }
+    out
+}

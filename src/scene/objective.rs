@@ -1,0 +1,159 @@
+//! The optional `[objective]` table of a scene file: what `dualsim
+//! optimize` and `dualsim hessian` work on (see [`crate::opt`]).
+//!
+//! ```toml
+//! [objective]
+//! of = ["box.position"]            # final-state quantities, as grad's OUT
+//! target = [1.0, 0.0, 0.25]        # one value per stacked output row
+//! weights = [1.0, 1.0, 1.0]        # optional, default 1
+//! wrt = ["box.control"]            # decision variables, as grad's IN
+//! regularization = 1e-6            # optional: ½ r ‖θ − θ₀‖²
+//! ```
+//!
+//! cost = ½ Σᵢ wᵢ (outᵢ − targetᵢ)² + ½ r ‖θ − θ₀‖².
+//!
+//! Names are resolved by the same resolver as `dualsim grad`
+//! ([`crate::diff::names`]); every error (unknown name, a name that is not
+//! an output or not an input, a target or weights list of the wrong
+//! length, a negative weight, a negative regularization) is a
+//! [`SceneError`] located at the offending list entry, with its field path
+//! (`objective.wrt[0]`).
+
+use super::{array, num, num_list, type_error, Cx, Tab, R, SceneError};
+use crate::diff::names::{self, OutputField};
+use crate::sim::World;
+use toml::de::DeValue;
+
+/// The keys of `[objective]`.
+pub(super) const OBJECTIVE_KEYS: &[&str] = &["of", "target", "weights", "wrt", "regularization"];
+
+/// A scene's `[objective]`, with its names checked against the scene's world.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectiveSpec {
+    /// Final-state quantities (`NAME.FIELD`, as `grad --of`).
+    pub of: Vec<String>,
+    /// One target value per stacked output row.
+    pub target: Vec<f64>,
+    /// One non-negative weight per output row.
+    pub weights: Vec<f64>,
+    /// Decision variables (`NAME.FIELD`, as `grad --wrt`).
+    pub wrt: Vec<String>,
+    /// `r ≥ 0` of the regularization `½ r ‖θ − θ₀‖²`.
+    pub regularization: f64,
+}
+
+/// A list of strings (`of`, `wrt`) with each entry's span.
+fn string_list(cx: &Cx, t: &mut Tab, key: &'static str) -> R<Vec<(String, std::ops::Range<usize>, String)>> {
+    let Some((v, p)) = t.get(key) else { return Err(t.missing(key)) };
+    let a = array(cx, v, &p)?;
+    if a.is_empty() {
+        return Err(cx.error(v.span(), &p, "expected at least one NAME.FIELD"));
+    }
+    a.iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let path = format!("{p}[{i}]");
+            match e.get_ref() {
+                DeValue::String(s) => Ok((s.to_string(), e.span(), path)),
+                other => Err(type_error(cx, e, &path, "a string (NAME.FIELD)", other)),
+            }
+        })
+        .collect()
+}
+
+/// Reads and checks `[objective]` once the world is complete.
+pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<ObjectiveSpec> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError { cx.error(span, path, msg) };
+    // of: each entry an output of grad
+    let of = string_list(cx, &mut t, "of")?;
+    let mut rows = 0;
+    for (name, span, path) in &of {
+        if name.contains(',') {
+            return Err(loc(span.clone(), path, "one NAME.FIELD per list entry (no commas)".into()));
+        }
+        let outs = names::parse_outputs(world, name).map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
+        for o in &outs {
+            if o.field == OutputField::RobotQ {
+                let r = &world.robots[o.body];
+                if r.nq != r.nv {
+                    return Err(loc(
+                        span.clone(),
+                        path,
+                        format!(
+                            "`{}` has a floating base, whose orientation is not a vector quantity: \
+                             target a link's position or orientation (`{}/LINK.position`) instead",
+                            r.name, r.name
+                        ),
+                    ));
+                }
+            }
+        }
+        rows += names::output_labels(world, &outs).len();
+    }
+    // target: one per row
+    let Some((tv, tp)) = t.get("target") else { return Err(t.missing("target")) };
+    let target = num_list(cx, tv, &tp)?;
+    if target.len() != rows {
+        return Err(loc(
+            tv.span(),
+            &tp,
+            format!(
+                "expected one value per output row ({rows}: {}), found {}",
+                of.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>().join(", "),
+                target.len()
+            ),
+        ));
+    }
+    // weights: optional, one per row, ≥ 0
+    let weights = match t.get("weights") {
+        None => vec![1.0; rows],
+        Some((wv, wp)) => {
+            let w = num_list(cx, wv, &wp)?;
+            if w.len() != rows {
+                return Err(loc(wv.span(), &wp, format!("expected one weight per output row ({rows}), found {}", w.len())));
+            }
+            let entries = array(cx, wv, &wp)?;
+            for (i, x) in w.iter().enumerate() {
+                if *x < 0.0 {
+                    return Err(loc(entries[i].span(), &format!("{wp}[{i}]"), format!("a weight must be >= 0, got {x}")));
+                }
+            }
+            w
+        }
+    };
+    // wrt: each entry an input of grad
+    let wrt = string_list(cx, &mut t, "wrt")?;
+    for (name, span, path) in &wrt {
+        if name.contains(',') {
+            return Err(loc(span.clone(), path, "one NAME.FIELD per list entry (no commas)".into()));
+        }
+        names::parse_inputs(world, name, steps).map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
+    }
+    let regularization = match t.get("regularization") {
+        None => 0.0,
+        Some((v, p)) => {
+            let r = num(cx, v, &p)?;
+            if r < 0.0 {
+                return Err(loc(v.span(), &p, format!("must be >= 0, got {r}")));
+            }
+            r
+        }
+    };
+    t.finish()?;
+    Ok(ObjectiveSpec {
+        of: of.into_iter().map(|(n, _, _)| n).collect(),
+        target,
+        weights,
+        wrt: wrt.into_iter().map(|(n, _, _)| n).collect(),
+        regularization,
+    })
+}
+
+/// The resolver's message without its "item 1 (column 1)" prefix (the
+/// scene error gives the line and column instead).
+fn strip_item(msg: &str) -> String {
+    match msg.strip_prefix("item 1 (column 1) ") {
+        Some(rest) => rest.to_string(),
+        None => msg.to_string(),
+    }
+}
