@@ -110,6 +110,34 @@ pub(crate) fn side<S: Scalar>(
     Ok((vp * sign, w))
 }
 
+/// Contact `feature` of shape a at `pa` against shape b at `pb`: the
+/// closed-form pair's feature, or (`parts = Some((k_a, k_b))`, a pair
+/// without a closed form, see [`super::conic_pairs`]) the conic contact of
+/// convex parts `k_a` and `k_b`.
+pub fn shape_pair_contact<S: Scalar>(
+    shape_a: &Shape<S>,
+    pa: &Pose<S>,
+    sb: &Shape<S>,
+    pb: &Pose<S>,
+    feature: usize,
+    parts: Option<(usize, usize)>,
+) -> Result<Contact<S>, SolveError> {
+    match parts {
+        None => pair_contact(shape_a, pa, sb, pb, feature).ok_or(SolveError::Unsupported {
+            backend: "ipm",
+            what: "a contact candidate without a closed form and without convex parts",
+        }),
+        Some((ka, kb)) => {
+            let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
+                convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
+            };
+            let (sa, qa) = part(shape_a, pa, ka)?;
+            let (sb, qb) = part(sb, pb, kb)?;
+            Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+        }
+    }
+}
+
 /// Contact `feature` of body a (shape, `q`, `v⁺`) against `other` at
 /// `q⁺ = q ⊕ h v⁺`, tangent frame built from world axis `axis`. `body` is the index reported in errors.
 #[allow(clippy::too_many_arguments)]
@@ -126,19 +154,7 @@ pub fn contact_kinematics<S: Scalar>(
     body_b: usize,
 ) -> Result<Kinematics<S>, SolveError> {
     let pa = pose_after(qa, va, h).map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
-    let pair = |sb: &Shape<S>, pb: &Pose<S>| -> Result<Contact<S>, SolveError> {
-        match parts {
-            None => pair_contact(shape_a, &pa, sb, pb, feature).ok_or(SolveError::Singular("unsupported contact pair")),
-            Some((ka, kb)) => {
-                let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
-                    convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
-                };
-                let (sa, qa) = part(shape_a, &pa, ka)?;
-                let (sb, qb) = part(sb, pb, kb)?;
-                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
-            }
-        }
-    };
+    let pair = |sb: &Shape<S>, pb: &Pose<S>| shape_pair_contact(shape_a, &pa, sb, pb, feature, parts);
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
             let pb = pose_after(q, v, h)
