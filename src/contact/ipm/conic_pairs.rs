@@ -29,6 +29,13 @@ use crate::contact::silico::pairs::{conic_bounding_radius, conic_inradius};
 use crate::geometry::Shape;
 use crate::math::Pose;
 
+/// The barrier parameter μ of `ipm`'s conic programs
+/// ([`ConicParts::smoothing`](super::residual::ConicParts::smoothing)):
+/// the step's ρ.
+pub fn smoothing(rho: f64) -> f64 {
+    rho
+}
+
 /// A pair of convex parts that may touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartPair {

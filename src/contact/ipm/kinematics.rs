@@ -13,11 +13,12 @@
 //! iterates still converge to the implicit-function derivative, because the
 //! residual itself is evaluated in `T`.
 
-use super::residual::{Candidate, Partner};
+use super::residual::{Candidate, ConicParts, Partner};
+use crate::collision::conic::ConicParams;
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
 use crate::collision::conic::convex_parts;
-use crate::contact::silico::bilevel::conic_contact;
+use crate::contact::silico::bilevel::{conic_contact, conic_contact_with, inner_params};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
@@ -120,20 +121,25 @@ pub fn shape_pair_contact<S: Scalar>(
     sb: &Shape<S>,
     pb: &Pose<S>,
     feature: usize,
-    parts: Option<(usize, usize)>,
+    parts: Option<ConicParts>,
 ) -> Result<Contact<S>, SolveError> {
     match parts {
         None => pair_contact(shape_a, pa, sb, pb, feature).ok_or(SolveError::Unsupported {
             backend: "ipm",
             what: "a contact candidate without a closed form and without convex parts",
         }),
-        Some((ka, kb)) => {
+        Some(cp) => {
             let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
                 convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
             };
-            let (sa, qa) = part(shape_a, pa, ka)?;
-            let (sb, qb) = part(sb, pb, kb)?;
-            Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+            let (sa, qa) = part(shape_a, pa, cp.part_a)?;
+            let (sb, qb) = part(sb, pb, cp.part_b)?;
+            if cp.smoothing == inner_params().tol_gap {
+                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+            } else {
+                let params = ConicParams { tol_gap: cp.smoothing, ..inner_params() };
+                Ok(conic_contact_with(&sa, &qa, &sb, &qb, &params, true)?)
+            }
         }
     }
 }
@@ -148,7 +154,7 @@ pub fn contact_kinematics<S: Scalar>(
     other: &Other<'_, S>,
     h: S,
     feature: usize,
-    parts: Option<(usize, usize)>,
+    parts: Option<ConicParts>,
     axis: usize,
     body_a: usize,
     body_b: usize,

@@ -160,7 +160,7 @@ pub mod residual;
 pub mod robot;
 pub mod solve;
 
-use self::residual::{body_pose, Candidate, CandidateKey, Island, Law, Partner, Unit, UnitKind};
+use self::residual::{body_pose, Candidate, CandidateKey, ConicParts, Island, Law, Partner, Unit, UnitKind};
 use self::robot::robot_units;
 use super::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem,
@@ -353,6 +353,7 @@ pub fn detect<T: Scalar>(
     // One pair of shapes: its closed-form features below `limit`, or (no
     // closed form) its pairs of convex parts that may come within `limit`
     // (`conic_pairs`). Never skipped.
+    let smoothing = conic_pairs::smoothing(p.params.rho);
     let mut push = |a: usize, link: Option<usize>, b: Partner, sa: &Shape<T>, pa: &Pose<T>, sb: &Shape<T>, pb: &Pose<T>, limit: f64| {
         let mu = match b {
             Partner::Body(j) => {
@@ -390,7 +391,7 @@ pub fn detect<T: Scalar>(
                         mu,
                         law,
                         axis: pp.axis,
-                        parts: Some((pp.part_a, pp.part_b)),
+                        parts: Some(ConicParts { part_a: pp.part_a, part_b: pp.part_b, smoothing }),
                     });
                 }
             }

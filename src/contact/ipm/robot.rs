@@ -158,7 +158,7 @@ pub fn robot_contact_kinematics<S: Scalar>(
     ls: &AttachedShape<S>,
     other: &Other<'_, S>,
     feature: usize,
-    parts: Option<(usize, usize)>,
+    parts: Option<super::residual::ConicParts>,
     axis: usize,
     body_b: usize,
 ) -> Result<RobotKinematics<S>, SolveError> {
