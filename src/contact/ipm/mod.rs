@@ -142,8 +142,21 @@
 //! margin, so a falling body is caught before it passes through). Their
 //! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. After a
 //! solve, features that were no candidate but penetrate at `q⁺` are added
-//! and the step is solved again (`max_candidate_rounds`). Unsupported
-//! shape pairs are ignored.
+//! and the step is solved again (`max_candidate_rounds`).
+//!
+//! No shape pair is skipped. Pairs with a closed form
+//! ([`collision::pair_contacts`](crate::collision::pair_contacts):
+//! sphere, box and capsule against a plane; sphere–sphere, sphere–capsule,
+//! capsule–capsule, sphere–box) give one candidate per feature (box
+//! vertex, capsule end). Every other pair — box–box, and any pair with a
+//! cylinder, cone, ellipsoid, polytope, padded polygon or bundle, or with
+//! static geometry other than a plane — is split into convex parts and
+//! each nearby pair of parts is a candidate whose gap is the conic
+//! proximity `φ = α* − 1` of the parts, re-solved at every iterate (as in
+//! `bilevel`), its conic program relaxed to the step's ρ so that a
+//! face-to-face contact has a smooth gap ([`conic_pairs`]). The same holds
+//! for robot link shapes. Point clouds have neither form: a world with one
+//! is refused before simulating (`World::check_supported`).
 //!
 //! # Initial point
 //!
