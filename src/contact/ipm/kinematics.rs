@@ -137,7 +137,16 @@ pub fn shape_pair_contact<S: Scalar>(
             if cp.smoothing == inner_params().tol_gap {
                 Ok(conic_contact(&sa, &qa, &sb, &qb)?)
             } else {
-                let params = ConicParams { tol_gap: cp.smoothing, ..inner_params() };
+                // Residuals to 1e-12 and centred to 1e-10 μ: with the
+                // defaults (1e-10, 1e-6 μ) the noise of the witness point
+                // and normal leaves the step's residual at ~1e-8 (its
+                // tolerance) when several parts rest on one face.
+                let params = ConicParams {
+                    tol_gap: cp.smoothing,
+                    tol_residual: 1e-12,
+                    centering_tolerance: 1e-10,
+                    ..inner_params()
+                };
                 Ok(conic_contact_with(&sa, &qa, &sb, &qb, &params, true)?)
             }
         }

@@ -153,7 +153,7 @@
 //! static geometry other than a plane — is split into convex parts and
 //! each nearby pair of parts is a candidate whose gap is the conic
 //! proximity `φ = α* − 1` of the parts, re-solved at every iterate (as in
-//! `bilevel`), its conic program relaxed to the step's ρ so that a
+//! `bilevel`), its conic program relaxed to `10 ρ` so that a
 //! face-to-face contact has a smooth gap ([`conic_pairs`]). The same holds
 //! for robot link shapes. Point clouds have neither form: a world with one
 //! is refused before simulating (`World::check_supported`).
@@ -384,7 +384,8 @@ pub fn detect<T: Scalar>(
                 FrictionCone::Pyramid => Law::Pyramid,
             }
         };
-        match pair_contacts(sa, pa, sb, pb) {
+        let closed = if conic_pairs::near_parallel_capsules(sa, pa, sb, pb) { None } else { pair_contacts(sa, pa, sb, pb) };
+        match closed {
             Some(list) => {
                 for (feature, c) in list.iter().enumerate() {
                     if c.gap.re() < limit {

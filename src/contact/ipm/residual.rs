@@ -324,8 +324,9 @@ pub struct ConicParts {
     /// are those of its central-path point `s ∘ z = μ e`
     /// (`ConicParams::tol_gap`), a smooth function of the poses. `bilevel`
     /// solves to 1e-10 (Silico's converged baseline, α derivatives by the
-    /// envelope theorem); `ipm` uses the step's ρ (as `single_level`, which
-    /// relaxes both programs with the same ρ) with α derivatives by the
+    /// envelope theorem); `ipm` relaxes it with the step's ρ
+    /// (`10 ρ`, [`super::conic_pairs::smoothing`]; `single_level` relaxes
+    /// both programs with the same ρ), with α derivatives by the
     /// implicit-function theorem of that central point. A tight μ makes the
     /// gap of a face-to-face contact a kink in the orientation, at which
     /// the step's Newton iteration stalls.
