@@ -77,6 +77,13 @@ pub struct ConicParams {
     /// `O(√(distance to the boundary))`, derivatives are only good to ~1e-6
     /// and the witness point jitters by ~1e-6 between solves. Default 25.
     pub centering: usize,
+    /// The centering steps stop once `‖s ∘ z − μe‖∞ ≤ centering_tolerance · μ`
+    /// (or a step changes x by less than 1e-14). Default 1e-6; the `ipm`
+    /// backend's conic contacts use 1e-10, so that the witness point and
+    /// normal (from the duals) are smooth to round-off in the poses and its
+    /// step converges to its 1e-8 tolerance when several parts rest on one
+    /// face.
+    pub centering_tolerance: f64,
     /// Rounds of iterative refinement of each corrector / centering
     /// direction (CVXOPT refines too). 2 keeps the residuals at round-off
     /// near the solution; with 1, about 1 solve in 5000 of the random test
@@ -95,6 +102,7 @@ impl Default for ConicParams {
             tau: 0.99,
             refinement: 2,
             centering: 25,
+            centering_tolerance: 1e-6,
         }
     }
 }
@@ -1377,7 +1385,7 @@ fn solve_once<C: Cols>(
                     off = fmax(off, amax(t));
                 })
             }
-            let centred = residual <= params.tol_residual && (off <= 1e-6 * mu_c || last_dx <= 1e-14);
+            let centred = residual <= params.tol_residual && (off <= params.centering_tolerance * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
                 if residual <= 1e3 * params.tol_residual {
                     return Ok(SolveStats { iters: iter, gap });

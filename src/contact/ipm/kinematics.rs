@@ -13,11 +13,12 @@
 //! iterates still converge to the implicit-function derivative, because the
 //! residual itself is evaluated in `T`.
 
-use super::residual::{Candidate, Partner};
+use super::residual::{Candidate, ConicParts, Partner};
+use crate::collision::conic::ConicParams;
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
 use crate::collision::conic::convex_parts;
-use crate::contact::silico::bilevel::conic_contact;
+use crate::contact::silico::bilevel::{conic_contact, conic_contact_with, inner_params};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
@@ -110,6 +111,48 @@ pub(crate) fn side<S: Scalar>(
     Ok((vp * sign, w))
 }
 
+/// Contact `feature` of shape a at `pa` against shape b at `pb`: the
+/// closed-form pair's feature, or (`parts = Some((k_a, k_b))`, a pair
+/// without a closed form, see [`super::conic_pairs`]) the conic contact of
+/// convex parts `k_a` and `k_b`.
+pub fn shape_pair_contact<S: Scalar>(
+    shape_a: &Shape<S>,
+    pa: &Pose<S>,
+    sb: &Shape<S>,
+    pb: &Pose<S>,
+    feature: usize,
+    parts: Option<ConicParts>,
+) -> Result<Contact<S>, SolveError> {
+    match parts {
+        None => pair_contact(shape_a, pa, sb, pb, feature).ok_or(SolveError::Unsupported {
+            backend: "ipm",
+            what: "a contact candidate without a closed form and without convex parts",
+        }),
+        Some(cp) => {
+            let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
+                convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
+            };
+            let (sa, qa) = part(shape_a, pa, cp.part_a)?;
+            let (sb, qb) = part(sb, pb, cp.part_b)?;
+            if cp.smoothing == inner_params().tol_gap {
+                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+            } else {
+                // Residuals to 1e-12 and centred to 1e-10 μ: with the
+                // defaults (1e-10, 1e-6 μ) the noise of the witness point
+                // and normal leaves the step's residual at ~1e-8 (its
+                // tolerance) when several parts rest on one face.
+                let params = ConicParams {
+                    tol_gap: cp.smoothing,
+                    tol_residual: 1e-12,
+                    centering_tolerance: 1e-10,
+                    ..inner_params()
+                };
+                Ok(conic_contact_with(&sa, &qa, &sb, &qb, &params, true)?)
+            }
+        }
+    }
+}
+
 /// Contact `feature` of body a (shape, `q`, `v⁺`) against `other` at
 /// `q⁺ = q ⊕ h v⁺`, tangent frame built from world axis `axis`. `body` is the index reported in errors.
 #[allow(clippy::too_many_arguments)]
@@ -120,25 +163,13 @@ pub fn contact_kinematics<S: Scalar>(
     other: &Other<'_, S>,
     h: S,
     feature: usize,
-    parts: Option<(usize, usize)>,
+    parts: Option<ConicParts>,
     axis: usize,
     body_a: usize,
     body_b: usize,
 ) -> Result<Kinematics<S>, SolveError> {
     let pa = pose_after(qa, va, h).map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
-    let pair = |sb: &Shape<S>, pb: &Pose<S>| -> Result<Contact<S>, SolveError> {
-        match parts {
-            None => pair_contact(shape_a, &pa, sb, pb, feature).ok_or(SolveError::Singular("unsupported contact pair")),
-            Some((ka, kb)) => {
-                let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
-                    convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
-                };
-                let (sa, qa) = part(shape_a, &pa, ka)?;
-                let (sb, qb) = part(sb, pb, kb)?;
-                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
-            }
-        }
-    };
+    let pair = |sb: &Shape<S>, pb: &Pose<S>| shape_pair_contact(shape_a, &pa, sb, pb, feature, parts);
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
             let pb = pose_after(q, v, h)

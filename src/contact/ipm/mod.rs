@@ -142,8 +142,21 @@
 //! margin, so a falling body is caught before it passes through). Their
 //! gaps are then re-evaluated at `q⁺(v⁺)` inside the solver. After a
 //! solve, features that were no candidate but penetrate at `q⁺` are added
-//! and the step is solved again (`max_candidate_rounds`). Unsupported
-//! shape pairs are ignored.
+//! and the step is solved again (`max_candidate_rounds`).
+//!
+//! No shape pair is skipped. Pairs with a closed form
+//! ([`collision::pair_contacts`](crate::collision::pair_contacts):
+//! sphere, box and capsule against a plane; sphere–sphere, sphere–capsule,
+//! capsule–capsule, sphere–box) give one candidate per feature (box
+//! vertex, capsule end). Every other pair — box–box, and any pair with a
+//! cylinder, cone, ellipsoid, polytope, padded polygon or bundle, or with
+//! static geometry other than a plane — is split into convex parts and
+//! each nearby pair of parts is a candidate whose gap is the conic
+//! proximity `φ = α* − 1` of the parts, re-solved at every iterate (as in
+//! `bilevel`), its conic program relaxed to `10 ρ` so that a
+//! face-to-face contact has a smooth gap ([`conic_pairs`]). The same holds
+//! for robot link shapes. Point clouds have neither form: a world with one
+//! is refused before simulating (`World::check_supported`).
 //!
 //! # Initial point
 //!
@@ -154,6 +167,7 @@
 
 mod backend;
 pub mod cone;
+pub mod conic_pairs;
 pub mod kernels;
 pub mod kinematics;
 pub mod partials;
@@ -161,12 +175,16 @@ pub mod residual;
 pub mod robot;
 pub mod solve;
 
-use self::residual::{body_pose, Candidate, CandidateKey, Island, Law, Partner, Unit, UnitKind};
+use self::residual::{body_pose, Candidate, CandidateKey, ConicParts, Island, Law, Partner, Unit, UnitKind};
 use self::robot::robot_units;
 use super::{ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution};
 use crate::collision::broad_phase::{sweep_and_prune, Aabb};
 use crate::collision::frame::least_aligned_axis;
-use crate::collision::{bounding_radius, pair_contacts};
+use crate::collision::pair_contacts;
+use crate::contact::silico::pairs::conic_bounding_radius;
+use crate::geometry::Shape;
+use crate::math::Pose;
+use self::conic_pairs::near_part_pairs;
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
 use crate::math::DVec;
 use crate::Scalar;
@@ -339,6 +357,13 @@ fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 
     lin + ang * radius
 }
 
+/// Radius of the broad phase's ball about a shape's origin: its bounding
+/// radius, or (a shape with no bounding ball, e.g. an open polytope) a
+/// ball that meets everything.
+fn shape_radius<T: Scalar>(s: &Shape<T>) -> f64 {
+    conic_bounding_radius(s).unwrap_or(1e9)
+}
+
 /// Contact candidates at `q` (see the module docs): every supported
 /// feature whose gap at the start of the step is below
 /// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`
@@ -347,8 +372,8 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
     let h = p.h.re();
     let g = p.gravity.map(|x| x.re()).norm();
     let reach: Vec<f64> = (0..p.model.bodies.len())
-        .map(|i| match p.shapes[i].as_ref().and_then(bounding_radius) {
-            Some(r) => h * speed_bound(p, i, r) + h * h * g,
+        .map(|i| match &p.shapes[i] {
+            Some(s) => h * speed_bound(p, i, conic_bounding_radius(s).unwrap_or(0.0)) + h * h * g,
             None => 0.0,
         })
         .collect();
@@ -360,7 +385,7 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, params: &Params) -> Vec<Can
         p.link_shapes
             .iter()
             .map(|ls| {
-                let Some(r) = bounding_radius(&ls.shape) else { return 0.0 };
+                let r = conic_bounding_radius(&ls.shape).unwrap_or(0.0);
                 let c = (data.omi[ls.body] * ls.pose).translation.map(|x| x.re());
                 let ov = data.ov[ls.body].map(|x| x.re());
                 let ang = crate::math::Vec3::new(ov[3], ov[4], ov[5]);
@@ -387,7 +412,11 @@ pub fn detect<T: Scalar>(
 ) -> Vec<Candidate<T>> {
     let nb = p.model.bodies.len();
     let mut out = Vec::new();
-    let mut push = |a: usize, link: Option<usize>, b: Partner, list: Vec<crate::collision::Contact<T>>, limit: f64| {
+    // One pair of shapes: its closed-form features below `limit`, or (no
+    // closed form) its pairs of convex parts that may come within `limit`
+    // (`conic_pairs`). Never skipped.
+    let smoothing = conic_pairs::smoothing(p.params.rho);
+    let mut push = |a: usize, link: Option<usize>, b: Partner, sa: &Shape<T>, pa: &Pose<T>, sb: &Shape<T>, pb: &Pose<T>, limit: f64| {
         let mu = match b {
             Partner::Body(j) => {
                 p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction)
@@ -404,10 +433,30 @@ pub fn detect<T: Scalar>(
                 FrictionCone::Pyramid => Law::Pyramid,
             }
         };
-        for (feature, c) in list.iter().enumerate() {
-            if c.gap.re() < limit {
-                let axis = least_aligned_axis(&c.normal);
-                out.push(Candidate { a, link, b, feature, mu, law, axis, parts: None });
+        let closed = if conic_pairs::near_parallel_capsules(sa, pa, sb, pb) { None } else { pair_contacts(sa, pa, sb, pb) };
+        match closed {
+            Some(list) => {
+                for (feature, c) in list.iter().enumerate() {
+                    if c.gap.re() < limit {
+                        let axis = least_aligned_axis(&c.normal);
+                        out.push(Candidate { a, link, b, feature, mu, law, axis, parts: None });
+                    }
+                }
+            }
+            None => {
+                let (sa, pa, sb, pb) = (sa.cast::<f64>(), pa.cast::<f64>(), sb.cast::<f64>(), pb.cast::<f64>());
+                for pp in near_part_pairs(&sa, &pa, &sb, &pb, limit) {
+                    out.push(Candidate {
+                        a,
+                        link,
+                        b,
+                        feature: pp.feature,
+                        mu,
+                        law,
+                        axis: pp.axis,
+                        parts: Some(ConicParts { part_a: pp.part_a, part_b: pp.part_b, smoothing }),
+                    });
+                }
             }
         }
     };
@@ -416,9 +465,7 @@ pub fn detect<T: Scalar>(
         let Some(sa) = &p.shapes[i] else { continue };
         let pose = body_pose(p, q, i);
         for (j, st) in p.statics.iter().enumerate() {
-            if let Some(list) = pair_contacts(sa, &pose, &st.shape, &st.pose) {
-                push(i, None, Partner::Static(j), list, margin + reach[i]);
-            }
+            push(i, None, Partner::Static(j), sa, &pose, &st.shape, &st.pose, margin + reach[i]);
         }
     }
     // Robot link shapes against static geometry and free bodies (every
@@ -441,26 +488,24 @@ pub fn detect<T: Scalar>(
             let pose = data.omi[ls.body] * ls.pose;
             let r = link_reach.get(k).copied().unwrap_or(0.0);
             for (j, st) in p.statics.iter().enumerate() {
-                if let Some(list) = pair_contacts(&ls.shape, &pose, &st.shape, &st.pose) {
-                    push(ls.body, Some(k), Partner::Static(j), list, margin + r);
-                }
+                push(ls.body, Some(k), Partner::Static(j), &ls.shape, &pose, &st.shape, &st.pose, margin + r);
             }
             for j in 0..nb {
                 let Some(sb) = &p.shapes[j] else { continue };
                 if !lone[j] {
                     continue;
                 }
-                if let Some(list) = pair_contacts(&ls.shape, &pose, sb, &body_pose(p, q, j)) {
-                    push(ls.body, Some(k), Partner::Body(j), list, margin + r + reach[j]);
-                }
+                push(ls.body, Some(k), Partner::Body(j), &ls.shape, &pose, sb, &body_pose(p, q, j), margin + r + reach[j]);
             }
         }
     }
-    // Body pairs through the broad phase.
+    // Body pairs through the broad phase (a shape without a bounding
+    // ball, e.g. an open polytope, meets every other).
     let mut ids = Vec::new();
     let mut boxes = Vec::new();
     for i in 0..nb {
-        if let Some(r) = p.shapes[i].as_ref().and_then(bounding_radius) {
+        if p.shapes[i].is_some() {
+            let r = shape_radius(p.shapes[i].as_ref().unwrap());
             let k = p.model.bodies[i].idx_q;
             let c = [q[k].re(), q[k + 1].re(), q[k + 2].re()];
             ids.push(i);
@@ -470,9 +515,7 @@ pub fn detect<T: Scalar>(
     for (bi, bj) in sweep_and_prune(&boxes) {
         let (i, j) = (ids[bi], ids[bj]);
         let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
-        if let Some(list) = pair_contacts(sa, &body_pose(p, q, i), sb, &body_pose(p, q, j)) {
-            push(i, None, Partner::Body(j), list, margin + reach[i] + reach[j]);
-        }
+        push(i, None, Partner::Body(j), sa, &body_pose(p, q, i), sb, &body_pose(p, q, j), margin + reach[i] + reach[j]);
     }
     out
 }

@@ -306,9 +306,31 @@ pub struct Candidate<T: Scalar> {
     /// World axis the tangent frame is built from, fixed for the step
     /// (`collision::frame::tangent_basis_from`).
     pub axis: usize,
-    /// `None`: the closed-form pair `feature`; `Some((part_a, part_b))`:
-    /// the conic proximity of these convex parts (`bilevel` backend).
-    pub parts: Option<(usize, usize)>,
+    /// `None`: the closed-form pair `feature`; `Some(parts)`: the conic
+    /// proximity of two convex parts (`bilevel`, and `ipm` for the pairs
+    /// without a closed form, [`super::conic_pairs`]).
+    pub parts: Option<ConicParts>,
+}
+
+/// The convex parts of a conic candidate and how its conic program is
+/// solved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConicParts {
+    /// Part of shape a (flattened union order, `collision::conic::convex_parts`).
+    pub part_a: usize,
+    /// Part of shape b.
+    pub part_b: usize,
+    /// The conic program's barrier parameter μ: the gap and witness point
+    /// are those of its central-path point `s ∘ z = μ e`
+    /// (`ConicParams::tol_gap`), a smooth function of the poses. `bilevel`
+    /// solves to 1e-10 (Silico's converged baseline, α derivatives by the
+    /// envelope theorem); `ipm` relaxes it with the step's ρ
+    /// (`10 ρ`, [`super::conic_pairs::smoothing`]; `single_level` relaxes
+    /// both programs with the same ρ), with α derivatives by the
+    /// implicit-function theorem of that central point. A tight μ makes the
+    /// gap of a face-to-face contact a kink in the orientation, at which
+    /// the step's Newton iteration stalls.
+    pub smoothing: f64,
 }
 
 /// The identity of a candidate across solves and candidate rounds.

@@ -40,11 +40,11 @@
 //! ([`robot_contact_jacobian`], `DualSVec64<8>`, eight velocity columns
 //! per pass).
 
-use super::kinematics::{pose_after, side, Other};
+use super::kinematics::{pose_after, shape_pair_contact, side, Other};
 use super::residual::{Candidate, Partner};
 use crate::collision::frame::tangent_basis_from;
-use crate::collision::{pair_contact, Contact};
-use crate::contact::StepProblem;
+use crate::collision::Contact;
+use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::crba::crba;
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::kinematics::{joint_transform, motion_subspace};
@@ -158,9 +158,10 @@ pub fn robot_contact_kinematics<S: Scalar>(
     ls: &AttachedShape<S>,
     other: &Other<'_, S>,
     feature: usize,
+    parts: Option<super::residual::ConicParts>,
     axis: usize,
     body_b: usize,
-) -> Result<RobotKinematics<S>, DynamicsError> {
+) -> Result<RobotKinematics<S>, SolveError> {
     let mut v_full = DVec::zeros(model.nv);
     let mut local = vec![usize::MAX; model.nv];
     for (l, &d) in unit.dofs.iter().enumerate() {
@@ -186,11 +187,10 @@ pub fn robot_contact_kinematics<S: Scalar>(
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
             let pb = pose_after(q, v, h).map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
-            (pair_contact(&ls.shape, &pose_a, shape, &pb, feature), Some((pb, v)))
+            (shape_pair_contact(&ls.shape, &pose_a, shape, &pb, feature, parts)?, Some((pb, v)))
         }
-        Other::Static { shape, pose } => (pair_contact(&ls.shape, &pose_a, shape, pose, feature), None),
+        Other::Static { shape, pose } => (shape_pair_contact(&ls.shape, &pose_a, shape, pose, feature, parts)?, None),
     };
-    let contact = contact.expect("candidate pairs are supported");
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
     let p = contact.point_a;
@@ -266,7 +266,7 @@ pub fn candidate_kinematics<T: Scalar>(
     cand: &Candidate<T>,
     v_unit: &[T],
     v_body: [T; 6],
-) -> Result<RobotKinematics<T>, DynamicsError> {
+) -> Result<RobotKinematics<T>, SolveError> {
     let ls = &p.link_shapes[cand.link.expect("a link-shape candidate")];
     let (other, jb) = match cand.b {
         Partner::Static(j) => (Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose }, cand.a),
@@ -276,7 +276,7 @@ pub fn candidate_kinematics<T: Scalar>(
             (Other::Body { shape, q: core::array::from_fn(|d| p.q[k + d]), v: v_body }, j)
         }
     };
-    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &other, cand.feature, cand.axis, jb)
+    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &other, cand.feature, cand.parts, cand.axis, jb)
 }
 
 /// Exact primal Jacobians of a robot-link contact at unit velocity
@@ -291,7 +291,7 @@ pub fn robot_contact_jacobian<T: Scalar>(
     v_unit: &[f64],
     v_body: &[f64; 6],
     f: &Vec3<f64>,
-) -> Result<(Vec<Matrix3xX<f64>>, Vec<Vec<DMat<f64>>>), DynamicsError> {
+) -> Result<(Vec<Matrix3xX<f64>>, Vec<Vec<DMat<f64>>>), SolveError> {
     const B: usize = 8;
     type D = DualSVec64<B>;
     let c = |x: T| D::from_re(x.re());
@@ -334,7 +334,7 @@ pub fn robot_contact_jacobian<T: Scalar>(
             (None, Some((j, qb))) => (Other::Body { shape: &shape_b, q: *qb, v: vb }, *j),
             (None, None) => unreachable!(),
         };
-        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &other, cand.feature, cand.axis, jb)?;
+        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &other, cand.feature, cand.parts, cand.axis, jb)?;
         let mut gens: Vec<DVec<D>> = vec![kin.w.transpose() * fd];
         if let Some(wb) = kin.w_b {
             let g6 = wb.transpose() * fd;

@@ -21,7 +21,7 @@ use super::pairs::{conic_candidates, pair_mu};
 use crate::collision::conic::primitive::shape_params_mut;
 use crate::collision::conic::{problem, proximity, proximity_gradient, ConicParams, Owner, ProximityError};
 use crate::collision::{direction_or_z, Contact};
-use crate::contact::ipm::residual::Candidate;
+use crate::contact::ipm::residual::{Candidate, ConicParts};
 use crate::contact::ipm::{Ipm, Params, Structure};
 use crate::contact::{ContactBackend, SolveError, StepProblem, StepSolution};
 use crate::geometry::Shape;
@@ -59,14 +59,30 @@ pub fn conic_contact<S: Scalar>(
     sb: &Shape<S>,
     pb: &Pose<S>,
 ) -> Result<Contact<S>, ProximityError> {
-    let params = inner_params();
+    conic_contact_with(sa, pa, sb, pb, &inner_params(), false)
+}
+
+/// [`conic_contact`] with the conic program solved to `params` (its
+/// returned point is the central-path point of `μ = params.tol_gap`); with
+/// `alpha_ift`, the derivative parts of α come from the implicit-function
+/// theorem of that point (`ProximityJacobian::dalpha_ift`) instead of the
+/// envelope theorem, which is exact only as μ → 0.
+pub fn conic_contact_with<S: Scalar>(
+    sa: &Shape<S>,
+    pa: &Pose<S>,
+    sb: &Shape<S>,
+    pb: &Pose<S>,
+    params: &ConicParams,
+    alpha_ift: bool,
+) -> Result<Contact<S>, ProximityError> {
+    let params = *params;
     let is_primal = TypeId::of::<S>() == TypeId::of::<f64>() || TypeId::of::<S>() == TypeId::of::<f32>();
-    let (prox, dpoint) = if is_primal {
-        (proximity(sa, pa, sb, pb, &params)?, None)
+    let (prox, dpoint, dalpha) = if is_primal {
+        (proximity(sa, pa, sb, pb, &params)?, None, None)
     } else {
         let (prox, jac) =
             proximity_gradient(&sa.cast(), &pa.cast(), &sb.cast(), &pb.cast(), &params)?;
-        (prox, Some(jac.dpoint))
+        (prox, Some(jac.dpoint), alpha_ift.then_some(jac.dalpha_ift))
     };
     let pr = problem(sa, pa, sb, pb)?;
     let x: nalgebra::DVector<S> = prox.solution.x.map(S::from_re);
@@ -91,6 +107,13 @@ pub fn conic_contact<S: Scalar>(
         for (k, t) in theta.iter().enumerate().take(dp.ncols()) {
             for r in 0..3 {
                 point[r] += S::from_re(dp[(r, k)]) * *t;
+            }
+        }
+        if let Some(dalpha) = dalpha {
+            // α and its derivative parts from the IFT of the central point.
+            alpha = S::from_re(prox.alpha);
+            for (k, t) in theta.iter().enumerate().take(dalpha.len()) {
+                alpha += S::from_re(dalpha[k]) * *t;
             }
         }
     }
@@ -123,7 +146,7 @@ impl Bilevel {
                 mu: pair_mu(p, c.a, c.b),
                 law: c.law,
                 axis: c.axis,
-                parts: Some((c.part_a, c.part_b)),
+                parts: Some(ConicParts { part_a: c.part_a, part_b: c.part_b, smoothing: inner_params().tol_gap }),
             })
             .collect()
     }
