@@ -173,6 +173,7 @@ impl Bilevel {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         SolveError::refuse_link_shapes("bilevel", p)?;
+        crate::contact::ipm::conic_pairs::refuse_point_clouds("bilevel", p)?;
         self.ipm().solve_structured_from(p, self.candidates(p), false)
     }
 }
