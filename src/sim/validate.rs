@@ -8,8 +8,7 @@
 //!   backend does not implement, instead of silently simulating without
 //!   it: a combined restitution `e > 0` on any pair of shapes that can
 //!   touch (contacts are inelastic in every backend of this build),
-//!   continuous collision ([`World::ccd`]), point-cloud shapes (which no
-//!   backend collides), and articulated robots in the
+//!   continuous collision ([`World::ccd`]), and articulated robots in the
 //!   backends that step free bodies only ([`implements`]). It is cheap (O(bodies) unless
 //!   some material has `e > 0`) and [`step`](super::step) calls it, so an
 //!   API user cannot get the inelastic answer to an elastic question
@@ -305,29 +304,6 @@ impl<T: Scalar> World<T> {
         None
     }
 
-    /// The first body, static or robot link whose shape is (or contains)
-    /// a point cloud, which no backend collides.
-    pub fn point_cloud_owner(&self) -> Option<String> {
-        fn has<T: Scalar>(s: &Shape<T>) -> bool {
-            match s {
-                Shape::Points { .. } => true,
-                Shape::Bundle { parts, .. } => parts.iter().any(|(p, _)| has(p)),
-                _ => false,
-            }
-        }
-        for (i, s) in self.shapes.iter().enumerate() {
-            if s.as_ref().is_some_and(has) {
-                return Some(self.model.bodies[i].name.clone());
-            }
-        }
-        for st in &self.statics {
-            if has(&st.shape) {
-                return Some(st.name.clone());
-            }
-        }
-        self.link_shapes.iter().find(|ls| has(&ls.shape)).map(|ls| self.model.bodies[ls.body].name.clone())
-    }
-
     /// Refuses options the world's backend does not implement (see the
     /// module docs): continuous collision, and a positive combined
     /// restitution on a pair of shapes that can touch. Called by
@@ -344,15 +320,6 @@ impl<T: Scalar> World<T> {
             return Err(SimError::Unsupported {
                 backend,
                 feature: "continuous collision (`ccd = true`)".into(),
-            });
-        }
-        if let Some(owner) = self.point_cloud_owner() {
-            return Err(SimError::Unsupported {
-                backend,
-                feature: format!(
-                    "point-cloud shapes (`points`, on `{owner}`): no backend of this build collides them \
-                     (they are for the planned `soft` backend)"
-                ),
             });
         }
         if !implements(self.solver, Feature::Restitution) {

@@ -61,6 +61,9 @@ pub struct ProximityJacobian {
     pub dalpha_ift: DVector<f64>,
     /// `∂p/∂θ` (3 × nθ) by the implicit-function theorem.
     pub dpoint: DMatrix<f64>,
+    /// `∂z/∂θ` (rows of the problem × nθ) of the duals, by the
+    /// implicit-function theorem.
+    pub dz: DMatrix<f64>,
     /// Number of parameters of shape a.
     pub n_params_a: usize,
     /// Number of parameters of shape b.
@@ -233,6 +236,7 @@ pub fn proximity_gradient(
     let mut dalpha_envelope = DVector::zeros(nt);
     let mut dalpha_ift = DVector::zeros(nt);
     let mut dpoint = DMatrix::zeros(3, nt);
+    let mut dz = DMatrix::zeros(m, nt);
     for k in 0..nt {
         let (dg, dh) = problem_derivative(shape_a, pose_a, shape_b, pose_b, k)?;
         let ds_fixed = &dg * x - &dh; // −∂s/∂θ at fixed x
@@ -251,8 +255,11 @@ pub fn proximity_gradient(
         for j in 0..3 {
             dpoint[(j, k)] = dw[j];
         }
+        for j in 0..m {
+            dz[(j, k)] = dw[n + m + j];
+        }
     }
-    Ok((prox, ProximityJacobian { dalpha_envelope, dalpha_ift, dpoint, n_params_a, n_params_b }))
+    Ok((prox, ProximityJacobian { dalpha_envelope, dalpha_ift, dpoint, dz, n_params_a, n_params_b }))
 }
 
 /// α* as a `T` whose derivative parts are the exact first derivatives with

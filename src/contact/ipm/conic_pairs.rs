@@ -77,13 +77,29 @@ pub struct PartPair {
     pub axis: usize,
 }
 
-/// Whether a body shape has a conic form (every shape but point clouds
-/// and planes, which are static geometry only).
-pub fn has_conic_form<T: crate::Scalar>(shape: &Shape<T>) -> bool {
+/// Refuses a problem with a point cloud (on a body, a static or a robot
+/// link): it has neither a closed form nor a conic form, and no backend of
+/// this build collides it. Called by `ipm`, `single_level` and `bilevel`
+/// before they solve anything, so the run stops at its first step with
+/// this error instead of letting the cloud pass through everything.
+pub fn refuse_point_clouds<T: crate::Scalar>(backend: &'static str, p: &crate::contact::StepProblem<'_, T>) -> Result<(), crate::contact::SolveError> {
+    let cloud = p.shapes.iter().flatten().chain(p.statics.iter().map(|s| &s.shape)).chain(p.link_shapes.iter().map(|l| &l.shape)).any(has_points);
+    if cloud {
+        Err(crate::contact::SolveError::Unsupported {
+            backend,
+            what: "point-cloud shapes (`points`): no backend of this build collides them",
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether a shape is or contains a point cloud.
+pub fn has_points<T: crate::Scalar>(shape: &Shape<T>) -> bool {
     match shape {
-        Shape::Points { .. } => false,
-        Shape::Bundle { parts, .. } => parts.iter().all(|(s, _)| has_conic_form(s) && !matches!(s, Shape::Plane { .. })),
-        _ => true,
+        Shape::Points { .. } => true,
+        Shape::Bundle { parts, .. } => parts.iter().any(|(s, _)| has_points(s)),
+        _ => false,
     }
 }
 

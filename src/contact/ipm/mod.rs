@@ -155,8 +155,9 @@
 //! proximity `φ = α* − 1` of the parts, re-solved at every iterate (as in
 //! `bilevel`), its conic program relaxed to `10 ρ` so that a
 //! face-to-face contact has a smooth gap ([`conic_pairs`]). The same holds
-//! for robot link shapes. Point clouds have neither form: a world with one
-//! is refused before simulating (`World::check_supported`).
+//! for robot link shapes. Point clouds have neither form: a problem with one
+//! is refused with `SolveError::Unsupported` before anything is solved
+//! ([`conic_pairs::refuse_point_clouds`]).
 //!
 //! # Initial point
 //!
@@ -616,6 +617,7 @@ impl Ipm {
         &self,
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
+        conic_pairs::refuse_point_clouds("ipm", p)?;
         self.solve_structured_from(p, candidates(p, &self.params), true)
     }
 

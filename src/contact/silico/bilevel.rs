@@ -77,43 +77,59 @@ pub fn conic_contact_with<S: Scalar>(
 ) -> Result<Contact<S>, ProximityError> {
     let params = *params;
     let is_primal = TypeId::of::<S>() == TypeId::of::<f64>() || TypeId::of::<S>() == TypeId::of::<f32>();
-    let (prox, dpoint, dalpha) = if is_primal {
-        (proximity(sa, pa, sb, pb, &params)?, None, None)
+    let (prox, jac) = if is_primal {
+        (proximity(sa, pa, sb, pb, &params)?, None)
     } else {
         let (prox, jac) =
             proximity_gradient(&sa.cast(), &pa.cast(), &sb.cast(), &pb.cast(), &params)?;
-        (prox, Some(jac.dpoint), alpha_ift.then_some(jac.dalpha_ift))
+        (prox, Some(jac))
+    };
+    // The derivative parts of the poses and shape parameters (θ of
+    // `proximity_gradient`), when the scalar has them.
+    let theta: Option<Vec<S>> = jac.as_ref().map(|_| {
+        let mut theta: Vec<S> = pose_tangent(pa).into_iter().chain(pose_tangent(pb)).collect();
+        let (mut ca, mut cb) = (sa.clone(), sb.clone());
+        for v in shape_params_mut(&mut ca).into_iter().chain(shape_params_mut(&mut cb)) {
+            theta.push(*v - S::from_re(v.re()));
+        }
+        theta
+    });
+    let lin = |d: &nalgebra::DMatrix<f64>, row: usize, theta: &[S]| -> S {
+        let mut acc = S::zero();
+        for (k, t) in theta.iter().enumerate().take(d.ncols()) {
+            acc += S::from_re(d[(row, k)]) * *t;
+        }
+        acc
     };
     let pr = problem(sa, pa, sb, pb)?;
     let x: nalgebra::DVector<S> = prox.solution.x.map(S::from_re);
     let s = pr.slack(&x);
-    // Envelope theorem: α(θ) ≈ α* − zᵀ (s(x*; θ) − s*).
+    // Envelope theorem: α(θ) ≈ α* − zᵀ (s(x*; θ) − s*). With `alpha_ift`,
+    // α from the IFT instead, and the duals in the normal carry their
+    // derivative parts `∂z/∂θ θ` (exact at the central point).
     let mut alpha = S::from_re(prox.alpha);
     let mut da = Vec3::zeros();
     for (i, si) in s.iter().enumerate() {
         let z = S::from_re(prox.solution.z[i]);
         alpha -= z * (*si - S::from_re(si.re()));
         if pr.owner[i] == Owner::A {
-            da -= Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * z;
+            let zi = match (&jac, &theta) {
+                (Some(j), Some(t)) if alpha_ift => z + lin(&j.dz, i, t),
+                _ => z,
+            };
+            da -= Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * zi;
         }
     }
     let mut point = prox.point.map(S::from_re);
-    if let Some(dp) = dpoint {
-        let mut theta: Vec<S> = pose_tangent(pa).into_iter().chain(pose_tangent(pb)).collect();
-        let (mut ca, mut cb) = (sa.clone(), sb.clone());
-        for v in shape_params_mut(&mut ca).into_iter().chain(shape_params_mut(&mut cb)) {
-            theta.push(*v - S::from_re(v.re()));
+    if let (Some(j), Some(t)) = (&jac, &theta) {
+        for r in 0..3 {
+            point[r] += lin(&j.dpoint, r, t);
         }
-        for (k, t) in theta.iter().enumerate().take(dp.ncols()) {
-            for r in 0..3 {
-                point[r] += S::from_re(dp[(r, k)]) * *t;
-            }
-        }
-        if let Some(dalpha) = dalpha {
+        if alpha_ift {
             // α and its derivative parts from the IFT of the central point.
             alpha = S::from_re(prox.alpha);
-            for (k, t) in theta.iter().enumerate().take(dalpha.len()) {
-                alpha += S::from_re(dalpha[k]) * *t;
+            for (k, tk) in t.iter().enumerate().take(j.dalpha_ift.len()) {
+                alpha += S::from_re(j.dalpha_ift[k]) * *tk;
             }
         }
     }
@@ -157,6 +173,7 @@ impl Bilevel {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         SolveError::refuse_link_shapes("bilevel", p)?;
+        crate::contact::ipm::conic_pairs::refuse_point_clouds("bilevel", p)?;
         self.ipm().solve_structured_from(p, self.candidates(p), false)
     }
 }

@@ -1011,6 +1011,7 @@ impl SingleLevel {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Vec<ConicPair>, Vec<DVec<T>>), SolveError> {
         SolveError::refuse_link_shapes("single_level", p)?;
+        crate::contact::ipm::conic_pairs::refuse_point_clouds("single_level", p)?;
         let params = &self.params;
         let (mut v_next, ff_iters) = free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
         crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_next);
