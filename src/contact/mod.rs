@@ -21,7 +21,7 @@
 pub mod backend;
 pub mod free_flight;
 pub mod ipm;
-mod registry;
+pub mod registry;
 pub mod silico;
 
 pub use backend::{dense_solve, ContactBackend, Feature, Param};
