@@ -100,7 +100,13 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// The backend's own tuning: the keys of `[solver_params]` beyond the
     /// shared `rho`, `tolerance` and `max_iterations`, read by serde with
     /// every field optional (`#[serde(default, deny_unknown_fields)]`).
-    type Params: Clone + std::fmt::Debug + Default + PartialEq + serde::de::DeserializeOwned + Send + Sync;
+    type Params: Clone
+        + std::fmt::Debug
+        + Default
+        + PartialEq
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync;
 
     /// What the f64 solve decided (the contact set and layout of `y`).
     type Structure: Clone + std::fmt::Debug;
@@ -133,10 +139,14 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     }
 
     /// Solves one step.
-    fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError>;
+    fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>)
+        -> Result<StepSolution<T>, SolveError>;
 
     /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).
-    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError>;
+    fn solve_root(
+        &self,
+        p: &StepProblem<'_, f64>,
+    ) -> Result<(DVec<f64>, Self::Structure), SolveError>;
 
     /// The residual `r(y; θ)` of the problem `p` at `y` (complementarity
     /// relaxed to `p.params.rho`).
@@ -177,7 +187,10 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
         y: &DVec<f64>,
         rhs: &DMat<f64>,
     ) -> Result<DMat<f64>, SolveError> {
-        Ok(self.solve_jacobian(p, s, y, rhs)?.rows(0, p.model.nv).into_owned())
+        Ok(self
+            .solve_jacobian(p, s, y, rhs)?
+            .rows(0, p.model.nv)
+            .into_owned())
     }
 
     /// `∂r/∂θ` for `params` at `y` from generated kernels (see
@@ -195,14 +208,16 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     }
 }
 
-
 /// The field names of a serde-deserializable struct (the keys of a
 /// backend's `[solver_params]`), read off its `Deserialize` impl.
 pub fn param_keys<P: serde::de::DeserializeOwned>() -> &'static [&'static str] {
     struct Grab(Option<&'static [&'static str]>);
     impl<'de> serde::Deserializer<'de> for &mut Grab {
         type Error = serde::de::value::Error;
-        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _v: V) -> Result<V::Value, Self::Error> {
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _v: V,
+        ) -> Result<V::Value, Self::Error> {
             Err(serde::de::Error::custom("not a struct"))
         }
         fn deserialize_struct<V: serde::de::Visitor<'de>>(
@@ -237,11 +252,19 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
     y: &DVec<f64>,
 ) -> Result<DMat<f64>, SolveError> {
     let model = p.model.cast::<D>();
-    let shapes: Vec<Option<Shape<D>>> = p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect();
+    let shapes: Vec<Option<Shape<D>>> = p
+        .shapes
+        .iter()
+        .map(|s| s.as_ref().map(|s| s.cast()))
+        .collect();
     let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
     let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
     let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
-    let (q, v, u) = (p.q.map(D::from_re), p.v.map(D::from_re), p.u.map(D::from_re));
+    let (q, v, u) = (
+        p.q.map(D::from_re),
+        p.v.map(D::from_re),
+        p.u.map(D::from_re),
+    );
     let pd = StepProblem {
         model: &model,
         shapes: &shapes,
@@ -291,7 +314,8 @@ pub fn dense_solve<B: ContactBackend + ?Sized>(
     if !lu.is_invertible() {
         return Err(SolveError::Singular("residual Jacobian"));
     }
-    lu.solve(rhs).ok_or(SolveError::Singular("residual Jacobian"))
+    lu.solve(rhs)
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// Solves the free body `i`'s block `diag(m 𝟙, ∂P⁺/∂ω⁺)` of `∂r/∂v⁺` at
@@ -322,7 +346,10 @@ pub(crate) fn free_body_solve(
     let jr = rotational_jacobian(&iw, &w1, p.h)
         .map_err(|source| SolveError::from(DynamicsError::Retraction { body: i, source }))?;
     let b3: DMat<f64> = rhs.rows(k + 3, 3).into_owned();
-    let x = jr.lu().solve(&b3).ok_or(SolveError::Singular("residual Jacobian"))?;
+    let x = jr
+        .lu()
+        .solve(&b3)
+        .ok_or(SolveError::Singular("residual Jacobian"))?;
     out.rows_mut(k + 3, 3).copy_from(&x);
     Ok(())
 }
@@ -330,7 +357,9 @@ pub(crate) fn free_body_solve(
 /// Refuses a right-hand side whose rows do not match the unknowns.
 pub(crate) fn check_rows(y: &DVec<f64>, rhs: &DMat<f64>) -> Result<(), SolveError> {
     if rhs.nrows() != y.len() {
-        return Err(SolveError::Singular("right-hand side rows do not match the unknowns"));
+        return Err(SolveError::Singular(
+            "right-hand side rows do not match the unknowns",
+        ));
     }
     Ok(())
 }

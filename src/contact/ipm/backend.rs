@@ -6,7 +6,9 @@
 //! factored once at the solution; bodies in no island have the free-body
 //! block).
 
-use super::residual::{evaluate, local_residual, Candidate, CandidateKey, Island, Partner, UnitKind};
+use super::residual::{
+    evaluate, local_residual, Candidate, CandidateKey, Island, Partner, UnitKind,
+};
 use super::solve::IslandJacobian;
 use super::{check_params, islands, Ipm, Params};
 use crate::contact::backend::{check_rows, dense_solve, free_body_solve, stacked_root};
@@ -29,7 +31,10 @@ fn candidate_offsets(nv: usize, cands: &[Candidate<f64>]) -> Vec<(CandidateKey, 
     offsets
 }
 
-fn offset_in<T: Scalar>(offsets: &[(CandidateKey, usize)], c: &Candidate<T>) -> Result<usize, SolveError> {
+fn offset_in<T: Scalar>(
+    offsets: &[(CandidateKey, usize)],
+    c: &Candidate<T>,
+) -> Result<usize, SolveError> {
     offsets
         .iter()
         .find(|(k, _)| *k == c.key())
@@ -76,7 +81,8 @@ fn ipm_solve(
             }
         }
         for (c, x) in island.contacts.iter().zip(xc.iter().flatten()) {
-            out.rows_mut(offset_in(&offsets, c)?, x.nrows()).copy_from(x);
+            out.rows_mut(offset_in(&offsets, c)?, x.nrows())
+                .copy_from(x);
         }
     }
     for (i, _) in in_island.iter().enumerate().filter(|(_, b)| !**b) {
@@ -155,7 +161,11 @@ impl ContactBackend for Ipm {
         // Offsets of each candidate's unknowns in y, by key.
         let offsets = candidate_offsets(nv, cands);
         let offset_of = |c: &Candidate<T>| {
-            offsets.iter().find(|(k, _)| *k == c.key()).map(|(_, o)| *o).expect("known candidate")
+            offsets
+                .iter()
+                .find(|(k, _)| *k == c.key())
+                .map(|(_, o)| *o)
+                .expect("known candidate")
         };
         // The candidates in T, with the friction coefficient recomputed from
         // the materials (so that derivatives with respect to friction flow).
@@ -163,12 +173,23 @@ impl ContactBackend for Ipm {
             .iter()
             .map(|c| {
                 let mu = match c.b {
-                    Partner::Body(j) => p.friction_combine.apply(p.materials[c.a].friction, p.materials[j].friction),
-                    Partner::Static(j) => {
-                        p.friction_combine.apply(p.materials[c.a].friction, p.statics[j].material.friction)
-                    }
+                    Partner::Body(j) => p
+                        .friction_combine
+                        .apply(p.materials[c.a].friction, p.materials[j].friction),
+                    Partner::Static(j) => p
+                        .friction_combine
+                        .apply(p.materials[c.a].friction, p.statics[j].material.friction),
                 };
-                Candidate { a: c.a, link: c.link, b: c.b, feature: c.feature, mu, law: c.law, axis: c.axis, parts: c.parts }
+                Candidate {
+                    a: c.a,
+                    link: c.link,
+                    b: c.b,
+                    feature: c.feature,
+                    mu,
+                    law: c.law,
+                    axis: c.axis,
+                    parts: c.parts,
+                }
             })
             .collect();
         let kappa = T::from_re(p.params.rho);
@@ -216,7 +237,9 @@ impl ContactBackend for Ipm {
         rhs: &DMat<f64>,
     ) -> Result<DMat<f64>, SolveError> {
         if has_articulated(p.model) {
-            return Ok(dense_solve(self, p, cands, y, rhs)?.rows(0, p.model.nv).into_owned());
+            return Ok(dense_solve(self, p, cands, y, rhs)?
+                .rows(0, p.model.nv)
+                .into_owned());
         }
         ipm_solve(p, cands, y, rhs, false)
     }
@@ -228,7 +251,10 @@ impl ContactBackend for Ipm {
         y: &DVec<f64>,
         params: &[Param],
     ) -> Result<Option<DMat<f64>>, SolveError> {
-        let offsets: Vec<usize> = candidate_offsets(p.model.nv, cands).into_iter().map(|(_, o)| o).collect();
+        let offsets: Vec<usize> = candidate_offsets(p.model.nv, cands)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
         kernel_partials(p, cands, &offsets, y, params)
     }
 
