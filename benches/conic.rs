@@ -53,17 +53,31 @@ fn bench(c: &mut Criterion) {
     let params = ConicParams::default();
     let pairs = poses(64);
     let cases: Vec<(&str, Shape<f64>, Shape<f64>)> = vec![
-        ("sphere_sphere", Shape::Sphere { radius: 0.5 }, Shape::Sphere { radius: 0.3 }),
+        (
+            "sphere_sphere",
+            Shape::Sphere { radius: 0.5 },
+            Shape::Sphere { radius: 0.3 },
+        ),
         (
             "box_box",
-            Shape::Box { half_extents: Vec3::new(0.5, 0.3, 0.4) },
-            Shape::Box { half_extents: Vec3::new(0.2, 0.6, 0.3) },
+            Shape::Box {
+                half_extents: Vec3::new(0.5, 0.3, 0.4),
+            },
+            Shape::Box {
+                half_extents: Vec3::new(0.2, 0.6, 0.3),
+            },
         ),
         ("polytope_polytope", polytope(), polytope()),
         (
             "capsule_cylinder",
-            Shape::Capsule { radius: 0.2, half_length: 0.5 },
-            Shape::Cylinder { radius: 0.3, half_length: 0.4 },
+            Shape::Capsule {
+                radius: 0.2,
+                half_length: 0.5,
+            },
+            Shape::Cylinder {
+                radius: 0.3,
+                half_length: 0.4,
+            },
         ),
     ];
     let mut group = c.benchmark_group("conic_proximity");

@@ -33,14 +33,26 @@ fn humanoid() -> Model<f64> {
         com: Vec3::new(rng.next(), rng.next(), rng.next()) * 0.05 + Vec3::new(0.0, 0.0, -0.1),
         inertia: Mat3::from_diagonal(&Vec3::new(0.02, 0.02, 0.01)),
     };
-    let base = m.add_body("pelvis", None, Joint::Free, Pose::identity(), link(8.0, &mut rng)).unwrap();
+    let base = m
+        .add_body(
+            "pelvis",
+            None,
+            Joint::Free,
+            Pose::identity(),
+            link(8.0, &mut rng),
+        )
+        .unwrap();
     let axes = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
     let chain = |m: &mut Model<f64>, name: &str, n: usize, offset: Vec3<f64>, rng: &mut Rng| {
         let mut parent = base;
         for k in 0..n {
             let pl = Pose::new(
                 so3::exp(&(Vec3::new(rng.next(), rng.next(), rng.next()) * 0.1)),
-                if k == 0 { offset } else { Vec3::new(0.0, 0.0, -0.25) },
+                if k == 0 {
+                    offset
+                } else {
+                    Vec3::new(0.0, 0.0, -0.25)
+                },
             );
             parent = m
                 .add_body(
@@ -68,9 +80,15 @@ fn bench_model(c: &mut Criterion, name: &str, m: &Model<f64>) {
     let (v, a) = (r(m.nv), r(m.nv));
     let mut d = m.data();
     let mut g = c.benchmark_group(format!("dynamics/{name}_nv{}", m.nv));
-    g.bench_function("rnea", |b| b.iter(|| black_box(rnea(m, &mut d, black_box(&q), &v, &a)[0])));
-    g.bench_function("crba", |b| b.iter(|| black_box(crba(m, &mut d, black_box(&q))[(0, 0)])));
-    g.bench_function("aba", |b| b.iter(|| black_box(aba(m, &mut d, black_box(&q), &v, &a)[0])));
+    g.bench_function("rnea", |b| {
+        b.iter(|| black_box(rnea(m, &mut d, black_box(&q), &v, &a)[0]))
+    });
+    g.bench_function("crba", |b| {
+        b.iter(|| black_box(crba(m, &mut d, black_box(&q))[(0, 0)]))
+    });
+    g.bench_function("aba", |b| {
+        b.iter(|| black_box(aba(m, &mut d, black_box(&q), &v, &a)[0]))
+    });
     g.bench_function("rnea_derivatives", |b| {
         b.iter(|| {
             rnea_derivatives(m, &mut d, black_box(&q), &v, &a);
@@ -102,13 +120,15 @@ fn bench_dual<const N: usize>(c: &mut Criterion, name: &str, m: &Model<f64>) {
     let mut g = c.benchmark_group(format!("dynamics/{name}_nv{}", m.nv));
     g.bench_function("rnea_dq_by_DualSVec64", |b| {
         b.iter(|| {
-            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0)).unwrap();
+            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0))
+                .unwrap();
             black_box(rnea(&md, &mut d, &qd, &vd, &ad)[0].re)
         })
     });
     g.bench_function("aba_dq_by_DualSVec64", |b| {
         b.iter(|| {
-            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0)).unwrap();
+            let qd = configuration::integrate(&md, black_box(&qc), &seeds, D::<N>::from_re(1.0))
+                .unwrap();
             black_box(aba(&md, &mut d, &qd, &vd, &ad)[0].re)
         })
     });

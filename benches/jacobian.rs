@@ -14,20 +14,29 @@ use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 
 fn material() -> Material<f64> {
-    Material { friction: 0.5, restitution: 0.0 }
+    Material {
+        friction: 0.5,
+        restitution: 0.0,
+    }
 }
 
 fn ground() -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: material(),
     }
 }
 
 fn settle(w: &World<f64>, x0: &State<f64>, steps: usize) -> State<f64> {
-    rollout(w, x0, &Controls::Constant(w.zero_control()), steps).unwrap().last().clone()
+    rollout(w, x0, &Controls::Constant(w.zero_control()), steps)
+        .unwrap()
+        .last()
+        .clone()
 }
 
 fn box_on_plane() -> (World<f64>, State<f64>) {
@@ -36,7 +45,9 @@ fn box_on_plane() -> (World<f64>, State<f64>) {
         "box",
         1.0,
         Mat3::identity() * (1.0 * 0.5 * 0.5 / 6.0),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
         material(),
     )
     .unwrap();
@@ -86,7 +97,10 @@ fn params(nv: usize) -> Vec<Param> {
 
 fn bench(c: &mut Criterion) {
     let o = DiffOptions::default();
-    for (name, (w, x)) in [("box_on_plane", box_on_plane()), ("sphere_pile_20", sphere_pile())] {
+    for (name, (w, x)) in [
+        ("box_on_plane", box_on_plane()),
+        ("sphere_pile_20", sphere_pile()),
+    ] {
         let u = w.zero_control();
         let ps = params(w.model.nv);
         let out = step(&w, &x, &u).unwrap();
@@ -99,7 +113,11 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("jacobian_{name}"));
         g.sample_size(10).sampling_mode(SamplingMode::Flat);
         g.bench_function("step_f64", |b| {
-            b.iter_batched(|| x.clone(), |x| step(&w, &x, &u).unwrap(), BatchSize::SmallInput)
+            b.iter_batched(
+                || x.clone(),
+                |x| step(&w, &x, &u).unwrap(),
+                BatchSize::SmallInput,
+            )
         });
         for m in Method::ALL {
             g.bench_function(m.name(), |b| {

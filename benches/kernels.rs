@@ -217,54 +217,380 @@ fn crate_kernels(c: &mut Criterion) {
             core::array::from_fn::<_, $n, _>(|i| $x[$o + i])
         };
     }
-    bench_kernel!(c, "dot3", 6, 1, dot3, dot3_jacobian, dot3_hessian, |x| (a!(x, 0, 3), a!(x, 3, 3)));
-    bench_kernel!(c, "cross3", 6, 3, cross3, cross3_jacobian, cross3_hessian, |x| (a!(x, 0, 3), a!(x, 3, 3)));
-    bench_kernel!(c, "rotate", 7, 3, rotate, rotate_jacobian, rotate_hessian, |x| (a!(x, 0, 4), a!(x, 4, 3)));
-    bench_kernel!(c, "act", 10, 3, act, act_jacobian, act_hessian, |x| (a!(x, 0, 7), a!(x, 7, 3)));
-    bench_kernel!(c, "act_inv", 10, 3, act_inv, act_inv_jacobian, act_inv_hessian, |x| (a!(x, 0, 7), a!(x, 7, 3)));
-    bench_kernel!(c, "flip", 10, 10, flip, flip_jacobian, flip_hessian, |x| (a!(x, 0, 10)));
-    bench_kernel!(c, "quat_mul", 8, 4, quat_mul, quat_mul_jacobian, quat_mul_hessian, |x| (a!(x, 0, 4), a!(x, 4, 4)));
-    bench_kernel!(c, "phi", 3, 4, phi, phi_jacobian, phi_hessian, |x| (a!(x, 0, 3)));
-    bench_kernel!(c, "local_frictionless", 7, 2, local_frictionless, local_frictionless_jacobian, local_frictionless_hessian, |x| (a!(x, 0, 2), a!(x, 2, 3), x[5], x[6]));
-    bench_kernel!(c, "local_exact", 13, 8, local_exact, local_exact_jacobian, local_exact_hessian, |x| (a!(x, 0, 8), a!(x, 8, 3), x[11], x[12]));
-    bench_kernel!(c, "local_pyramid", 17, 12, local_pyramid, local_pyramid_jacobian, local_pyramid_hessian, |x| (a!(x, 0, 12), a!(x, 12, 3), x[15], x[16]));
+    bench_kernel!(c, "dot3", 6, 1, dot3, dot3_jacobian, dot3_hessian, |x| (
+        a!(x, 0, 3),
+        a!(x, 3, 3)
+    ));
+    bench_kernel!(
+        c,
+        "cross3",
+        6,
+        3,
+        cross3,
+        cross3_jacobian,
+        cross3_hessian,
+        |x| (a!(x, 0, 3), a!(x, 3, 3))
+    );
+    bench_kernel!(
+        c,
+        "rotate",
+        7,
+        3,
+        rotate,
+        rotate_jacobian,
+        rotate_hessian,
+        |x| (a!(x, 0, 4), a!(x, 4, 3))
+    );
+    bench_kernel!(c, "act", 10, 3, act, act_jacobian, act_hessian, |x| (
+        a!(x, 0, 7),
+        a!(x, 7, 3)
+    ));
+    bench_kernel!(
+        c,
+        "act_inv",
+        10,
+        3,
+        act_inv,
+        act_inv_jacobian,
+        act_inv_hessian,
+        |x| (a!(x, 0, 7), a!(x, 7, 3))
+    );
+    bench_kernel!(
+        c,
+        "flip",
+        10,
+        10,
+        flip,
+        flip_jacobian,
+        flip_hessian,
+        |x| (a!(x, 0, 10))
+    );
+    bench_kernel!(
+        c,
+        "quat_mul",
+        8,
+        4,
+        quat_mul,
+        quat_mul_jacobian,
+        quat_mul_hessian,
+        |x| (a!(x, 0, 4), a!(x, 4, 4))
+    );
+    bench_kernel!(c, "phi", 3, 4, phi, phi_jacobian, phi_hessian, |x| (a!(
+        x, 0, 3
+    )));
+    bench_kernel!(
+        c,
+        "local_frictionless",
+        7,
+        2,
+        local_frictionless,
+        local_frictionless_jacobian,
+        local_frictionless_hessian,
+        |x| (a!(x, 0, 2), a!(x, 2, 3), x[5], x[6])
+    );
+    bench_kernel!(
+        c,
+        "local_exact",
+        13,
+        8,
+        local_exact,
+        local_exact_jacobian,
+        local_exact_hessian,
+        |x| (a!(x, 0, 8), a!(x, 8, 3), x[11], x[12])
+    );
+    bench_kernel!(
+        c,
+        "local_pyramid",
+        17,
+        12,
+        local_pyramid,
+        local_pyramid_jacobian,
+        local_pyramid_hessian,
+        |x| (a!(x, 0, 12), a!(x, 12, 3), x[15], x[16])
+    );
     // #[kernel(jacobian)] kernels.
-    bench_kernel!(c, "sphere_plane_world", 8, 10, sphere_plane_world, sphere_plane_world_jacobian, |x| (a!(x, 0, 3), x[3], a!(x, 4, 3), x[7]));
-    bench_kernel!(c, "sphere_sphere_world", 8, 10, sphere_sphere_world, sphere_sphere_world_jacobian, |x| (a!(x, 0, 3), x[3], a!(x, 4, 3), x[7]));
-    bench_kernel!(c, "world_plane", 11, 4, world_plane, world_plane_jacobian, |x| (a!(x, 0, 3), x[3], a!(x, 4, 7)));
-    bench_kernel!(c, "capsule_end", 9, 3, capsule_end, capsule_end_jacobian, |x| (a!(x, 0, 7), x[7], x[8]));
-    bench_kernel!(c, "sphere_plane", 19, 10, sphere_plane, sphere_plane_jacobian, |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), a!(x, 15, 3), x[18]));
-    bench_kernel!(c, "capsule_plane", 21, 10, capsule_plane, capsule_plane_jacobian, |x| (a!(x, 0, 7), x[7], x[8], x[9], a!(x, 10, 7), a!(x, 17, 3), x[20]));
-    bench_kernel!(c, "box_plane", 24, 10, box_plane, box_plane_jacobian, |x| (a!(x, 0, 7), a!(x, 7, 3), a!(x, 10, 3), a!(x, 13, 7), a!(x, 20, 3), x[23]));
-    bench_kernel!(c, "sphere_sphere", 16, 10, sphere_sphere, sphere_sphere_jacobian, |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), x[15]));
-    bench_kernel!(c, "capsule_sphere", 19, 10, capsule_sphere, capsule_sphere_jacobian, |x| (a!(x, 0, 7), x[7], x[8], x[9], x[10], a!(x, 11, 7), x[18]));
-    bench_kernel!(c, "capsule_capsule", 24, 10, capsule_capsule, capsule_capsule_jacobian, |x| (a!(x, 0, 7), x[7], x[8], a!(x, 9, 7), x[16], x[17], a!(x, 18, 6)));
-    bench_kernel!(c, "sphere_box_outside", 24, 10, sphere_box_outside, sphere_box_outside_jacobian, |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), a!(x, 15, 3), a!(x, 18, 3), a!(x, 21, 3)));
-    bench_kernel!(c, "sphere_box_inside", 24, 10, sphere_box_inside, sphere_box_inside_jacobian, |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), a!(x, 15, 3), a!(x, 18, 3), a!(x, 21, 3)));
-    bench_kernel!(c, "pose_after", 20, 7, pose_after, pose_after_jacobian, |x| (a!(x, 0, 7), a!(x, 7, 6), a!(x, 13, 6), x[19]));
-    bench_kernel!(c, "phi_rotation_t", 6, 3, phi_rotation_t, phi_rotation_t_jacobian, |x| (a!(x, 0, 3), a!(x, 3, 3)));
-    bench_kernel!(c, "side_impulse", 19, 6, side_impulse, side_impulse_jacobian, |x| (a!(x, 0, 3), a!(x, 3, 3), x[6], a!(x, 7, 3), a!(x, 10, 3), a!(x, 13, 3), a!(x, 16, 3)));
-    bench_kernel!(c, "contact_rows", 43, 15, contact_rows, contact_rows_jacobian, |x| (a!(x, 0, 7), a!(x, 7, 6), a!(x, 13, 7), a!(x, 20, 6), x[26], a!(x, 27, 10), a!(x, 37, 3), a!(x, 40, 3)));
-    bench_kernel!(c, "free_body_rows", 39, 6, free_body_rows, free_body_rows_jacobian, |x| (a!(x, 0, 4), a!(x, 4, 3), a!(x, 7, 6), a!(x, 13, 6), a!(x, 19, 6), x[25], a!(x, 26, 9), a!(x, 35, 3), x[38]));
+    bench_kernel!(
+        c,
+        "sphere_plane_world",
+        8,
+        10,
+        sphere_plane_world,
+        sphere_plane_world_jacobian,
+        |x| (a!(x, 0, 3), x[3], a!(x, 4, 3), x[7])
+    );
+    bench_kernel!(
+        c,
+        "sphere_sphere_world",
+        8,
+        10,
+        sphere_sphere_world,
+        sphere_sphere_world_jacobian,
+        |x| (a!(x, 0, 3), x[3], a!(x, 4, 3), x[7])
+    );
+    bench_kernel!(
+        c,
+        "world_plane",
+        11,
+        4,
+        world_plane,
+        world_plane_jacobian,
+        |x| (a!(x, 0, 3), x[3], a!(x, 4, 7))
+    );
+    bench_kernel!(
+        c,
+        "capsule_end",
+        9,
+        3,
+        capsule_end,
+        capsule_end_jacobian,
+        |x| (a!(x, 0, 7), x[7], x[8])
+    );
+    bench_kernel!(
+        c,
+        "sphere_plane",
+        19,
+        10,
+        sphere_plane,
+        sphere_plane_jacobian,
+        |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), a!(x, 15, 3), x[18])
+    );
+    bench_kernel!(
+        c,
+        "capsule_plane",
+        21,
+        10,
+        capsule_plane,
+        capsule_plane_jacobian,
+        |x| (
+            a!(x, 0, 7),
+            x[7],
+            x[8],
+            x[9],
+            a!(x, 10, 7),
+            a!(x, 17, 3),
+            x[20]
+        )
+    );
+    bench_kernel!(c, "box_plane", 24, 10, box_plane, box_plane_jacobian, |x| (
+        a!(x, 0, 7),
+        a!(x, 7, 3),
+        a!(x, 10, 3),
+        a!(x, 13, 7),
+        a!(x, 20, 3),
+        x[23]
+    ));
+    bench_kernel!(
+        c,
+        "sphere_sphere",
+        16,
+        10,
+        sphere_sphere,
+        sphere_sphere_jacobian,
+        |x| (a!(x, 0, 7), x[7], a!(x, 8, 7), x[15])
+    );
+    bench_kernel!(
+        c,
+        "capsule_sphere",
+        19,
+        10,
+        capsule_sphere,
+        capsule_sphere_jacobian,
+        |x| (a!(x, 0, 7), x[7], x[8], x[9], x[10], a!(x, 11, 7), x[18])
+    );
+    bench_kernel!(
+        c,
+        "capsule_capsule",
+        24,
+        10,
+        capsule_capsule,
+        capsule_capsule_jacobian,
+        |x| (
+            a!(x, 0, 7),
+            x[7],
+            x[8],
+            a!(x, 9, 7),
+            x[16],
+            x[17],
+            a!(x, 18, 6)
+        )
+    );
+    bench_kernel!(
+        c,
+        "sphere_box_outside",
+        24,
+        10,
+        sphere_box_outside,
+        sphere_box_outside_jacobian,
+        |x| (
+            a!(x, 0, 7),
+            x[7],
+            a!(x, 8, 7),
+            a!(x, 15, 3),
+            a!(x, 18, 3),
+            a!(x, 21, 3)
+        )
+    );
+    bench_kernel!(
+        c,
+        "sphere_box_inside",
+        24,
+        10,
+        sphere_box_inside,
+        sphere_box_inside_jacobian,
+        |x| (
+            a!(x, 0, 7),
+            x[7],
+            a!(x, 8, 7),
+            a!(x, 15, 3),
+            a!(x, 18, 3),
+            a!(x, 21, 3)
+        )
+    );
+    bench_kernel!(
+        c,
+        "pose_after",
+        20,
+        7,
+        pose_after,
+        pose_after_jacobian,
+        |x| (a!(x, 0, 7), a!(x, 7, 6), a!(x, 13, 6), x[19])
+    );
+    bench_kernel!(
+        c,
+        "phi_rotation_t",
+        6,
+        3,
+        phi_rotation_t,
+        phi_rotation_t_jacobian,
+        |x| (a!(x, 0, 3), a!(x, 3, 3))
+    );
+    bench_kernel!(
+        c,
+        "side_impulse",
+        19,
+        6,
+        side_impulse,
+        side_impulse_jacobian,
+        |x| (
+            a!(x, 0, 3),
+            a!(x, 3, 3),
+            x[6],
+            a!(x, 7, 3),
+            a!(x, 10, 3),
+            a!(x, 13, 3),
+            a!(x, 16, 3)
+        )
+    );
+    bench_kernel!(
+        c,
+        "contact_rows",
+        43,
+        15,
+        contact_rows,
+        contact_rows_jacobian,
+        |x| (
+            a!(x, 0, 7),
+            a!(x, 7, 6),
+            a!(x, 13, 7),
+            a!(x, 20, 6),
+            x[26],
+            a!(x, 27, 10),
+            a!(x, 37, 3),
+            a!(x, 40, 3)
+        )
+    );
+    bench_kernel!(
+        c,
+        "free_body_rows",
+        39,
+        6,
+        free_body_rows,
+        free_body_rows_jacobian,
+        |x| (
+            a!(x, 0, 4),
+            a!(x, 4, 3),
+            a!(x, 7, 6),
+            a!(x, 13, 6),
+            a!(x, 19, 6),
+            x[25],
+            a!(x, 26, 9),
+            a!(x, 35, 3),
+            x[38]
+        )
+    );
     macro_rules! contact {
         ($name:literal, $f:ident, $fj:ident) => {
             bench_kernel!(c, $name, 58, 15, $f, $fj, |x| (
-                a!(x, 0, 7), a!(x, 7, 6), a!(x, 13, 6), a!(x, 19, 7), a!(x, 26, 6), a!(x, 32, 6),
-                x[38], a!(x, 39, 3), a!(x, 42, 4), a!(x, 46, 6), a!(x, 52, 3), a!(x, 55, 3)
+                a!(x, 0, 7),
+                a!(x, 7, 6),
+                a!(x, 13, 6),
+                a!(x, 19, 7),
+                a!(x, 26, 6),
+                a!(x, 32, 6),
+                x[38],
+                a!(x, 39, 3),
+                a!(x, 42, 4),
+                a!(x, 46, 6),
+                a!(x, 52, 3),
+                a!(x, 55, 3)
             ))
         };
     }
-    contact!("contact_sphere_plane", contact_sphere_plane, contact_sphere_plane_jacobian);
-    contact!("contact_capsule_plane", contact_capsule_plane, contact_capsule_plane_jacobian);
-    contact!("contact_box_plane", contact_box_plane, contact_box_plane_jacobian);
-    contact!("contact_sphere_sphere", contact_sphere_sphere, contact_sphere_sphere_jacobian);
-    contact!("contact_capsule_sphere", contact_capsule_sphere, contact_capsule_sphere_jacobian);
-    contact!("contact_sphere_capsule", contact_sphere_capsule, contact_sphere_capsule_jacobian);
-    contact!("contact_capsule_capsule", contact_capsule_capsule, contact_capsule_capsule_jacobian);
-    contact!("contact_sphere_box_outside", contact_sphere_box_outside, contact_sphere_box_outside_jacobian);
-    contact!("contact_sphere_box_inside", contact_sphere_box_inside, contact_sphere_box_inside_jacobian);
-    contact!("contact_box_sphere_outside", contact_box_sphere_outside, contact_box_sphere_outside_jacobian);
-    contact!("contact_box_sphere_inside", contact_box_sphere_inside, contact_box_sphere_inside_jacobian);
+    contact!(
+        "contact_sphere_plane",
+        contact_sphere_plane,
+        contact_sphere_plane_jacobian
+    );
+    contact!(
+        "contact_capsule_plane",
+        contact_capsule_plane,
+        contact_capsule_plane_jacobian
+    );
+    contact!(
+        "contact_box_plane",
+        contact_box_plane,
+        contact_box_plane_jacobian
+    );
+    contact!(
+        "contact_sphere_sphere",
+        contact_sphere_sphere,
+        contact_sphere_sphere_jacobian
+    );
+    contact!(
+        "contact_capsule_sphere",
+        contact_capsule_sphere,
+        contact_capsule_sphere_jacobian
+    );
+    contact!(
+        "contact_sphere_capsule",
+        contact_sphere_capsule,
+        contact_sphere_capsule_jacobian
+    );
+    contact!(
+        "contact_capsule_capsule",
+        contact_capsule_capsule,
+        contact_capsule_capsule_jacobian
+    );
+    contact!(
+        "contact_sphere_box_outside",
+        contact_sphere_box_outside,
+        contact_sphere_box_outside_jacobian
+    );
+    contact!(
+        "contact_sphere_box_inside",
+        contact_sphere_box_inside,
+        contact_sphere_box_inside_jacobian
+    );
+    contact!(
+        "contact_box_sphere_outside",
+        contact_box_sphere_outside,
+        contact_box_sphere_outside_jacobian
+    );
+    contact!(
+        "contact_box_sphere_inside",
+        contact_box_sphere_inside,
+        contact_box_sphere_inside_jacobian
+    );
 }
 
 /// The step Jacobian by `ift` with kernel vs dual-number `∂r/∂θ` (all
@@ -273,14 +599,25 @@ fn step_jacobians(c: &mut Criterion) {
     use dualsim::diff::{step_jacobian, DiffOptions, Method, Param, Partials};
     use dualsim::geometry::Shape;
     use dualsim::prelude::*;
-    for (file, k) in [("box_toss.toml", 31), ("capsule_pile.toml", 40), ("sphere_pile.toml", 2)] {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes").join(file);
+    for (file, k) in [
+        ("box_toss.toml", 31),
+        ("capsule_pile.toml", 40),
+        ("sphere_pile.toml", 2),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes")
+            .join(file);
         let s = dualsim::scene::load(&path).unwrap();
         let w = &s.world;
-        let x = rollout(w, &s.initial, &s.controls, k).unwrap().last().clone();
+        let x = rollout(w, &s.initial, &s.controls, k)
+            .unwrap()
+            .last()
+            .clone();
         let u = s.controls.at(k).clone();
         let nv = w.model.nv;
-        let mut ps: Vec<Param> = (0..nv).flat_map(|i| [Param::Q(i), Param::V(i), Param::U(i)]).collect();
+        let mut ps: Vec<Param> = (0..nv)
+            .flat_map(|i| [Param::Q(i), Param::V(i), Param::U(i)])
+            .collect();
         for b in 0..w.model.bodies.len() {
             ps.extend([Param::Mass(b), Param::Friction(b)]);
             ps.extend((0..3).map(|k| Param::Inertia(b, k)));
@@ -297,7 +634,10 @@ fn step_jacobians(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("step_jacobian/{}", file.trim_end_matches(".toml")));
         g.sample_size(10);
         for partials in [Partials::Kernel, Partials::Dual] {
-            let o = DiffOptions { partials, ..Default::default() };
+            let o = DiffOptions {
+                partials,
+                ..Default::default()
+            };
             g.bench_function(partials.name(), |b| {
                 b.iter(|| black_box(step_jacobian(w, &x, &u, &ps, Method::Ift, &o).unwrap()))
             });

@@ -6,8 +6,8 @@
 //! `cargo bench --bench silico`
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dualsim::experiments::silico::drop_world;
 use dualsim::contact::SolverKind;
+use dualsim::experiments::silico::drop_world;
 use dualsim::sim::{step, State};
 use std::hint::black_box;
 use std::time::Instant;
@@ -39,10 +39,15 @@ fn bench(c: &mut Criterion) {
     for solver in [SolverKind::SingleLevel, SolverKind::Bilevel] {
         let (w, x) = resting(solver);
         let u = w.zero_control();
-        g.bench_function(solver.name(), |b| b.iter(|| step(&w, black_box(&x), &u).expect("step")));
+        g.bench_function(solver.name(), |b| {
+            b.iter(|| step(&w, black_box(&x), &u).expect("step"))
+        });
     }
     g.finish();
-    let (s, b) = (mean_time(SolverKind::SingleLevel, 200), mean_time(SolverKind::Bilevel, 200));
+    let (s, b) = (
+        mean_time(SolverKind::SingleLevel, 200),
+        mean_time(SolverKind::Bilevel, 200),
+    );
     println!(
         "polytope drop step: single_level {:.1} µs, bilevel {:.1} µs, bilevel / single_level = {:.2}",
         s * 1e6,

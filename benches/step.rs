@@ -10,9 +10,15 @@ use dualsim::prelude::*;
 fn ground() -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     }
 }
 
@@ -56,7 +62,9 @@ fn box_on_plane() -> (World<f64>, State<f64>) {
         "box",
         1.0,
         Mat3::identity() * (1.0 * 0.25 / 6.0),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
         Material::default(),
     )
     .unwrap();
@@ -71,7 +79,11 @@ fn bench(c: &mut Criterion) {
     let (w, x) = box_on_plane();
     let u = w.zero_control();
     g.bench_function("box_on_plane", |b| {
-        b.iter_batched(|| x.clone(), |x| step(&w, &x, &u).unwrap(), BatchSize::SmallInput)
+        b.iter_batched(
+            || x.clone(),
+            |x| step(&w, &x, &u).unwrap(),
+            BatchSize::SmallInput,
+        )
     });
     for n in [10, 50, 100, 200] {
         let (w, x) = sphere_pile(n);
@@ -79,7 +91,11 @@ fn bench(c: &mut Criterion) {
         let out = step(&w, &x, &u).unwrap();
         assert_eq!(out.stats.contacts, n, "pile with {n} contacts");
         g.bench_function(format!("sphere_pile_{n}_contacts"), |b| {
-            b.iter_batched(|| x.clone(), |x| step(&w, &x, &u).unwrap(), BatchSize::SmallInput)
+            b.iter_batched(
+                || x.clone(),
+                |x| step(&w, &x, &u).unwrap(),
+                BatchSize::SmallInput,
+            )
         });
     }
     g.finish();

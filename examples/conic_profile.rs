@@ -49,16 +49,30 @@ fn main() {
         })
         .collect();
     let (a, b, grad) = match case {
-        "sphere_sphere" => (Shape::Sphere { radius: 0.5 }, Shape::Sphere { radius: 0.3 }, false),
+        "sphere_sphere" => (
+            Shape::Sphere { radius: 0.5 },
+            Shape::Sphere { radius: 0.3 },
+            false,
+        ),
         "box_box" | "box_box_gradient" => (
-            Shape::Box { half_extents: Vec3::new(0.5, 0.3, 0.4) },
-            Shape::Box { half_extents: Vec3::new(0.2, 0.6, 0.3) },
+            Shape::Box {
+                half_extents: Vec3::new(0.5, 0.3, 0.4),
+            },
+            Shape::Box {
+                half_extents: Vec3::new(0.2, 0.6, 0.3),
+            },
             case == "box_box_gradient",
         ),
         "polytope_polytope" => (polytope(), polytope(), false),
         "capsule_cylinder" => (
-            Shape::Capsule { radius: 0.2, half_length: 0.5 },
-            Shape::Cylinder { radius: 0.3, half_length: 0.4 },
+            Shape::Capsule {
+                radius: 0.2,
+                half_length: 0.5,
+            },
+            Shape::Cylinder {
+                radius: 0.3,
+                half_length: 0.4,
+            },
             false,
         ),
         _ => panic!("unknown case {case}"),
@@ -87,8 +101,14 @@ fn main() {
         }
     }
     if std::env::var_os("CONIC_STATS").is_some() {
-        let st: Vec<usize> = dualsim::collision::conic::solve::STATS.iter().map(|a| a.load(std::sync::atomic::Ordering::Relaxed)).collect();
+        let st: Vec<usize> = dualsim::collision::conic::solve::STATS
+            .iter()
+            .map(|a| a.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
         println!("{st:?}");
     }
-    println!("{case}: {n} solves, {fails} failed, mean iterations {:.2}", iters as f64 / n.max(1) as f64);
+    println!(
+        "{case}: {n} solves, {fails} failed, mean iterations {:.2}",
+        iters as f64 / n.max(1) as f64
+    );
 }

@@ -38,17 +38,33 @@ fn main() {
         scene.steps = n;
     }
     let obj = Objective::from_scene(&scene).unwrap_or_else(|e| panic!("{e}"));
-    let base = OptimizeOptions { target_cost: 1e-10, max_iterations: 200, max_seconds: Some(120.0), ..Default::default() };
-    eprintln!("box push: {} steps, {} decision variables", scene.steps, obj.dim());
+    let base = OptimizeOptions {
+        target_cost: 1e-10,
+        max_iterations: 200,
+        max_seconds: Some(120.0),
+        ..Default::default()
+    };
+    eprintln!(
+        "box push: {} steps, {} decision variables",
+        scene.steps,
+        obj.dim()
+    );
     let reports = compare(&obj, &OptMethod::ALL, &base).unwrap_or_else(|e| panic!("{e}"));
     let md = table(&reports, 1e-10);
     let cem = table(&reports[reports.len() - 1..], 1e-4);
     println!("{md}\nCEM against 1e-4 within the wall time newton took:\n\n{cem}");
     std::fs::create_dir_all(&out).unwrap();
     let title = format!("box push, {} steps, {} variables", scene.steps, obj.dim());
-    dualsim::viz::atomic_write(&out.join("convergence.svg"), convergence_svg(&reports, &title).as_bytes()).unwrap();
+    dualsim::viz::atomic_write(
+        &out.join("convergence.svg"),
+        convergence_svg(&reports, &title).as_bytes(),
+    )
+    .unwrap();
     dualsim::viz::atomic_write(&out.join("results.md"), format!("{md}\n{cem}").as_bytes()).unwrap();
     let json = serde_json::to_string_pretty(&reports).unwrap();
     dualsim::viz::atomic_write(&out.join("results.json"), json.as_bytes()).unwrap();
-    eprintln!("wrote {}/convergence.svg, results.md, results.json", out.display());
+    eprintln!(
+        "wrote {}/convergence.svg, results.md, results.json",
+        out.display()
+    );
 }

@@ -37,7 +37,12 @@ fn main() {
         scene.steps = n;
     }
     let factors = [1.3, 0.8, 1.25, 0.8, 1.2];
-    let opts = OptimizeOptions { target_cost: 1e-26, gradient_tolerance: 1e-14, max_iterations: 60, ..Default::default() };
+    let opts = OptimizeOptions {
+        target_cost: 1e-26,
+        gradient_tolerance: 1e-14,
+        max_iterations: 60,
+        ..Default::default()
+    };
     let mut reports = Vec::new();
     std::fs::create_dir_all(&out).unwrap();
     let mut md = String::new();
@@ -52,7 +57,13 @@ fn main() {
         for i in 0..id.labels.len() {
             md += &format!(
                 "| {} | {} | {:.6} | {:.12} | {:.2e} | {:.2e} | {:.2} |\n",
-                id.labels[i], id.truth[i], id.guess[i], id.estimate[i], id.relative_error[i], id.crb_sigma[i], id.z_score[i]
+                id.labels[i],
+                id.truth[i],
+                id.guess[i],
+                id.estimate[i],
+                id.relative_error[i],
+                id.crb_sigma[i],
+                id.z_score[i]
             );
         }
         md += "\n";
@@ -62,7 +73,10 @@ fn main() {
     }
     println!("{md}");
     dualsim::viz::atomic_write(&out.join("results.md"), md.as_bytes()).unwrap();
-    let svg = convergence_svg(&reports, &format!("system identification, {} steps", scene.steps));
+    let svg = convergence_svg(
+        &reports,
+        &format!("system identification, {} steps", scene.steps),
+    );
     dualsim::viz::atomic_write(&out.join("convergence.svg"), svg.as_bytes()).unwrap();
     eprintln!("wrote {}/convergence.svg, results.md", out.display());
 }

@@ -63,19 +63,30 @@ fn time_batched(reps: usize, batch: usize, warmup: usize, mut f: impl FnMut()) -
 }
 
 fn num(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("scenes.json: `{k}` is not a number"))
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("scenes.json: `{k}` is not a number"))
 }
 
 fn vecf(v: &Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_f64().expect("number"))
+        .collect()
 }
 
 fn ground(friction: f64) -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction, restitution: 0.0 },
+        material: Material {
+            friction,
+            restitution: 0.0,
+        },
     }
 }
 
@@ -91,8 +102,13 @@ fn box_world(s: &Value) -> (World<f64>, State<f64>) {
         "box",
         mass,
         Mat3::identity() * (mass * edge * edge / 6.0),
-        Some(Shape::Box { half_extents: Vec3::repeat(edge / 2.0) }),
-        Material { friction: mu, restitution: 0.0 },
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(edge / 2.0),
+        }),
+        Material {
+            friction: mu,
+            restitution: 0.0,
+        },
     )
     .unwrap();
     w.statics.push(ground(mu));
@@ -156,7 +172,10 @@ fn pile_figure(name: &str, w: &World<f64>, x0: &State<f64>, steps: usize, budget
     }
     let r = last.unwrap();
     let free: Vec<_> = w.model.bodies.iter().filter(|b| b.is_free_root()).collect();
-    let zmin = free.iter().map(|b| r.last.q[b.idx_q + 2]).fold(f64::INFINITY, f64::min);
+    let zmin = free
+        .iter()
+        .map(|b| r.last.q[b.idx_q + 2])
+        .fold(f64::INFINITY, f64::min);
     let mut it = r.iterations.clone();
     it.sort();
     emit(json!({
@@ -170,12 +189,20 @@ fn pile_figure(name: &str, w: &World<f64>, x0: &State<f64>, steps: usize, budget
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt =
-        |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let scenes_path =
         PathBuf::from(opt("--scenes").unwrap_or_else(|| "bench/peers/scenes.json".into()));
-    let reps: usize = opt("--reps").map(|s| s.parse().expect("--reps N")).unwrap_or(200);
-    let budget: f64 = opt("--budget").map(|s| s.parse().expect("--budget SECONDS")).unwrap_or(20.0);
+    let reps: usize = opt("--reps")
+        .map(|s| s.parse().expect("--reps N"))
+        .unwrap_or(200);
+    let budget: f64 = opt("--budget")
+        .map(|s| s.parse().expect("--budget SECONDS"))
+        .unwrap_or(20.0);
     let only =
         opt("--only").unwrap_or_else(|| "box,box_jacobian,pile120,sphere_pile,humanoid".into());
     let want = |k: &str| only.split(',').any(|o| o == k);
@@ -253,20 +280,35 @@ fn main() {
                 m,
                 Mat3::identity() * (0.4 * m * r * r),
                 Some(Shape::Sphere { radius: r }),
-                Material { friction: mu, restitution: 0.0 },
+                Material {
+                    friction: mu,
+                    restitution: 0.0,
+                },
             )
             .unwrap();
         }
         w.statics.push(ground(mu));
         let x0 = State::at_rest(&w.model, &pos);
-        pile_figure("pile120", &w, &x0, s["steps"].as_u64().unwrap() as usize, budget);
+        pile_figure(
+            "pile120",
+            &w,
+            &x0,
+            s["steps"].as_u64().unwrap() as usize,
+            budget,
+        );
     }
 
     if want("sphere_pile") {
         let s = &scenes["sphere_pile"];
         let path = root.join(s["toml"].as_str().unwrap());
         let scene = dualsim::scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        pile_figure("sphere_pile", &scene.world, &scene.initial, scene.steps, budget);
+        pile_figure(
+            "sphere_pile",
+            &scene.world,
+            &scene.initial,
+            scene.steps,
+            budget,
+        );
     }
 
     if want("humanoid") {

@@ -12,9 +12,15 @@ use dualsim::prelude::*;
 fn ground() -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     }
 }
 
@@ -29,8 +35,14 @@ fn main() {
             let mut pos = Vec::new();
             for i in 0..n {
                 pos.push([(i % 10) as f64 * 0.25, (i / 10) as f64 * 0.25, r]);
-                w.add_body(&format!("s{i}"), 1.0, Mat3::identity() * (0.4 * r * r), Some(Shape::Sphere { radius: r }), Material::default())
-                    .unwrap();
+                w.add_body(
+                    &format!("s{i}"),
+                    1.0,
+                    Mat3::identity() * (0.4 * r * r),
+                    Some(Shape::Sphere { radius: r }),
+                    Material::default(),
+                )
+                .unwrap();
             }
             w.statics.push(ground());
             let x0 = State::at_rest(&w.model, &pos);
@@ -39,15 +51,27 @@ fn main() {
         _ => {
             let mut w = World::<f64>::new(0.01);
             let a = 0.1;
-            w.add_body("box", 1.0, Mat3::identity() * (1.0 * (2.0 * a) * (2.0 * a) / 6.0), Some(Shape::Box { half_extents: Vec3::repeat(a) }), Material::default())
-                .unwrap();
+            w.add_body(
+                "box",
+                1.0,
+                Mat3::identity() * (1.0 * (2.0 * a) * (2.0 * a) / 6.0),
+                Some(Shape::Box {
+                    half_extents: Vec3::repeat(a),
+                }),
+                Material::default(),
+            )
+            .unwrap();
             w.statics.push(ground());
             let x0 = State::at_rest(&w.model, &[[0.0, 0.0, a]]);
             (w, x0)
         }
     };
     let jac = args.iter().any(|a| a == "jac");
-    let steps: usize = args.last().and_then(|s| s.parse().ok()).filter(|_| (kind == "box" && args.len() >= 2) || args.len() >= 3).unwrap_or(200);
+    let steps: usize = args
+        .last()
+        .and_then(|s| s.parse().ok())
+        .filter(|_| (kind == "box" && args.len() >= 2) || args.len() >= 3)
+        .unwrap_or(200);
     let nv = w.model.nv;
     let mut params: Vec<dualsim::diff::Param> = (0..nv).map(dualsim::diff::Param::Q).collect();
     params.extend((0..nv).map(dualsim::diff::Param::V));
@@ -62,12 +86,25 @@ fn main() {
     for _ in 0..steps {
         let out = step(&w, &x, &u).unwrap();
         if jac {
-            let j = dualsim::diff::step_jacobian(&w, &x, &u, &params, dualsim::diff::Method::Ift, &opts).unwrap();
+            let j = dualsim::diff::step_jacobian(
+                &w,
+                &x,
+                &u,
+                &params,
+                dualsim::diff::Method::Ift,
+                &opts,
+            )
+            .unwrap();
             std::hint::black_box(j);
         }
         iters += out.stats.iterations;
         x = out.state;
     }
     let dt = t.elapsed().as_secs_f64() / steps as f64;
-    println!("{kind}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step", if jac { " + ift Jacobian" } else { "" }, dt * 1e6, iters as f64 / steps as f64);
+    println!(
+        "{kind}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step",
+        if jac { " + ift Jacobian" } else { "" },
+        dt * 1e6,
+        iters as f64 / steps as f64
+    );
 }

@@ -17,8 +17,10 @@
 //! N seeds (default 100: 3600 runs per backend), 1.5 s each, iteration cap
 //! 30. Stack: 10 towers × 6 time steps × 6 ρ, 1 s each (cap 30).
 
-use dualsim::experiments::silico::{momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun};
 use dualsim::contact::SolverKind;
+use dualsim::experiments::silico::{
+    momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun,
+};
 use std::time::Instant;
 
 const HZ: [f64; 6] = [10.0, 20.0, 30.0, 50.0, 75.0, 100.0];
@@ -40,7 +42,11 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
             });
         }
     });
-    out.into_inner().unwrap().into_iter().map(|x| x.unwrap()).collect()
+    out.into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|x| x.unwrap())
+        .collect()
 }
 
 /// `single_level` restart tuning from the command line (defaults: the library's).
@@ -63,10 +69,20 @@ impl Tuning {
     }
 }
 
-fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_hz: Option<f64>, tuning: Tuning) {
+fn drop_table(
+    kind: Drop,
+    solver: SolverKind,
+    runs: usize,
+    threads: usize,
+    only_hz: Option<f64>,
+    tuning: Tuning,
+) {
     let t0 = Instant::now();
-    let cells: Vec<(f64, f64)> =
-        HZ.iter().filter(|&&hz| only_hz.is_none_or(|o| o == hz)).flat_map(|&hz| RHO.iter().map(move |&r| (hz, r))).collect();
+    let cells: Vec<(f64, f64)> = HZ
+        .iter()
+        .filter(|&&hz| only_hz.is_none_or(|o| o == hz))
+        .flat_map(|&hz| RHO.iter().map(move |&r| (hz, r)))
+        .collect();
     let jobs = cells.len() * runs;
     let res: Vec<DropRun> = parallel(jobs, threads, |k| {
         let (hz, rho) = cells[k / runs];
@@ -74,7 +90,13 @@ fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_
         tuning.apply(&mut w);
         run_drop(kind, &w, (k % runs) as u64, 1.5)
     });
-    println!("\n### `{}`: {} polytope drop, {} runs ({} s)\n", solver.name(), kind.name(), jobs, t0.elapsed().as_secs());
+    println!(
+        "\n### `{}`: {} polytope drop, {} runs ({} s)\n",
+        solver.name(),
+        kind.name(),
+        jobs,
+        t0.elapsed().as_secs()
+    );
     println!("| rate (Hz) | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
     println!("|---|---|---|---|---|---|---|");
     let row = |label: String, rs: &[&DropRun]| {
@@ -93,7 +115,12 @@ fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_
         );
     };
     for &hz in &HZ {
-        let rs: Vec<&DropRun> = res.iter().enumerate().filter(|(k, _)| cells[k / runs].0 == hz).map(|x| x.1).collect();
+        let rs: Vec<&DropRun> = res
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| cells[k / runs].0 == hz)
+            .map(|x| x.1)
+            .collect();
         if rs.is_empty() {
             continue;
         }
@@ -105,14 +132,32 @@ fn drop_table(kind: Drop, solver: SolverKind, runs: usize, threads: usize, only_
     println!("| ρ | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
     println!("|---|---|---|---|---|---|---|");
     for &rho in &RHO {
-        let rs: Vec<&DropRun> = res.iter().enumerate().filter(|(k, _)| cells[k / runs].1 == rho).map(|x| x.1).collect();
+        let rs: Vec<&DropRun> = res
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| cells[k / runs].1 == rho)
+            .map(|x| x.1)
+            .collect();
         row(format!("{rho:e}"), &rs);
     }
 }
 
-fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps: usize, continue_at_cap: bool) {
-    let how = if continue_at_cap { ", steps at the cap go on with their last iterate" } else { "" };
-    println!("\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s{how}\n", kind.name());
+fn stack_table(
+    kind: Stack,
+    solvers: &[SolverKind],
+    threads: usize,
+    settle_steps: usize,
+    continue_at_cap: bool,
+) {
+    let how = if continue_at_cap {
+        ", steps at the cap go on with their last iterate"
+    } else {
+        ""
+    };
+    println!(
+        "\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s{how}\n",
+        kind.name()
+    );
     println!("| backend | runs | failed runs | runs with capped steps | mean momentum error (kg m/s) | max run error |");
     println!("|---|---|---|---|---|---|");
     let mut means = Vec::new();
@@ -138,21 +183,45 @@ fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps
         let mean = ok.iter().sum::<f64>() / ok.len().max(1) as f64;
         let max = ok.iter().copied().fold(0.0, f64::max);
         if ok.is_empty() {
-            println!("| {} | {} | {} | {capped} | – | – |", solver.name(), jobs, jobs);
+            println!(
+                "| {} | {} | {} | {capped} | – | – |",
+                solver.name(),
+                jobs,
+                jobs
+            );
         } else {
-            println!("| {} | {} | {} | {capped} | {:.3e} | {:.3e} |", solver.name(), jobs, jobs - ok.len(), mean, max);
+            println!(
+                "| {} | {} | {} | {capped} | {:.3e} | {:.3e} |",
+                solver.name(),
+                jobs,
+                jobs - ok.len(),
+                mean,
+                max
+            );
         }
         means.push(mean);
         cells.push(res);
     }
     // Breakdown: mean error (failed runs left out) per rate and per ρ.
     let cell_mean = |res: &[Option<f64>], keep: &dyn Fn(usize) -> bool| {
-        let v: Vec<f64> = res.iter().enumerate().filter(|(k, _)| keep(*k)).filter_map(|(_, e)| *e).collect();
-        let failed = res.iter().enumerate().filter(|(k, e)| keep(*k) && e.is_none()).count();
+        let v: Vec<f64> = res
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| keep(*k))
+            .filter_map(|(_, e)| *e)
+            .collect();
+        let failed = res
+            .iter()
+            .enumerate()
+            .filter(|(k, e)| keep(*k) && e.is_none())
+            .count();
         if v.is_empty() {
             format!("– ({failed} failed)")
         } else {
-            format!("{:.2e} ({failed} failed)", v.iter().sum::<f64>() / v.len() as f64)
+            format!(
+                "{:.2e} ({failed} failed)",
+                v.iter().sum::<f64>() / v.len() as f64
+            )
         }
     };
     let names: Vec<&str> = solvers.iter().map(|s| s.name()).collect();
@@ -160,30 +229,50 @@ fn stack_table(kind: Stack, solvers: &[SolverKind], threads: usize, settle_steps
     println!("| rate (Hz) | {} |", names.join(" | "));
     println!("|---|{}", "---|".repeat(names.len()));
     for (i, hz) in HZ.iter().enumerate() {
-        let row: Vec<String> = cells.iter().map(|res| cell_mean(res, &|k| (k / 10) % HZ.len() == i)).collect();
+        let row: Vec<String> = cells
+            .iter()
+            .map(|res| cell_mean(res, &|k| (k / 10) % HZ.len() == i))
+            .collect();
         println!("| {hz} | {} |", row.join(" | "));
     }
     println!("\nper ρ:\n");
     println!("| ρ | {} |", names.join(" | "));
     println!("|---|{}", "---|".repeat(names.len()));
     for (i, rho) in RHO.iter().enumerate() {
-        let row: Vec<String> = cells.iter().map(|res| cell_mean(res, &|k| k / (10 * HZ.len()) == i)).collect();
+        let row: Vec<String> = cells
+            .iter()
+            .map(|res| cell_mean(res, &|k| k / (10 * HZ.len()) == i))
+            .collect();
         println!("| {rho:e} | {} |", row.join(" | "));
     }
     if means.len() == 2 && means.iter().all(|m| *m > 0.0) {
-        println!("\nratio bilevel / single_level = {:.1}", means[1] / means[0]);
+        println!(
+            "\nratio bilevel / single_level = {:.1}",
+            means[1] / means[0]
+        );
     }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let runs: usize = opt("--runs").map(|s| s.parse().expect("--runs N")).unwrap_or(100);
-    let threads: usize = opt("--threads").map(|s| s.parse().expect("--threads T")).unwrap_or(1);
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let runs: usize = opt("--runs")
+        .map(|s| s.parse().expect("--runs N"))
+        .unwrap_or(100);
+    let threads: usize = opt("--threads")
+        .map(|s| s.parse().expect("--threads T"))
+        .unwrap_or(1);
     let backend = opt("--backend").unwrap_or_else(|| "both".into());
     let only_hz: Option<f64> = opt("--hz").map(|s| s.parse().expect("--hz RATE"));
     let continue_at_cap = args.iter().any(|a| a == "--continue-at-cap");
-    let settle_steps: usize = opt("--settle").map(|s| s.parse().expect("--settle STEPS")).unwrap_or(0);
+    let settle_steps: usize = opt("--settle")
+        .map(|s| s.parse().expect("--settle STEPS"))
+        .unwrap_or(0);
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
     let tuning = Tuning {
         restart_after: opt("--restart-after").map(|s| s.parse().expect("--restart-after K")),

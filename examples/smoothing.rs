@@ -21,7 +21,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, _>>()?;
         curves.push((rho, c));
     }
-    println!("{:>6} {}", "F", rhos.iter().map(|r| format!("{:>12}", format!("rho={r:.0e}"))).collect::<String>());
+    println!(
+        "{:>6} {}",
+        "F",
+        rhos.iter()
+            .map(|r| format!("{:>12}", format!("rho={r:.0e}")))
+            .collect::<String>()
+    );
     for i in (0..forces.len()).step_by(10) {
         print!("{:>6.3}", forces[i]);
         for (_, c) in &curves {
@@ -36,7 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let root = SVGBackend::new(&tmp, (800, 500)).into_drawing_area();
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("block pushed by F: dx+/dF at relaxation rho", ("sans-serif", 20))
+            .caption(
+                "block pushed by F: dx+/dF at relaxation rho",
+                ("sans-serif", 20),
+            )
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -49,7 +58,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .label(format!("rho = {rho:.0e}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
-        chart.configure_series_labels().background_style(WHITE).border_style(BLACK).draw()?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE)
+            .border_style(BLACK)
+            .draw()?;
         root.present()?;
     }
     std::fs::rename(&tmp, dir.join("smoothing.svg"))?;

@@ -18,15 +18,30 @@ pub const SCENE: &str = include_str!("../examples/scenes/box_toss.toml");
 pub fn derivative_check(scene: &Scene) -> Result<CheckReport, DiffError> {
     let opts = CheckOptions {
         samples: 3,
-        diff: DiffOptions { rho: None, fd_eps: 1e-7, ..Default::default() },
+        diff: DiffOptions {
+            rho: None,
+            fd_eps: 1e-7,
+            ..Default::default()
+        },
         ..Default::default()
     };
-    check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts)
+    check(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        &opts,
+    )
 }
 
 /// A one-line summary of a check report.
 pub fn summary(r: &CheckReport) -> String {
-    let worst = |k: &str| r.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
+    let worst = |k: &str| {
+        r.blocks
+            .iter()
+            .map(|b| b.max_rel_diff[k])
+            .fold(0.0, f64::max)
+    };
     format!(
         "derivative check at steps {:?} (rho = {:e}): largest relative difference from ift: \
          lift {:.1e}, unrolled {:.1e}, fd {:.1e} -> {}",
@@ -35,7 +50,11 @@ pub fn summary(r: &CheckReport) -> String {
         worst("ift_vs_lift"),
         worst("ift_vs_unrolled"),
         worst("ift_vs_fd"),
-        if r.passed { "all methods agree" } else { "DISAGREE" }
+        if r.passed {
+            "all methods agree"
+        } else {
+            "DISAGREE"
+        }
     )
 }
 
@@ -54,12 +73,24 @@ pub fn push_world(rho: f64) -> (crate::sim::World<f64>, crate::sim::State<f64>) 
         (half.x * half.x + half.z * half.z) / 3.0,
         (half.x * half.x + half.y * half.y) / 3.0,
     ));
-    let mat = Material { friction: 1.0, restitution: 0.0 };
-    w.add_body("block", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat)
-        .expect("valid block");
+    let mat = Material {
+        friction: 1.0,
+        restitution: 0.0,
+    };
+    w.add_body(
+        "block",
+        1.0,
+        inertia,
+        Some(Shape::Box { half_extents: half }),
+        mat,
+    )
+    .expect("valid block");
     w.statics.push(StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: mat,
     });
@@ -74,7 +105,10 @@ pub fn push_gradient(f: f64, rho: f64) -> Result<f64, DiffError> {
     let (w, x) = push_world(rho);
     let mut u = w.zero_control();
     u[0] = f;
-    let opts = DiffOptions { rho: Some(rho), ..Default::default() };
+    let opts = DiffOptions {
+        rho: Some(rho),
+        ..Default::default()
+    };
     let j = step_jacobian(&w, &x, &u, &[Param::U(0)], Method::Ift, &opts)?;
     Ok(j.jacobian[(0, 0)])
 }

@@ -323,7 +323,10 @@ pub fn safe_normalize<T: Scalar>(x: &Vector3<T>) -> Option<(Vector3<T>, T)> {
 pub fn sinc<T: Scalar>(t: T) -> T {
     if t.re() < TAYLOR_THRESHOLD_SQ {
         // 1 - t/6 + t²/120 - t³/5040 + t⁴/362880
-        horner(t, &[1.0, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0])
+        horner(
+            t,
+            &[1.0, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362880.0],
+        )
     } else {
         let th = t.sqrt();
         th.sin() / th
@@ -342,7 +345,13 @@ pub fn cosc<T: Scalar>(t: T) -> T {
     if t.re() < TAYLOR_THRESHOLD_SQ {
         horner(
             t,
-            &[0.5, -1.0 / 24.0, 1.0 / 720.0, -1.0 / 40320.0, 1.0 / 3628800.0],
+            &[
+                0.5,
+                -1.0 / 24.0,
+                1.0 / 720.0,
+                -1.0 / 40320.0,
+                1.0 / 3628800.0,
+            ],
         )
     } else {
         let th = t.sqrt();

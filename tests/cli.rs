@@ -10,7 +10,9 @@ fn bin() -> Command {
 }
 
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/scenes").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/scenes")
+        .join(name)
 }
 
 /// Runs `dualsim run FILE` and checks: exit 2, no panic, the message starts
@@ -21,10 +23,19 @@ fn expect_scene_error(file: &str, line: usize, col: usize, path: &str, needle: &
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(out.stdout.is_empty(), "nothing simulated or printed on stdout");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing simulated or printed on stdout"
+    );
     let prefix = format!("error: {}:{line}:{col}: {path}", p.display());
-    assert!(stderr.starts_with(&prefix), "{file}: expected `{prefix}`, got `{stderr}`");
-    assert!(stderr.contains(needle), "{file}: `{needle}` not in `{stderr}`");
+    assert!(
+        stderr.starts_with(&prefix),
+        "{file}: expected `{prefix}`, got `{stderr}`"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{file}: `{needle}` not in `{stderr}`"
+    );
 }
 
 #[test]
@@ -39,12 +50,24 @@ fn unknown_key() {
 
 #[test]
 fn non_positive_mass() {
-    expect_scene_error("negative_mass.toml", 6, 8, "body[0].mass", "mass must be > 0");
+    expect_scene_error(
+        "negative_mass.toml",
+        6,
+        8,
+        "body[0].mass",
+        "mass must be > 0",
+    );
 }
 
 #[test]
 fn non_unit_quaternion() {
-    expect_scene_error("non_unit_quaternion.toml", 13, 15, "body[1].orientation", "unit norm");
+    expect_scene_error(
+        "non_unit_quaternion.toml",
+        13,
+        15,
+        "body[1].orientation",
+        "unit norm",
+    );
 }
 
 #[test]
@@ -59,7 +82,13 @@ fn nan_value() {
 
 #[test]
 fn inertia_not_positive_definite() {
-    expect_scene_error("bad_inertia.toml", 4, 11, "body[0].inertia", "positive definite");
+    expect_scene_error(
+        "bad_inertia.toml",
+        4,
+        11,
+        "body[0].inertia",
+        "positive definite",
+    );
 }
 
 #[test]
@@ -69,12 +98,18 @@ fn wrong_type() {
 
 #[test]
 fn missing_file_is_an_input_error() {
-    let out = bin().arg("run").arg("/nonexistent/scene.toml").output().unwrap();
+    let out = bin()
+        .arg("run")
+        .arg("/nonexistent/scene.toml")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
 fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenes").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/scenes")
+        .join(name)
 }
 
 #[test]
@@ -84,9 +119,17 @@ fn run_json_is_one_document_of_the_contract_shape() {
         .arg(example("free_flight.toml"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.trim().lines().count(), 1, "exactly one document: {text}");
+    assert_eq!(
+        text.trim().lines().count(),
+        1,
+        "exactly one document: {text}"
+    );
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(doc["steps"], 50);
     assert_eq!(doc["dt"], 0.01);
@@ -94,11 +137,22 @@ fn run_json_is_one_document_of_the_contract_shape() {
     let bodies = doc["final"]["bodies"].as_array().unwrap();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0]["name"], "handle");
-    for (key, n) in [("position", 3), ("orientation", 4), ("velocity", 3), ("angular_velocity", 3)] {
+    for (key, n) in [
+        ("position", 3),
+        ("orientation", 4),
+        ("velocity", 3),
+        ("angular_velocity", 3),
+    ] {
         assert_eq!(bodies[0][key].as_array().unwrap().len(), n, "{key}");
     }
     assert!(doc["final"]["robots"].as_array().unwrap().is_empty());
-    for key in ["mean_iterations", "max_iterations", "failed_steps", "max_penetration", "wall_seconds"] {
+    for key in [
+        "mean_iterations",
+        "max_iterations",
+        "failed_steps",
+        "max_penetration",
+        "wall_seconds",
+    ] {
         assert!(doc["stats"][key].is_number(), "stats.{key}");
     }
     // the ball: x = 2 + 3·0.5 + (0.1/0.5)·h²·n(n+1)/2 after 50 steps
@@ -132,18 +186,33 @@ fn run_out_writes_the_trajectory() {
 
 #[test]
 fn unknown_solver_flag_is_an_input_error() {
-    let out = bin().args(["run", "--solver", "magic"]).arg(example("free_flight.toml")).output().unwrap();
+    let out = bin()
+        .args(["run", "--solver", "magic"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn grad_json_matches_the_contract_and_the_closed_form() {
     let out = bin()
-        .args(["grad", "--of", "ball.position", "--wrt", "ball.velocity,ball.mass", "--json"])
+        .args([
+            "grad",
+            "--of",
+            "ball.position",
+            "--wrt",
+            "ball.velocity,ball.mass",
+            "--json",
+        ])
         .arg(example("free_flight.toml"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["method"], "ift");
     assert_eq!(doc["of"][0], "ball.position");
@@ -170,31 +239,60 @@ fn grad_rejects_unknown_names() {
 
 #[test]
 fn check_passes_on_the_free_flight_scene() {
-    let out = bin().args(["check", "--json"]).arg(example("free_flight.toml")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["check", "--json"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["passed"], true);
     assert_eq!(doc["methods"].as_array().unwrap().len(), 4);
     let blocks = doc["blocks"].as_array().unwrap();
-    assert!(blocks.iter().any(|b| b["of"] == "position" && b["wrt"] == "velocity"));
-    assert!(blocks.iter().all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number()));
+    assert!(blocks
+        .iter()
+        .any(|b| b["of"] == "position" && b["wrt"] == "velocity"));
+    assert!(blocks
+        .iter()
+        .all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number()));
 }
 
 #[test]
 fn view_writes_a_self_contained_html_page() {
     let dir = std::env::temp_dir().join(format!("dualsim-view-test-{}", std::process::id()));
-    let out = bin().args(["run", "--steps", "10", "--out"]).arg(&dir).arg(example("free_flight.toml")).output().unwrap();
+    let out = bin()
+        .args(["run", "--steps", "10", "--out"])
+        .arg(&dir)
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let traj = dir.join("trajectory.json");
     let out = bin().arg("view").arg(&traj).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(dir.join("trajectory.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("\"frames\"") && html.contains("<canvas"));
     assert!(!html.contains("__DATA__"));
     // not a trajectory: typed error, exit 2
-    std::fs::write(dir.join("bad.json"), "{\"frames\": [{\"bodies\": [{\"position\": [0, null]}]}]}").unwrap();
-    let out = bin().arg("view").arg(dir.join("bad.json")).output().unwrap();
+    std::fs::write(
+        dir.join("bad.json"),
+        "{\"frames\": [{\"bodies\": [{\"position\": [0, null]}]}]}",
+    )
+    .unwrap();
+    let out = bin()
+        .arg("view")
+        .arg(dir.join("bad.json"))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a dualsim trajectory"));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -220,11 +318,20 @@ fn failed_step_keeps_the_completed_steps() {
     let scene = dir.join("toss.toml");
     std::fs::write(&scene, src).unwrap();
     let out_dir = dir.join("out");
-    let out = bin().args(["run", "--json", "--out"]).arg(&out_dir).arg(&scene).output().unwrap();
+    let out = bin()
+        .args(["run", "--json", "--out"])
+        .arg(&out_dir)
+        .arg(&scene)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.trim().lines().count(), 1, "exactly one document: {text}");
+    assert_eq!(
+        text.trim().lines().count(),
+        1,
+        "exactly one document: {text}"
+    );
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let k = doc["steps"].as_u64().unwrap() as usize;
     // the box flies (one iteration per step, no candidate) until it nears the ground
@@ -232,39 +339,63 @@ fn failed_step_keeps_the_completed_steps() {
     assert_eq!(doc["error"]["step"].as_u64().unwrap() as usize, k);
     assert_eq!(doc["error"]["kind"], "max_iterations");
     let msg = doc["error"]["message"].as_str().unwrap();
-    assert!(msg.contains(&format!("step {k}")) && msg.contains("box–ground"), "{msg}");
+    assert!(
+        msg.contains(&format!("step {k}")) && msg.contains("box–ground"),
+        "{msg}"
+    );
     assert_eq!(doc["error"]["bodies"], serde_json::json!(["box", "ground"]));
     assert_eq!(doc["stats"]["failed_steps"], 1);
     // "final" is the state after the k free-flight steps (symplectic Euler, closed form)
     let h = 0.01;
     let kf = k as f64;
     let p = &doc["final"]["bodies"][0]["position"];
-    let expect = [kf * h * 1.0, kf * h * 1.5, 0.5 + kf * h * 1.0 - 9.81 * h * h * kf * (kf + 1.0) / 2.0];
+    let expect = [
+        kf * h * 1.0,
+        kf * h * 1.5,
+        0.5 + kf * h * 1.0 - 9.81 * h * h * kf * (kf + 1.0) / 2.0,
+    ];
     for d in 0..3 {
         let got = p[d].as_f64().unwrap();
-        assert!((got - expect[d]).abs() < 1e-12, "axis {d}: {got} vs {}", expect[d]);
+        assert!(
+            (got - expect[d]).abs() < 1e-12,
+            "axis {d}: {got} vs {}",
+            expect[d]
+        );
     }
     assert!(expect[2] < 0.5, "the box is on its way down");
     // --out: the trajectory up to the failure, atomically written
     let traj: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("trajectory.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("trajectory.json")).unwrap())
+            .unwrap();
     let frames = traj["frames"].as_array().unwrap();
     assert_eq!(frames.len(), k + 1);
     assert_eq!(frames[k]["bodies"][0]["position"], *p);
     assert_eq!(traj["error"]["step"].as_u64().unwrap() as usize, k);
-    let leftovers = std::fs::read_dir(&out_dir).unwrap().filter_map(|e| e.ok()).count();
+    let leftovers = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .count();
     assert_eq!(leftovers, 1, "only trajectory.json");
     // the human message names the step and the bodies
     let out = bin().arg("run").arg(&scene).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr.contains(&format!("failed at step {k}:")) && stderr.contains("box–ground"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("failed at step {k}:")) && stderr.contains("box–ground"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Writes `src` as a scene and expects a located error (exit 2, nothing on
 /// stdout, no panic) whose path and message contain the given parts.
-fn expect_inline_error(tag: &str, src: &str, args: &[&str], path: &str, needles: &[&str]) -> String {
+fn expect_inline_error(
+    tag: &str,
+    src: &str,
+    args: &[&str],
+    path: &str,
+    needles: &[&str],
+) -> String {
     let dir = scratch(tag);
     let scene = dir.join("scene.toml");
     std::fs::write(&scene, src).unwrap();
@@ -275,7 +406,10 @@ fn expect_inline_error(tag: &str, src: &str, args: &[&str], path: &str, needles:
     assert!(out.stdout.is_empty(), "{tag}: nothing simulated");
     let prefix = format!("error: {}:", scene.display());
     assert!(stderr.starts_with(&prefix), "{tag}: not located: {stderr}");
-    assert!(stderr.contains(&format!(": {path}: ")), "{tag}: path `{path}` not in {stderr}");
+    assert!(
+        stderr.contains(&format!(": {path}: ")),
+        "{tag}: path `{path}` not in {stderr}"
+    );
     for n in needles {
         assert!(stderr.contains(n), "{tag}: `{n}` not in {stderr}");
     }
@@ -289,17 +423,71 @@ const GROUND: &str = "[[static]]\nname = \"ground\"\nshape = { type = \"plane\",
 /// Values that cannot simulate are located scene errors, not solver failures.
 #[test]
 fn values_outside_the_physical_ranges_are_scene_errors() {
-    let e = expect_inline_error("mass", &BALL.replace("mass = 1.0", "mass = 1e300"), &[], "body[0].mass", &["simulable range"]);
+    let e = expect_inline_error(
+        "mass",
+        &BALL.replace("mass = 1.0", "mass = 1e300"),
+        &[],
+        "body[0].mass",
+        &["simulable range"],
+    );
     assert!(e.contains(":3:8:"), "{e}");
-    expect_inline_error("dt", &format!("[sim]\ndt = 1e10\n{BALL}"), &[], "sim.dt", &["simulable range"]);
+    expect_inline_error(
+        "dt",
+        &format!("[sim]\ndt = 1e10\n{BALL}"),
+        &[],
+        "sim.dt",
+        &["simulable range"],
+    );
     // a 1 mg ball: the relaxed contact would hold it metres above the ground
-    expect_inline_error("light", &BALL.replace("mass = 1.0", "mass = 1e-6"), &[], "body[0].mass", &["lower `[solver_params] rho`"]);
-    expect_inline_error("gravity", &format!("[sim]\ngravity = [0.0, 0.0, -1e300]\n{BALL}"), &[], "sim.gravity", &["simulable range"]);
-    expect_inline_error("speed", &BALL.replace("position", "velocity = [1e4, 0.0, 0.0]\nposition"), &[], "body[0].velocity", &["simulable range"]);
-    expect_inline_error("spin", &BALL.replace("position", "angular_velocity = [0.0, 0.0, 500.0]\nposition"), &[], "body[0].angular_velocity", &["< 2 rad"]);
-    expect_inline_error("triangle", &BALL.replace("[0.004, 0.004, 0.004]", "[0.1, 0.1, 0.5]"), &[], "body[0].inertia", &["triangle inequality"]);
-    expect_inline_error("tiny", &BALL.replace("radius = 0.1", "radius = 1e-300"), &[], "body[0].shape.radius", &["simulable range"]);
-    expect_inline_error("iterations", &format!("[solver_params]\nmax_iterations = 1e12\n{BALL}"), &[], "solver_params.max_iterations", &["whole number"]);
+    expect_inline_error(
+        "light",
+        &BALL.replace("mass = 1.0", "mass = 1e-6"),
+        &[],
+        "body[0].mass",
+        &["lower `[solver_params] rho`"],
+    );
+    expect_inline_error(
+        "gravity",
+        &format!("[sim]\ngravity = [0.0, 0.0, -1e300]\n{BALL}"),
+        &[],
+        "sim.gravity",
+        &["simulable range"],
+    );
+    expect_inline_error(
+        "speed",
+        &BALL.replace("position", "velocity = [1e4, 0.0, 0.0]\nposition"),
+        &[],
+        "body[0].velocity",
+        &["simulable range"],
+    );
+    expect_inline_error(
+        "spin",
+        &BALL.replace("position", "angular_velocity = [0.0, 0.0, 500.0]\nposition"),
+        &[],
+        "body[0].angular_velocity",
+        &["< 2 rad"],
+    );
+    expect_inline_error(
+        "triangle",
+        &BALL.replace("[0.004, 0.004, 0.004]", "[0.1, 0.1, 0.5]"),
+        &[],
+        "body[0].inertia",
+        &["triangle inequality"],
+    );
+    expect_inline_error(
+        "tiny",
+        &BALL.replace("radius = 0.1", "radius = 1e-300"),
+        &[],
+        "body[0].shape.radius",
+        &["simulable range"],
+    );
+    expect_inline_error(
+        "iterations",
+        &format!("[solver_params]\nmax_iterations = 1e12\n{BALL}"),
+        &[],
+        "solver_params.max_iterations",
+        &["whole number"],
+    );
 }
 
 /// A plane normal whose squares overflow is normalized by scaling (it
@@ -310,7 +498,14 @@ fn plane_normal_with_huge_components_does_not_panic() {
     let scene = dir.join("scene.toml");
     let wall = "[[static]]\nname = \"wall\"\nshape = { type = \"plane\", normal = [0.0, -1e300, 1.0], offset = 0.0 }\n";
     // the solid is the half-space n·x <= 0 with n = (0, -1, 1e-300): y >= 0
-    std::fs::write(&scene, format!("[sim]\nsteps = 20\n{}{wall}", BALL.replace("[0.0, 0.0, 1.0]", "[0.0, -2.0, 1.0]"))).unwrap();
+    std::fs::write(
+        &scene,
+        format!(
+            "[sim]\nsteps = 20\n{}{wall}",
+            BALL.replace("[0.0, 0.0, 1.0]", "[0.0, -2.0, 1.0]")
+        ),
+    )
+    .unwrap();
     let out = bin().args(["run", "--json"]).arg(&scene).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -319,7 +514,10 @@ fn plane_normal_with_huge_components_does_not_panic() {
     assert_eq!(doc["steps"], 20);
     // the ball at y = -2 is 1.9 m away from it and falls freely
     let z = doc["final"]["bodies"][0]["position"][2].as_f64().unwrap();
-    assert!((z - (1.0 - 9.81 * 1e-4 * 20.0 * 21.0 / 2.0)).abs() < 1e-12, "{z}");
+    assert!(
+        (z - (1.0 - 9.81 * 1e-4 * 20.0 * 21.0 / 2.0)).abs() < 1e-12,
+        "{z}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -327,16 +525,36 @@ fn plane_normal_with_huge_components_does_not_panic() {
 /// allowed; `max_penetration` then counts the initial state.
 #[test]
 fn initial_penetration_is_refused_or_counted() {
-    let src = format!("[sim]\nsteps = 10\n{}{GROUND}", BALL.replace("[0.0, 0.0, 1.0]", "[0.0, 0.0, -0.4]"));
-    expect_inline_error("penetration", &src, &[], "body[0].position", &["`ball` and `ground`", "5e-1 m", "allow_initial_penetration"]);
+    let src = format!(
+        "[sim]\nsteps = 10\n{}{GROUND}",
+        BALL.replace("[0.0, 0.0, 1.0]", "[0.0, 0.0, -0.4]")
+    );
+    expect_inline_error(
+        "penetration",
+        &src,
+        &[],
+        "body[0].position",
+        &["`ball` and `ground`", "5e-1 m", "allow_initial_penetration"],
+    );
     let dir = scratch("allowed");
     let scene = dir.join("scene.toml");
-    std::fs::write(&scene, src.replace("[sim]", "[sim]\nallow_initial_penetration = true")).unwrap();
+    std::fs::write(
+        &scene,
+        src.replace("[sim]", "[sim]\nallow_initial_penetration = true"),
+    )
+    .unwrap();
     let out = bin().args(["run", "--json"]).arg(&scene).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pen = doc["stats"]["max_penetration"].as_f64().unwrap();
-    assert!((pen - 0.5).abs() < 1e-12, "max_penetration {pen} must count the initial 0.5 m");
+    assert!(
+        (pen - 0.5).abs() < 1e-12,
+        "max_penetration {pen} must count the initial 0.5 m"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -347,42 +565,95 @@ fn unimplemented_options_are_refused_by_every_backend() {
     for backend in ["ipm", "single_level", "bilevel"] {
         let named = format!("`{backend}` backend");
         let ball = BALL.replace("position", "restitution = 0.5\nposition");
-        expect_inline_error("restitution", &format!("{ball}{GROUND}"), &["--solver", backend], "body[0].restitution", &[&named, "restitution", "`ball` and `ground`"]);
+        expect_inline_error(
+            "restitution",
+            &format!("{ball}{GROUND}"),
+            &["--solver", backend],
+            "body[0].restitution",
+            &[&named, "restitution", "`ball` and `ground`"],
+        );
         // in the scene's own `solver` key too
-        expect_inline_error("restitution-key", &format!("[sim]\nsolver = \"{backend}\"\n{ball}{GROUND}"), &[], "body[0].restitution", &[&named]);
+        expect_inline_error(
+            "restitution-key",
+            &format!("[sim]\nsolver = \"{backend}\"\n{ball}{GROUND}"),
+            &[],
+            "body[0].restitution",
+            &[&named],
+        );
         // a restitution that combines to zero (min with the ground's 0) is honoured: nothing to refuse
         let dir = scratch("restitution-min");
         let scene = dir.join("scene.toml");
-        std::fs::write(&scene, format!("[sim]\nsteps = 3\nrestitution_combine = \"min\"\n{ball}{GROUND}")).unwrap();
-        let out = bin().args(["run", "--json", "--solver", backend]).arg(&scene).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::write(
+            &scene,
+            format!("[sim]\nsteps = 3\nrestitution_combine = \"min\"\n{ball}{GROUND}"),
+        )
+        .unwrap();
+        let out = bin()
+            .args(["run", "--json", "--solver", backend])
+            .arg(&scene)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
-        expect_inline_error("ccd", &format!("[sim]\nccd = true\n{BALL}"), &["--solver", backend], "sim.ccd", &[&named, "continuous collision"]);
+        expect_inline_error(
+            "ccd",
+            &format!("[sim]\nccd = true\n{BALL}"),
+            &["--solver", backend],
+            "sim.ccd",
+            &[&named, "continuous collision"],
+        );
         // URDF joint limits: refused unless the robot says ignore_joint_limits = true
         let robot = format!(
             "[[robot]]\nname = \"pendulum\"\nurdf = \"{}\"\nbase_position = [0.0, 0.0, 3.0]\n",
             example("double_pendulum.urdf").display()
         );
-        expect_inline_error("limits", &robot, &["--solver", backend], "robot[0].urdf", &[&named, "joint limits", "ignore_joint_limits = true"]);
+        expect_inline_error(
+            "limits",
+            &robot,
+            &["--solver", backend],
+            "robot[0].urdf",
+            &[&named, "joint limits", "ignore_joint_limits = true"],
+        );
         let ignored = format!("[sim]\nsteps = 3\n{robot}ignore_joint_limits = true\n");
         if backend == "ipm" {
             let dir = scratch("limits-ignored");
             let scene = dir.join("scene.toml");
             std::fs::write(&scene, ignored).unwrap();
-            let out = bin().args(["run", "--json", "--solver", backend]).arg(&scene).output().unwrap();
+            let out = bin()
+                .args(["run", "--json", "--solver", backend])
+                .arg(&scene)
+                .output()
+                .unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{backend}: {stderr}");
             std::fs::remove_dir_all(&dir).unwrap();
         } else {
             // these backends step free bodies only: a robot is refused (it panicked)
-            expect_inline_error("robots", &ignored, &["--solver", backend], "robot[0]", &[&named, "articulated robots (robot `pendulum`; use `ipm`)"]);
+            expect_inline_error(
+                "robots",
+                &ignored,
+                &["--solver", backend],
+                "robot[0]",
+                &[&named, "articulated robots (robot `pendulum`; use `ipm`)"],
+            );
         }
     }
 }
 
-fn grad_doc(scene: &std::path::Path, of: &str, wrt: &str, method: &str) -> Result<serde_json::Value, (Option<i32>, String)> {
+fn grad_doc(
+    scene: &std::path::Path,
+    of: &str,
+    wrt: &str,
+    method: &str,
+) -> Result<serde_json::Value, (Option<i32>, String)> {
     let out = bin()
-        .args(["grad", "--json", "--of", of, "--wrt", wrt, "--method", method])
+        .args([
+            "grad", "--json", "--of", of, "--wrt", wrt, "--method", method,
+        ])
         .arg(scene)
         .output()
         .unwrap();
@@ -411,22 +682,66 @@ fn grad_names_of_every_kind() {
     // body: the closed form of the free flight (also in grad_json_matches_...)
     let ff = example("free_flight.toml");
     let doc = grad_doc(&ff, "ball.position", "ball.velocity", "ift").unwrap();
-    assert_eq!(doc["rows"], serde_json::json!(["ball.position.x", "ball.position.y", "ball.position.z"]));
+    assert_eq!(
+        doc["rows"],
+        serde_json::json!(["ball.position.x", "ball.position.y", "ball.position.z"])
+    );
     assert_eq!(doc["cols"][2], "ball.velocity.z");
     assert!((doc["jacobian"][2][2].as_f64().unwrap() - 10.0).abs() < 1e-9);
     // unknown: the valid names are listed
-    refused(&ff, "ghost.position", "ball.velocity", &["--of", "item 1 (column 1)", "no body named `ghost`", "valid names: handle, ball"]);
+    refused(
+        &ff,
+        "ghost.position",
+        "ball.velocity",
+        &[
+            "--of",
+            "item 1 (column 1)",
+            "no body named `ghost`",
+            "valid names: handle, ball",
+        ],
+    );
     // misspelled name and field: a suggestion
-    refused(&ff, "ball.position,bal.velocity", "ball.velocity", &["item 2 (column 15)", "did you mean `ball`?"]);
-    refused(&ff, "ball.postion", "ball.velocity", &["did you mean `position`?"]);
-    refused(&ff, "ball.position", "ball.restitution", &["--wrt", "does not model restitution"]);
+    refused(
+        &ff,
+        "ball.position,bal.velocity",
+        "ball.velocity",
+        &["item 2 (column 15)", "did you mean `ball`?"],
+    );
+    refused(
+        &ff,
+        "ball.postion",
+        "ball.velocity",
+        &["did you mean `position`?"],
+    );
+    refused(
+        &ff,
+        "ball.position",
+        "ball.restitution",
+        &["--wrt", "does not model restitution"],
+    );
     // static geometry: no state
     let drop = example("sphere_drop.toml");
-    refused(&drop, "fixed_ball.position", "ball.velocity", &["`fixed_ball` is static geometry"]);
-    refused(&drop, "ball.position", "fixed_ball.position", &["`fixed_ball` is static geometry"]);
+    refused(
+        &drop,
+        "fixed_ball.position",
+        "ball.velocity",
+        &["`fixed_ball` is static geometry"],
+    );
+    refused(
+        &drop,
+        "ball.position",
+        "fixed_ball.position",
+        &["`fixed_ball` is static geometry"],
+    );
     // robot: joint coordinates
     let dp = example("double_pendulum.toml");
-    let doc = grad_doc(&dp, "pendulum.q,pendulum/lower.position,pendulum/lower.velocity", "pendulum.q", "ift").unwrap();
+    let doc = grad_doc(
+        &dp,
+        "pendulum.q,pendulum/lower.position,pendulum/lower.velocity",
+        "pendulum.q",
+        "ift",
+    )
+    .unwrap();
     let v = |i: usize| doc["value"][i].as_f64().unwrap();
     let j = |r: usize, c: usize| doc["jacobian"][r][c].as_f64().unwrap();
     // robot link: the elbow (origin of `lower`) is at base + R_y(q₁)(0, 0, −1)
@@ -434,14 +749,23 @@ fn grad_names_of_every_kind() {
     assert!(q2.abs() > 1e-3, "the pendulum moved");
     let elbow = [-q1.sin(), 0.0, 3.0 - q1.cos()];
     for d in 0..3 {
-        assert!((v(2 + d) - elbow[d]).abs() < 1e-12, "elbow {d}: {} vs {}", v(2 + d), elbow[d]);
+        assert!(
+            (v(2 + d) - elbow[d]).abs() < 1e-12,
+            "elbow {d}: {} vs {}",
+            v(2 + d),
+            elbow[d]
+        );
     }
     // ∂elbow/∂q₀ = (∂elbow/∂q₁)(∂q₁/∂q₀) by the chain rule
     let de = [-q1.cos(), 0.0, q1.sin()];
     for d in 0..3 {
         for c in 0..2 {
             let expect = de[d] * j(0, c);
-            assert!((j(2 + d, c) - expect).abs() < 1e-9 * (1.0 + expect.abs()), "row {d} col {c}: {} vs {expect}", j(2 + d, c));
+            assert!(
+                (j(2 + d, c) - expect).abs() < 1e-9 * (1.0 + expect.abs()),
+                "row {d} col {c}: {} vs {expect}",
+                j(2 + d, c)
+            );
         }
     }
     assert!(j(2, 0).abs() > 1e-3, "a non-trivial derivative");
@@ -449,19 +773,46 @@ fn grad_names_of_every_kind() {
     let dp_final = grad_doc(&dp, "pendulum.v", "pendulum.q", "ift").unwrap();
     let q1dot = dp_final["value"][0].as_f64().unwrap();
     for d in 0..3 {
-        assert!((v(5 + d) - de[d] * q1dot).abs() < 1e-9, "elbow velocity {d}");
+        assert!(
+            (v(5 + d) - de[d] * q1dot).abs() < 1e-9,
+            "elbow velocity {d}"
+        );
     }
-    let fd = grad_doc(&dp, "pendulum.q,pendulum/lower.position,pendulum/lower.velocity", "pendulum.q", "fd").unwrap();
+    let fd = grad_doc(
+        &dp,
+        "pendulum.q,pendulum/lower.position,pendulum/lower.velocity",
+        "pendulum.q",
+        "fd",
+    )
+    .unwrap();
     for r in 2..8 {
         for c in 0..2 {
             let (a, b) = (j(r, c), fd["jacobian"][r][c].as_f64().unwrap());
-            assert!((a - b).abs() < 1e-5 * (1.0 + a.abs()), "row {r} col {c}: ift {a} vs fd {b}");
+            assert!(
+                (a - b).abs() < 1e-5 * (1.0 + a.abs()),
+                "row {r} col {c}: ift {a} vs fd {b}"
+            );
         }
     }
     // a robot link is not an independent input
-    refused(&dp, "pendulum.q", "pendulum/upper.position", &["link of robot `pendulum`", "`pendulum.q`"]);
-    refused(&dp, "pendulum/uper.position", "pendulum.q", &["did you mean `pendulum/upper`?"]);
-    refused(&dp, "pendulum.x", "pendulum.q", &["unknown robot output field `x`"]);
+    refused(
+        &dp,
+        "pendulum.q",
+        "pendulum/upper.position",
+        &["link of robot `pendulum`", "`pendulum.q`"],
+    );
+    refused(
+        &dp,
+        "pendulum/uper.position",
+        "pendulum.q",
+        &["did you mean `pendulum/upper`?"],
+    );
+    refused(
+        &dp,
+        "pendulum.x",
+        "pendulum.q",
+        &["unknown robot output field `x`"],
+    );
     // a floating-base robot's link: a position (3 values), not joint angles
     let dir = scratch("dog");
     let src = std::fs::read_to_string(example("quadruped_stand.toml")).unwrap();
@@ -471,13 +822,24 @@ fn grad_names_of_every_kind() {
     );
     let scene = dir.join("dog.toml");
     std::fs::write(&scene, src).unwrap();
-    let doc = grad_doc(&scene, "dog/thigh_fl.position,dog/torso.position", "dog.v", "ift").unwrap();
+    let doc = grad_doc(
+        &scene,
+        "dog/thigh_fl.position,dog/torso.position",
+        "dog.v",
+        "ift",
+    )
+    .unwrap();
     assert_eq!(doc["value"].as_array().unwrap().len(), 6);
     // the hip joint sits at (0.15, 0.08, −0.05) in the torso frame; the torso barely moved
     let t = |i: usize| doc["value"][3 + i].as_f64().unwrap();
     let h = |i: usize| doc["value"][i].as_f64().unwrap();
     for (i, off) in [0.15, 0.08, -0.05].iter().enumerate() {
-        assert!((h(i) - t(i) - off).abs() < 1e-3, "thigh {i}: {} vs torso {} + {off}", h(i), t(i));
+        assert!(
+            (h(i) - t(i) - off).abs() < 1e-3,
+            "thigh {i}: {} vs torso {} + {off}",
+            h(i),
+            t(i)
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -46,10 +46,15 @@ fn sphere_sphere_closed_form() {
     let a = Shape::Sphere { radius: 1.0 };
     let b = Shape::Sphere { radius: 0.5 };
     let p = ConicParams::default();
-    let (prox, jac) = proximity_gradient(&a, &Pose::identity(), &b, &at(3.0, 0.0, 0.0), &p).unwrap();
+    let (prox, jac) =
+        proximity_gradient(&a, &Pose::identity(), &b, &at(3.0, 0.0, 0.0), &p).unwrap();
     assert!((prox.alpha - 2.0).abs() < 1e-9, "alpha {}", prox.alpha);
     assert!((prox.phi - 1.0).abs() < 1e-9);
-    assert!((prox.point - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-6, "p {}", prox.point);
+    assert!(
+        (prox.point - Vec3::new(2.0, 0.0, 0.0)).norm() < 1e-6,
+        "p {}",
+        prox.point
+    );
     let g = Vec3::new(2.0 / 3.0, 0.0, 0.0);
     assert!((prox.dalpha_dr_b - g).norm() < 1e-8, "{}", prox.dalpha_dr_b);
     assert!((prox.dalpha_dr_a + g).norm() < 1e-8, "{}", prox.dalpha_dr_a);
@@ -63,60 +68,135 @@ fn sphere_sphere_closed_form() {
 
 #[test]
 fn cube_cube_closed_form() {
-    let cube = Shape::Box { half_extents: Vec3::new(1.0, 1.0, 1.0) };
+    let cube = Shape::Box {
+        half_extents: Vec3::new(1.0, 1.0, 1.0),
+    };
     let p = ConicParams::default();
-    let (prox, jac) = proximity_gradient(&cube, &Pose::identity(), &cube, &at(3.0, 0.0, 0.0), &p).unwrap();
+    let (prox, jac) =
+        proximity_gradient(&cube, &Pose::identity(), &cube, &at(3.0, 0.0, 0.0), &p).unwrap();
     assert!((prox.alpha - 1.5).abs() < 1e-9, "alpha {}", prox.alpha);
-    assert!((prox.dalpha_dr_b.x - 0.5).abs() < 1e-8, "{}", prox.dalpha_dr_b);
+    assert!(
+        (prox.dalpha_dr_b.x - 0.5).abs() < 1e-8,
+        "{}",
+        prox.dalpha_dr_b
+    );
     assert!((jac.dalpha_dpose_b()[0] - 0.5).abs() < 1e-8);
-    assert!((jac.dalpha_ift[6] - 0.5).abs() < 1e-6, "ift {}", jac.dalpha_ift[6]);
+    assert!(
+        (jac.dalpha_ift[6] - 0.5).abs() < 1e-6,
+        "ift {}",
+        jac.dalpha_ift[6]
+    );
     // second cube rotated 45° about z: a vertex meets a face
-    let rot = Pose::new(so3::exp(&Vec3::new(0.0, 0.0, std::f64::consts::FRAC_PI_4)), Vec3::new(3.0, 0.0, 0.0));
+    let rot = Pose::new(
+        so3::exp(&Vec3::new(0.0, 0.0, std::f64::consts::FRAC_PI_4)),
+        Vec3::new(3.0, 0.0, 0.0),
+    );
     let prox = proximity(&cube, &Pose::identity(), &cube, &rot, &p).unwrap();
     let expect = 3.0 / (1.0 + 2.0_f64.sqrt());
-    assert!((prox.alpha - expect).abs() < 1e-9, "alpha {} vs {expect}", prox.alpha);
+    assert!(
+        (prox.alpha - expect).abs() < 1e-9,
+        "alpha {} vs {expect}",
+        prox.alpha
+    );
     assert!((prox.normal.unwrap() - Vec3::x()).norm() < 1e-6);
 }
 
 #[test]
 fn bad_input_is_a_typed_error() {
     let s = Shape::Sphere { radius: f64::NAN };
-    let r = proximity(&s, &Pose::identity(), &s, &at(1.0, 0.0, 0.0), &ConicParams::default());
+    let r = proximity(
+        &s,
+        &Pose::identity(),
+        &s,
+        &at(1.0, 0.0, 0.0),
+        &ConicParams::default(),
+    );
     assert_eq!(r.unwrap_err(), ProximityError::NonFinite);
-    let u = Shape::Bundle { parts: vec![], op: BundleOp::Union };
+    let u = Shape::Bundle {
+        parts: vec![],
+        op: BundleOp::Union,
+    };
     let ball = Shape::Sphere { radius: 1.0 };
-    let r = proximity(&u, &Pose::identity(), &ball, &at(1.0, 0.0, 0.0), &ConicParams::default());
+    let r = proximity(
+        &u,
+        &Pose::identity(),
+        &ball,
+        &at(1.0, 0.0, 0.0),
+        &ConicParams::default(),
+    );
     assert_eq!(r.unwrap_err(), ProximityError::NotConvex);
     // an iteration limit of 1 cannot converge
     let b = Shape::Sphere { radius: 1.0 };
-    let tight = ConicParams { max_iters: 1, tau: 0.9, ..ConicParams::default() };
+    let tight = ConicParams {
+        max_iters: 1,
+        tau: 0.9,
+        ..ConicParams::default()
+    };
     let r = proximity(&b, &Pose::identity(), &b, &at(3.0, 0.0, 0.0), &tight);
-    assert!(matches!(r, Err(ProximityError::NoConvergence { iters: 1, .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(ProximityError::NoConvergence { iters: 1, .. })),
+        "{r:?}"
+    );
     // degenerate shapes and poses: an error or a finite answer, never a panic or NaN
     let zero = Shape::Sphere { radius: 0.0 };
     let negative = Shape::Sphere { radius: -1.0 };
-    let open = Shape::Polytope { normals: vec![Vec3::x()], offsets: vec![1.0] };
-    let points = Shape::Points { points: vec![], normals: vec![] };
-    for (sa, sb) in [(&zero, &zero), (&b, &zero), (&negative, &b), (&negative, &negative), (&open, &open), (&open, &b), (&points, &b)] {
+    let open = Shape::Polytope {
+        normals: vec![Vec3::x()],
+        offsets: vec![1.0],
+    };
+    let points = Shape::Points {
+        points: vec![],
+        normals: vec![],
+    };
+    for (sa, sb) in [
+        (&zero, &zero),
+        (&b, &zero),
+        (&negative, &b),
+        (&negative, &negative),
+        (&open, &open),
+        (&open, &b),
+        (&points, &b),
+    ] {
         for pb in [Pose::identity(), at(2.0, 0.0, 0.0)] {
             if let Ok(p) = proximity(sa, &Pose::identity(), sb, &pb, &ConicParams::default()) {
-                assert!(p.alpha.is_finite() && p.point.iter().all(|v| v.is_finite()), "{sa:?} {sb:?} {p:?}");
+                assert!(
+                    p.alpha.is_finite() && p.point.iter().all(|v| v.is_finite()),
+                    "{sa:?} {sb:?} {p:?}"
+                );
             }
         }
     }
-    let r = proximity(&b, &Pose::identity(), &b, &at(f64::INFINITY, 0.0, 0.0), &ConicParams::default());
+    let r = proximity(
+        &b,
+        &Pose::identity(),
+        &b,
+        &at(f64::INFINITY, 0.0, 0.0),
+        &ConicParams::default(),
+    );
     assert_eq!(r.unwrap_err(), ProximityError::NonFinite);
 }
 
 #[test]
 fn union_bundle_each_part_its_own_proximity() {
     let ball = Shape::Sphere { radius: 0.5 };
-    let cube = Shape::Box { half_extents: Vec3::new(0.5, 0.5, 0.5) };
+    let cube = Shape::Box {
+        half_extents: Vec3::new(0.5, 0.5, 0.5),
+    };
     let u = Shape::Bundle {
-        parts: vec![(ball.clone(), at(-1.0, 0.0, 0.0)), (cube.clone(), at(1.0, 0.0, 0.0))],
+        parts: vec![
+            (ball.clone(), at(-1.0, 0.0, 0.0)),
+            (cube.clone(), at(1.0, 0.0, 0.0)),
+        ],
         op: BundleOp::Union,
     };
-    let all = proximity_parts(&u, &at(0.0, 0.0, 1.0), &ball, &at(3.0, 0.0, 1.0), &ConicParams::default()).unwrap();
+    let all = proximity_parts(
+        &u,
+        &at(0.0, 0.0, 1.0),
+        &ball,
+        &at(3.0, 0.0, 1.0),
+        &ConicParams::default(),
+    )
+    .unwrap();
     assert_eq!(all.len(), 2);
     // ball at x = −1 vs ball at 3: 4 / 1
     assert!((all[0].proximity.alpha - 4.0).abs() < 1e-9);
@@ -129,20 +209,42 @@ fn minkowski_sphere_plus_box_is_a_rounded_box() {
     // box (half 1) ⊕ ball (0.5) vs ball (0.5) at x = 4: α(1.5) + 0.5α = 4
     let mk = Shape::Bundle {
         parts: vec![
-            (Shape::Box { half_extents: Vec3::new(1.0, 1.0, 1.0) }, Pose::identity()),
+            (
+                Shape::Box {
+                    half_extents: Vec3::new(1.0, 1.0, 1.0),
+                },
+                Pose::identity(),
+            ),
             (Shape::Sphere { radius: 0.5 }, Pose::identity()),
         ],
         op: BundleOp::Minkowski,
     };
     let ball = Shape::Sphere { radius: 0.5 };
-    let prox = proximity(&mk, &Pose::identity(), &ball, &at(4.0, 0.0, 0.0), &ConicParams::default()).unwrap();
+    let prox = proximity(
+        &mk,
+        &Pose::identity(),
+        &ball,
+        &at(4.0, 0.0, 0.0),
+        &ConicParams::default(),
+    )
+    .unwrap();
     assert!((prox.alpha - 2.0).abs() < 1e-9, "{}", prox.alpha);
     // sphere ⊕ sphere = sphere of the summed radius, offsets add up
     let mk2 = Shape::Bundle {
-        parts: vec![(Shape::Sphere { radius: 0.3 }, at(0.5, 0.0, 0.0)), (Shape::Sphere { radius: 0.2 }, at(-0.5, 0.0, 0.0))],
+        parts: vec![
+            (Shape::Sphere { radius: 0.3 }, at(0.5, 0.0, 0.0)),
+            (Shape::Sphere { radius: 0.2 }, at(-0.5, 0.0, 0.0)),
+        ],
         op: BundleOp::Minkowski,
     };
-    let prox = proximity(&mk2, &Pose::identity(), &ball, &at(3.0, 0.0, 0.0), &ConicParams::default()).unwrap();
+    let prox = proximity(
+        &mk2,
+        &Pose::identity(),
+        &ball,
+        &at(3.0, 0.0, 0.0),
+        &ConicParams::default(),
+    )
+    .unwrap();
     assert!((prox.alpha - 3.0).abs() < 1e-9, "{}", prox.alpha);
 }
 
@@ -161,8 +263,16 @@ impl Rng {
         lo + (hi - lo) * self.next()
     }
     fn pose(&mut self, spread: f64) -> Pose<f64> {
-        let w = Vec3::new(self.uniform(-2.0, 2.0), self.uniform(-2.0, 2.0), self.uniform(-2.0, 2.0));
-        let t = Vec3::new(self.uniform(-spread, spread), self.uniform(-spread, spread), self.uniform(-spread, spread));
+        let w = Vec3::new(
+            self.uniform(-2.0, 2.0),
+            self.uniform(-2.0, 2.0),
+            self.uniform(-2.0, 2.0),
+        );
+        let t = Vec3::new(
+            self.uniform(-spread, spread),
+            self.uniform(-spread, spread),
+            self.uniform(-spread, spread),
+        );
         Pose::new(so3::exp(&w), t)
     }
 }
@@ -181,23 +291,84 @@ fn shapes() -> Vec<(&'static str, Shape<f64>)> {
     .iter()
     .map(|v| Vec3::new(v[0], v[1], v[2]).normalize())
     .collect();
-    let tri: Vec<Vec3<f64>> = [0.0_f64, 2.1, 4.2].iter().map(|a| Vec3::new(a.cos(), a.sin(), 0.0)).collect();
+    let tri: Vec<Vec3<f64>> = [0.0_f64, 2.1, 4.2]
+        .iter()
+        .map(|a| Vec3::new(a.cos(), a.sin(), 0.0))
+        .collect();
     vec![
         ("sphere", Shape::Sphere { radius: 0.7 }),
-        ("box", Shape::Box { half_extents: Vec3::new(0.6, 0.4, 0.8) }),
-        ("polytope", Shape::Polytope { normals: oct, offsets: vec![0.6, 0.7, 0.5, 0.6, 0.65, 0.6, 0.55, 0.6] }),
-        ("capsule", Shape::Capsule { radius: 0.3, half_length: 0.6 }),
-        ("cylinder", Shape::Cylinder { radius: 0.5, half_length: 0.4 }),
-        ("cone", Shape::Cone { height: 1.2, half_angle: 0.5 }),
-        ("ellipsoid", Shape::Ellipsoid { radii: Vec3::new(0.8, 0.5, 0.3) }),
-        ("padded_polygon", Shape::PaddedPolygon { normals: tri, offsets: vec![0.5, 0.4, 0.6], radius: 0.15 }),
-        ("plane", Shape::Plane { normal: Vec3::z(), offset: 0.5 }),
+        (
+            "box",
+            Shape::Box {
+                half_extents: Vec3::new(0.6, 0.4, 0.8),
+            },
+        ),
+        (
+            "polytope",
+            Shape::Polytope {
+                normals: oct,
+                offsets: vec![0.6, 0.7, 0.5, 0.6, 0.65, 0.6, 0.55, 0.6],
+            },
+        ),
+        (
+            "capsule",
+            Shape::Capsule {
+                radius: 0.3,
+                half_length: 0.6,
+            },
+        ),
+        (
+            "cylinder",
+            Shape::Cylinder {
+                radius: 0.5,
+                half_length: 0.4,
+            },
+        ),
+        (
+            "cone",
+            Shape::Cone {
+                height: 1.2,
+                half_angle: 0.5,
+            },
+        ),
+        (
+            "ellipsoid",
+            Shape::Ellipsoid {
+                radii: Vec3::new(0.8, 0.5, 0.3),
+            },
+        ),
+        (
+            "padded_polygon",
+            Shape::PaddedPolygon {
+                normals: tri,
+                offsets: vec![0.5, 0.4, 0.6],
+                radius: 0.15,
+            },
+        ),
+        (
+            "plane",
+            Shape::Plane {
+                normal: Vec3::z(),
+                offset: 0.5,
+            },
+        ),
         (
             "minkowski",
             Shape::Bundle {
                 parts: vec![
-                    (Shape::Box { half_extents: Vec3::new(0.4, 0.3, 0.2) }, Pose::new(so3::exp(&Vec3::new(0.3, 0.1, 0.0)), Vec3::new(0.1, 0.0, 0.0))),
-                    (Shape::Sphere { radius: 0.2 }, Pose::new(so3::identity(), Vec3::new(0.0, 0.1, -0.05))),
+                    (
+                        Shape::Box {
+                            half_extents: Vec3::new(0.4, 0.3, 0.2),
+                        },
+                        Pose::new(
+                            so3::exp(&Vec3::new(0.3, 0.1, 0.0)),
+                            Vec3::new(0.1, 0.0, 0.0),
+                        ),
+                    ),
+                    (
+                        Shape::Sphere { radius: 0.2 },
+                        Pose::new(so3::identity(), Vec3::new(0.0, 0.1, -0.05)),
+                    ),
                 ],
                 op: BundleOp::Minkowski,
             },
@@ -228,25 +399,37 @@ fn check_pair(na: &str, a: &Shape<f64>, nb: &str, b: &Shape<f64>, rng: &mut Rng,
         let (ab, ba) = match (ab, ba) {
             (Ok(x), Ok(y)) => (x, y),
             (x, y) => {
-                st.failures.push(format!("{na}-{nb} #{trial}: solve failed {:?} {:?}", x.err(), y.err()));
+                st.failures.push(format!(
+                    "{na}-{nb} #{trial}: solve failed {:?} {:?}",
+                    x.err(),
+                    y.err()
+                ));
                 continue;
             }
         };
         let sym = (ab.alpha - ba.alpha).abs();
         st.max_sym = st.max_sym.max(sym);
         if sym > 1e-6 {
-            st.failures.push(format!("{na}-{nb} #{trial}: asymmetric {} vs {}", ab.alpha, ba.alpha));
+            st.failures.push(format!(
+                "{na}-{nb} #{trial}: asymmetric {} vs {}",
+                ab.alpha, ba.alpha
+            ));
         }
         let (prox, jac) = match proximity_gradient(a, &pa, b, &pb, &params) {
             Ok(r) => r,
             Err(e) => {
-                st.failures.push(format!("{na}-{nb} #{trial}: gradient failed {e:?}"));
+                st.failures
+                    .push(format!("{na}-{nb} #{trial}: gradient failed {e:?}"));
                 continue;
             }
         };
-        assert_eq!(prox.alpha, ab.alpha, "the derivative routine's primal output equals the plain routine's");
+        assert_eq!(
+            prox.alpha, ab.alpha,
+            "the derivative routine's primal output equals the plain routine's"
+        );
         for k in 0..nt {
-            let env_ift = (jac.dalpha_envelope[k] - jac.dalpha_ift[k]).abs() / jac.dalpha_envelope[k].abs().max(1.0);
+            let env_ift = (jac.dalpha_envelope[k] - jac.dalpha_ift[k]).abs()
+                / jac.dalpha_envelope[k].abs().max(1.0);
             st.max_env_ift = st.max_env_ift.max(env_ift);
             if env_ift > ENV_IFT {
                 st.failures.push(format!(
@@ -261,7 +444,11 @@ fn check_pair(na: &str, a: &Shape<f64>, nb: &str, b: &Shape<f64>, rng: &mut Rng,
             let (fp, fm) = match (eval(H), eval(-H)) {
                 (Ok(p), Ok(m)) => (p, m),
                 (p, m) => {
-                    st.failures.push(format!("{na}-{nb} #{trial} θ{k}: FD solve failed {:?} {:?}", p.err(), m.err()));
+                    st.failures.push(format!(
+                        "{na}-{nb} #{trial} θ{k}: FD solve failed {:?} {:?}",
+                        p.err(),
+                        m.err()
+                    ));
                     continue;
                 }
             };
@@ -284,7 +471,10 @@ fn check_pair(na: &str, a: &Shape<f64>, nb: &str, b: &Shape<f64>, rng: &mut Rng,
             let e = (fd - jac.dalpha_envelope[k]).abs() / fd.abs().max(1.0);
             st.max_err_alpha = st.max_err_alpha.max(e);
             if e > TOL + jumps[0] {
-                st.failures.push(format!("{na}-{nb} #{trial} θ{k}: dα FD {fd} vs {} (jump {:.1e})", jac.dalpha_envelope[k], jumps[0]));
+                st.failures.push(format!(
+                    "{na}-{nb} #{trial} θ{k}: dα FD {fd} vs {} (jump {:.1e})",
+                    jac.dalpha_envelope[k], jumps[0]
+                ));
             }
             for j in 0..3 {
                 let fd = (fp.point[j] - fm.point[j]) / (2.0 * H);
@@ -350,7 +540,12 @@ fn every_pair_symmetric_and_matches_finite_differences() {
         "TOTAL checked {} (near a kink {}) skipped (kink) {} max dα err {:.2e} max dp err {:.2e} max env-IFT {:.2e} max sym {:.2e} failures {}",
         total.checked, total.near_kink, total.skipped_kink, total.max_err_alpha, total.max_err_point, total.max_env_ift, total.max_sym, total.failures.len()
     );
-    assert!(total.failures.is_empty(), "{} failures, first: {:?}", total.failures.len(), &total.failures[..total.failures.len().min(10)]);
+    assert!(
+        total.failures.is_empty(),
+        "{} failures, first: {:?}",
+        total.failures.len(),
+        &total.failures[..total.failures.len().min(10)]
+    );
 }
 
 #[test]
@@ -358,10 +553,21 @@ fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
     use dualsim::collision::conic::proximity_gradient::alpha_lifted;
     use num_dual::DualSVec64;
     type D = DualSVec64<4>;
-    let a = Shape::Capsule { radius: 0.3, half_length: 0.6 };
-    let b = Shape::Box { half_extents: Vec3::new(0.6, 0.4, 0.8) };
-    let pa = Pose::new(so3::exp(&Vec3::new(0.3, -0.2, 0.5)), Vec3::new(0.1, 0.2, -0.1));
-    let pb = Pose::new(so3::exp(&Vec3::new(-0.4, 0.7, 0.1)), Vec3::new(1.5, -0.4, 0.6));
+    let a = Shape::Capsule {
+        radius: 0.3,
+        half_length: 0.6,
+    };
+    let b = Shape::Box {
+        half_extents: Vec3::new(0.6, 0.4, 0.8),
+    };
+    let pa = Pose::new(
+        so3::exp(&Vec3::new(0.3, -0.2, 0.5)),
+        Vec3::new(0.1, 0.2, -0.1),
+    );
+    let pb = Pose::new(
+        so3::exp(&Vec3::new(-0.4, 0.7, 0.1)),
+        Vec3::new(1.5, -0.4, 0.6),
+    );
     let params = ConicParams::default();
     let (prox, jac) = proximity_gradient(&a, &pa, &b, &pb, &params).unwrap();
     // seed the translation of b (3 directions) and the capsule radius
@@ -369,12 +575,20 @@ fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
     for i in 0..3 {
         pbd.translation[i] = D::from_re(pb.translation[i]).derivative(i);
     }
-    let ad = Shape::Capsule { radius: D::from_re(0.3).derivative(3), half_length: D::from_re(0.6) };
+    let ad = Shape::Capsule {
+        radius: D::from_re(0.3).derivative(3),
+        half_length: D::from_re(0.6),
+    };
     let alpha = alpha_lifted(&ad, &pa.cast::<D>(), &b.cast::<D>(), &pbd, &prox).unwrap();
     let eps = alpha.eps.unwrap_generic(nalgebra::U4, nalgebra::U1);
     assert!((alpha.re - prox.alpha).abs() < 1e-15);
     for i in 0..3 {
-        assert!((eps[i] - jac.dalpha_dpose_b()[i]).abs() < 1e-9, "{i}: {} vs {}", eps[i], jac.dalpha_dpose_b()[i]);
+        assert!(
+            (eps[i] - jac.dalpha_dpose_b()[i]).abs() < 1e-9,
+            "{i}: {} vs {}",
+            eps[i],
+            jac.dalpha_dpose_b()[i]
+        );
     }
     assert!((eps[3] - jac.dalpha_dshape_a()[0]).abs() < 1e-9);
 }
@@ -385,7 +599,10 @@ fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
 fn nt_scaling_maps_s_and_z_to_the_same_point() {
     use dualsim::collision::conic::{ConeLayout, Scaling};
     use nalgebra::{DMatrix, DVector};
-    let layout = ConeLayout { n_orthant: 2, soc: vec![4] };
+    let layout = ConeLayout {
+        n_orthant: 2,
+        soc: vec![4],
+    };
     let s = DVector::from_vec(vec![1.0, 2.0, 3.0, 0.5, -1.0, 2.0]);
     let z = DVector::from_vec(vec![0.3, 4.0, 2.0, 1.0, 0.2, -0.7]);
     let w = Scaling::new(&layout, &s, &z).expect("s and z are interior");
@@ -407,7 +624,10 @@ fn nt_scaling_maps_s_and_z_to_the_same_point() {
 fn jordan_div_inverts_jordan() {
     use dualsim::collision::conic::ConeLayout;
     use nalgebra::DVector;
-    let layout = ConeLayout { n_orthant: 1, soc: vec![3] };
+    let layout = ConeLayout {
+        n_orthant: 1,
+        soc: vec![3],
+    };
     let u = DVector::from_vec(vec![2.0, 3.0, 1.0, 0.5]);
     let v = DVector::from_vec(vec![1.0, -1.0, 2.0, 0.3]);
     let r = layout.jordan(&u, &v);

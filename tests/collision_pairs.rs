@@ -11,14 +11,21 @@ use num_dual::Dual64;
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
     }
     fn range(&mut self, a: f64, b: f64) -> f64 {
         a + (b - a) * self.next()
     }
     fn pose(&mut self, r: f64) -> Pose<f64> {
-        let w = Vec3::new(self.range(-2.0, 2.0), self.range(-2.0, 2.0), self.range(-2.0, 2.0));
+        let w = Vec3::new(
+            self.range(-2.0, 2.0),
+            self.range(-2.0, 2.0),
+            self.range(-2.0, 2.0),
+        );
         let t = Vec3::new(self.range(-r, r), self.range(-r, r), self.range(-r, r));
         Pose::new(so3::exp(&w), t)
     }
@@ -27,8 +34,13 @@ impl Lcg {
 fn shapes() -> Vec<Shape<f64>> {
     vec![
         Shape::Sphere { radius: 0.3 },
-        Shape::Box { half_extents: Vec3::new(0.3, 0.2, 0.4) },
-        Shape::Capsule { radius: 0.15, half_length: 0.4 },
+        Shape::Box {
+            half_extents: Vec3::new(0.3, 0.2, 0.4),
+        },
+        Shape::Capsule {
+            radius: 0.15,
+            half_length: 0.4,
+        },
     ]
 }
 
@@ -41,7 +53,10 @@ fn pairs_are_symmetric_under_exchange() {
         for b in shapes() {
             for _ in 0..100 {
                 let (pa, pb) = (rng.pose(1.0), rng.pose(1.0));
-                let (Some(ab), Some(ba)) = (pair_contacts(&a, &pa, &b, &pb), pair_contacts(&b, &pb, &a, &pa)) else {
+                let (Some(ab), Some(ba)) = (
+                    pair_contacts(&a, &pa, &b, &pb),
+                    pair_contacts(&b, &pb, &a, &pa),
+                ) else {
                     continue;
                 };
                 for (x, y) in ab.iter().zip(&ba) {
@@ -60,7 +75,10 @@ fn gap_is_consistent_with_points_and_normal() {
     // gap = n · (point_a − point_b) and ‖n‖ = 1, plus plane pairs
     // (tolerance 1e-12, 100 seeded configurations per pair).
     let mut rng = Lcg(11);
-    let plane = Shape::Plane { normal: Vec3::z(), offset: 0.0 };
+    let plane = Shape::Plane {
+        normal: Vec3::z(),
+        offset: 0.0,
+    };
     let mut list: Vec<(Shape<f64>, Shape<f64>)> = Vec::new();
     for a in shapes() {
         list.push((a.clone(), plane.clone()));
@@ -71,10 +89,17 @@ fn gap_is_consistent_with_points_and_normal() {
     for (a, b) in &list {
         for _ in 0..100 {
             let (pa, pb) = (rng.pose(1.0), rng.pose(1.0));
-            let Some(cs) = pair_contacts(a, &pa, b, &pb) else { continue };
+            let Some(cs) = pair_contacts(a, &pa, b, &pb) else {
+                continue;
+            };
             for (k, c) in cs.iter().enumerate() {
                 assert!((c.normal.norm() - 1.0).abs() < 1e-12);
-                assert!((c.gap - c.normal.dot(&(c.point_a - c.point_b))).abs() < 1e-12, "{} {}", a.type_name(), b.type_name());
+                assert!(
+                    (c.gap - c.normal.dot(&(c.point_a - c.point_b))).abs() < 1e-12,
+                    "{} {}",
+                    a.type_name(),
+                    b.type_name()
+                );
                 assert_eq!(Some(*c), pair_contact(a, &pa, b, &pb, k));
             }
         }
@@ -86,7 +111,10 @@ fn gap_gradient_is_the_normal() {
     // d gap / d (translation of a) = n (envelope theorem), by Dual64, for
     // every pair (tolerance 1e-9), away from the branch surfaces.
     let mut rng = Lcg(3);
-    let plane = Shape::Plane { normal: Vec3::new(0.0, 0.0, 1.0), offset: 0.0 };
+    let plane = Shape::Plane {
+        normal: Vec3::new(0.0, 0.0, 1.0),
+        offset: 0.0,
+    };
     for a in shapes() {
         for b in shapes().into_iter().chain([plane.clone()]) {
             for _ in 0..50 {
@@ -94,12 +122,18 @@ fn gap_gradient_is_the_normal() {
                 for d in 0..3 {
                     let mut pad: Pose<Dual64> = pa.cast();
                     pad.translation[d] = Dual64::new(pa.translation[d], 1.0);
-                    let Some(cs) = pair_contacts(&a.cast::<Dual64>(), &pad, &b.cast(), &pb.cast()) else {
+                    let Some(cs) = pair_contacts(&a.cast::<Dual64>(), &pad, &b.cast(), &pb.cast())
+                    else {
                         continue;
                     };
                     for c in cs {
                         let c: Contact<Dual64> = c;
-                        assert!((c.gap.eps - c.normal[d].re()).abs() < 1e-9, "{}-{}", a.type_name(), b.type_name());
+                        assert!(
+                            (c.gap.eps - c.normal[d].re()).abs() < 1e-9,
+                            "{}-{}",
+                            a.type_name(),
+                            b.type_name()
+                        );
                     }
                 }
             }
@@ -111,7 +145,12 @@ fn gap_gradient_is_the_normal() {
 fn coincident_centres_have_finite_derivatives() {
     // Zero-safety: spheres with the same centre (dual parts seeded).
     let c = Vec3::new(Dual64::new(1.0, 1.0), Dual64::from(0.0), Dual64::from(0.0));
-    let k = dualsim::collision::sphere_sphere::sphere_sphere(&c, Dual64::from(0.5), &c, Dual64::from(0.5));
+    let k = dualsim::collision::sphere_sphere::sphere_sphere(
+        &c,
+        Dual64::from(0.5),
+        &c,
+        Dual64::from(0.5),
+    );
     assert!(k.gap.is_all_finite() && k.normal.iter().all(|x| x.is_all_finite()));
     assert_eq!(k.normal.map(|x| x.re()), Vec3::z());
 }
@@ -122,7 +161,16 @@ fn sweep_and_prune_matches_brute_force() {
     for seed in 0..20 {
         let mut rng = Lcg(seed);
         let boxes: Vec<Aabb> = (0..300)
-            .map(|_| Aabb::ball([rng.range(0.0, 10.0), rng.range(0.0, 10.0), rng.range(0.0, 2.0)], rng.range(0.05, 0.4)))
+            .map(|_| {
+                Aabb::ball(
+                    [
+                        rng.range(0.0, 10.0),
+                        rng.range(0.0, 10.0),
+                        rng.range(0.0, 2.0),
+                    ],
+                    rng.range(0.05, 0.4),
+                )
+            })
             .collect();
         let mut brute = Vec::new();
         for i in 0..boxes.len() {

@@ -7,13 +7,19 @@ use dualsim::prelude::*;
 use num_dual::DualSVec64;
 
 fn mat(mu: f64) -> Material<f64> {
-    Material { friction: mu, restitution: 0.0 }
+    Material {
+        friction: mu,
+        restitution: 0.0,
+    }
 }
 
 fn ground(mu: f64) -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: mat(mu),
     }
@@ -39,7 +45,10 @@ fn mean_contact_iterations(traj: &Trajectory<f64>) -> (f64, usize) {
 }
 
 fn max_penetration(traj: &Trajectory<f64>) -> f64 {
-    traj.stats.iter().map(|s| s.max_penetration).fold(0.0, f64::max)
+    traj.stats
+        .iter()
+        .map(|s| s.max_penetration)
+        .fold(0.0, f64::max)
 }
 
 // ---------------------------------------------------------------- scenes
@@ -47,8 +56,14 @@ fn max_penetration(traj: &Trajectory<f64>) -> f64 {
 fn sphere_drop(rho: f64) -> (World<f64>, State<f64>, usize) {
     let mut w = World::<f64>::new(0.1);
     w.params.rho = rho;
-    w.add_body("ball", 1.0, sphere_inertia(1.0, 0.5), Some(Shape::Sphere { radius: 0.5 }), mat(0.5))
-        .unwrap();
+    w.add_body(
+        "ball",
+        1.0,
+        sphere_inertia(1.0, 0.5),
+        Some(Shape::Sphere { radius: 0.5 }),
+        mat(0.5),
+    )
+    .unwrap();
     w.statics.push(StaticGeometry {
         name: "fixed".into(),
         shape: Shape::Sphere { radius: 0.5 },
@@ -66,7 +81,9 @@ fn box_toss(h: f64, rho: f64) -> (World<f64>, State<f64>, usize) {
         "box",
         1.0,
         cube_inertia(1.0, 0.5),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
         mat(0.1),
     )
     .unwrap();
@@ -86,7 +103,9 @@ fn sliding_box(cone: FrictionCone, rho: f64) -> (World<f64>, State<f64>, usize) 
         "box",
         1.0,
         cube_inertia(1.0, 0.5),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
         mat(0.16),
     )
     .unwrap();
@@ -106,13 +125,18 @@ fn incline(theta: f64, mu: f64, rho: f64) -> (World<f64>, State<f64>, usize) {
         "box",
         1.0,
         cube_inertia(1.0, 0.5),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
         mat(mu),
     )
     .unwrap();
     w.statics.push(StaticGeometry {
         name: "incline".into(),
-        shape: Shape::Plane { normal: n, offset: 0.0 },
+        shape: Shape::Plane {
+            normal: n,
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: mat(mu),
     });
@@ -135,7 +159,10 @@ fn sphere_drop_rests_on_fixed_sphere() {
     let q = &traj.last().q;
     let err = (Vec3::new(q[0], q[1], q[2]) - Vec3::new(0.0, 0.0, 1.0)).amax();
     let (mean, max) = mean_contact_iterations(&traj);
-    println!("sphere_drop: centre {:?}, |err|inf = {err:.3e}, mean iters {mean:.2}, max {max}", [q[0], q[1], q[2]]);
+    println!(
+        "sphere_drop: centre {:?}, |err|inf = {err:.3e}, mean iters {mean:.2}, max {max}",
+        [q[0], q[1], q[2]]
+    );
     assert!(err < 1e-4, "centre off by {err}");
 }
 
@@ -173,10 +200,14 @@ fn sliding_box_stopping_distance_and_deceleration() {
         // Deceleration: least-squares slope of v_x over the sliding phase
         // (0.1 s … 1.2 s; it stops at ≈ 1.39 s).
         let (k0, k1) = ((0.1 / h) as usize, (1.2 / h) as usize);
-        let pts: Vec<(f64, f64)> =
-            (k0..k1).map(|k| (k as f64 * h, traj.states[k].v[0])).collect();
+        let pts: Vec<(f64, f64)> = (k0..k1)
+            .map(|k| (k as f64 * h, traj.states[k].v[0]))
+            .collect();
         let n = pts.len() as f64;
-        let (mt, mv) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+        let (mt, mv) = (
+            pts.iter().map(|p| p.0).sum::<f64>() / n,
+            pts.iter().map(|p| p.1).sum::<f64>() / n,
+        );
         let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - mv)).sum::<f64>()
             / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
         let rel_slope = (slope + mu * g).abs() / (mu * g);
@@ -266,7 +297,11 @@ fn unrolled_dual_matches_f64() {
     let trajd = rollout(&wd, &xd, &Controls::Constant(wd.zero_control()), steps).unwrap();
     let mut err: f64 = 0.0;
     for (a, b) in traj.states.iter().zip(&trajd.states) {
-        for (x, y) in a.q.iter().chain(a.v.iter()).zip(b.q.iter().chain(b.v.iter())) {
+        for (x, y) in
+            a.q.iter()
+                .chain(a.v.iter())
+                .zip(b.q.iter().chain(b.v.iter()))
+        {
             err = err.max((x - y.re).abs());
         }
     }
@@ -286,7 +321,11 @@ fn non_convergence_is_a_typed_error() {
     x.q[2] = 0.25;
     let err = step(&w, &x, &w.zero_control()).unwrap_err();
     match err {
-        SimError::Solve(SolveError::MaxIterations { iters, residual, complementarity }) => {
+        SimError::Solve(SolveError::MaxIterations {
+            iters,
+            residual,
+            complementarity,
+        }) => {
             println!("max_iterations = 1: iters {iters}, residual {residual:e}, complementarity {complementarity:e}");
             assert_eq!(iters, 1);
             assert!(residual.is_finite() && complementarity.is_finite());
@@ -306,7 +345,10 @@ fn non_finite_state_is_a_typed_error() {
     );
     let mut u = w.zero_control();
     u[0] = f64::INFINITY;
-    assert_eq!(step(&w, &x0, &u).unwrap_err(), SimError::NonFinite { what: "control" });
+    assert_eq!(
+        step(&w, &x0, &u).unwrap_err(),
+        SimError::NonFinite { what: "control" }
+    );
 }
 
 #[test]
@@ -344,7 +386,10 @@ fn no_contact_reduces_to_free_flight() {
 fn plane(name: &str, n: [f64; 3], offset: f64) -> StaticGeometry<f64> {
     StaticGeometry {
         name: name.into(),
-        shape: Shape::Plane { normal: Vec3::new(n[0], n[1], n[2]), offset },
+        shape: Shape::Plane {
+            normal: Vec3::new(n[0], n[1], n[2]),
+            offset,
+        },
         pose: Pose::identity(),
         material: mat(0.5),
     }
@@ -360,16 +405,31 @@ fn sphere_pile_settles_without_penetration() {
         let off = if layer % 2 == 1 { 0.05 } else { 0.0 };
         for i in 0..3 {
             for j in 0..3 {
-                pos.push([-0.25 + 0.25 * i as f64 + off, -0.25 + 0.25 * j as f64 + off, 0.12 + 0.26 * layer as f64]);
+                pos.push([
+                    -0.25 + 0.25 * i as f64 + off,
+                    -0.25 + 0.25 * j as f64 + off,
+                    0.12 + 0.26 * layer as f64,
+                ]);
             }
         }
     }
     for k in 0..pos.len() {
-        w.add_body(&format!("s{k}"), 0.1, sphere_inertia(0.1, r), Some(Shape::Sphere { radius: r }), mat(0.5))
-            .unwrap();
+        w.add_body(
+            &format!("s{k}"),
+            0.1,
+            sphere_inertia(0.1, r),
+            Some(Shape::Sphere { radius: r }),
+            mat(0.5),
+        )
+        .unwrap();
     }
     w.statics.push(plane("ground", [0.0, 0.0, 1.0], 0.0));
-    for (n, name) in [([-1.0, 0.0, 0.0], "px"), ([1.0, 0.0, 0.0], "nx"), ([0.0, -1.0, 0.0], "py"), ([0.0, 1.0, 0.0], "ny")] {
+    for (n, name) in [
+        ([-1.0, 0.0, 0.0], "px"),
+        ([1.0, 0.0, 0.0], "nx"),
+        ([0.0, -1.0, 0.0], "py"),
+        ([0.0, 1.0, 0.0], "ny"),
+    ] {
         w.statics.push(plane(name, n, -0.45));
     }
     let x0 = State::at_rest(&w.model, &pos);
@@ -379,7 +439,9 @@ fn sphere_pile_settles_without_penetration() {
     let t = std::time::Instant::now();
     let traj = run(&w, &x0, 150);
     let mut hist = [0usize; 11];
-    for s in &traj.stats { hist[(s.iterations / 10).min(10)] += 1; }
+    for s in &traj.stats {
+        hist[(s.iterations / 10).min(10)] += 1;
+    }
     println!("pile iteration histogram (steps per decade of iterations): {hist:?}");
     let (mean, max) = mean_contact_iterations(&traj);
     let pen = max_penetration(&traj);
@@ -402,7 +464,10 @@ fn sphere_pile_settles_without_penetration() {
 fn capsule_pile_settles_without_penetration() {
     let mut w = World::<f64>::new(0.01);
     let s = 0.5f64.sqrt();
-    let mut x0 = State { q: dualsim::math::DVec::zeros(0), v: dualsim::math::DVec::zeros(0) };
+    let mut x0 = State {
+        q: dualsim::math::DVec::zeros(0),
+        v: dualsim::math::DVec::zeros(0),
+    };
     let mut poses = Vec::new();
     for layer in 0..3 {
         for i in 0..3 {
@@ -419,7 +484,10 @@ fn capsule_pile_settles_without_penetration() {
             &format!("c{k}"),
             0.2,
             Mat3::from_diagonal(&Vec3::new(0.0064, 0.0064, 0.00025)),
-            Some(Shape::Capsule { radius: 0.05, half_length: 0.3 }),
+            Some(Shape::Capsule {
+                radius: 0.05,
+                half_length: 0.3,
+            }),
             mat(0.5),
         )
         .unwrap();
@@ -436,7 +504,10 @@ fn capsule_pile_settles_without_penetration() {
     println!("capsule pile (9): mean iterations {mean:.2}, max {max}, max penetration {pen:.2e}, final |v|inf {:.2e}", traj.last().v.amax());
     assert!(pen < 1e-6);
     for b in 0..poses.len() {
-        assert!(traj.last().q[7 * b + 2] > 0.05 - 1e-6, "capsule {b} below ground");
+        assert!(
+            traj.last().q[7 * b + 2] > 0.05 - 1e-6,
+            "capsule {b} below ground"
+        );
     }
 }
 
@@ -489,14 +560,26 @@ fn large_island_faer_path_matches_generic_path() {
     for (i, j) in [(0, 0), (0, 2), (2, 0), (2, 2)] {
         pos.push([(i as f64 + 0.5) * d, (j as f64 + 0.5) * d, z]);
     }
-    let mat = Material { friction: 0.5, restitution: 0.0 };
+    let mat = Material {
+        friction: 0.5,
+        restitution: 0.0,
+    };
     for k in 0..pos.len() {
-        w.add_body(&format!("s{k}"), 1.0, Mat3::identity() * (0.4 * r * r), Some(Shape::Sphere { radius: r }), mat)
-            .unwrap();
+        w.add_body(
+            &format!("s{k}"),
+            1.0,
+            Mat3::identity() * (0.4 * r * r),
+            Some(Shape::Sphere { radius: r }),
+            mat,
+        )
+        .unwrap();
     }
     w.statics.push(StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: mat,
     });
@@ -506,16 +589,35 @@ fn large_island_faer_path_matches_generic_path() {
     let c = Controls::Constant(w.zero_control());
     let f64_traj = rollout(&w, &x0, &c, steps).unwrap();
     let wd = w.cast::<DualSVec64<1>>();
-    let dual_traj = rollout(&wd, &x0.cast(), &Controls::Constant(wd.zero_control()), steps).unwrap();
-    let diff = f64_traj.last().q.iter().zip(dual_traj.last().q.iter()).map(|(a, b)| (a - b.re).abs()).fold(0.0, f64::max);
-    println!("20-sphere island: faer vs nalgebra trajectories differ by {diff:e}; contacts {}", f64_traj.stats.last().unwrap().contacts);
+    let dual_traj = rollout(
+        &wd,
+        &x0.cast(),
+        &Controls::Constant(wd.zero_control()),
+        steps,
+    )
+    .unwrap();
+    let diff = f64_traj
+        .last()
+        .q
+        .iter()
+        .zip(dual_traj.last().q.iter())
+        .map(|(a, b)| (a - b.re).abs())
+        .fold(0.0, f64::max);
+    println!(
+        "20-sphere island: faer vs nalgebra trajectories differ by {diff:e}; contacts {}",
+        f64_traj.stats.last().unwrap().contacts
+    );
     assert!(diff < 1e-10, "{diff:e}");
     assert!(f64_traj.stats.last().unwrap().contacts >= 20);
     let x = f64_traj.last();
     let params: Vec<Param> = (0..12).map(Param::V).collect();
     let o = DiffOptions::default();
-    let ji = step_jacobian(&w, x, &w.zero_control(), &params, Method::Ift, &o).unwrap().jacobian;
-    let jl = step_jacobian(&w, x, &w.zero_control(), &params, Method::Lift, &o).unwrap().jacobian;
+    let ji = step_jacobian(&w, x, &w.zero_control(), &params, Method::Ift, &o)
+        .unwrap()
+        .jacobian;
+    let jl = step_jacobian(&w, x, &w.zero_control(), &params, Method::Lift, &o)
+        .unwrap()
+        .jacobian;
     let rel = (&ji - &jl).abs().max() / ji.abs().max().max(1.0);
     assert!(rel < 1e-9, "{rel:e}");
 }

@@ -5,13 +5,19 @@ use dualsim::math::{DMat, Pose, Vec3};
 use dualsim::prelude::*;
 
 fn mat(mu: f64) -> Material<f64> {
-    Material { friction: mu, restitution: 0.0 }
+    Material {
+        friction: mu,
+        restitution: 0.0,
+    }
 }
 
 fn ground(mu: f64) -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: mat(mu),
     }
@@ -25,7 +31,14 @@ fn sphere_world(solver: SolverKind, rho: f64) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
     w.solver = solver;
     w.params.rho = rho;
-    w.add_body("ball", 1.0, Mat3::identity() * 0.1, Some(Shape::Sphere { radius: 0.5 }), mat(0.5)).unwrap();
+    w.add_body(
+        "ball",
+        1.0,
+        Mat3::identity() * 0.1,
+        Some(Shape::Sphere { radius: 0.5 }),
+        mat(0.5),
+    )
+    .unwrap();
     w.statics.push(ground(0.5));
     (w.clone(), State::at_rest(&w.model, &[[0.0, 0.0, 0.7]]))
 }
@@ -34,8 +47,16 @@ fn box_world(solver: SolverKind, rho: f64) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
     w.solver = solver;
     w.params.rho = rho;
-    w.add_body("box", 1.0, Mat3::identity() * (0.25 / 6.0), Some(Shape::Box { half_extents: Vec3::new(0.3, 0.2, 0.25) }), mat(0.5))
-        .unwrap();
+    w.add_body(
+        "box",
+        1.0,
+        Mat3::identity() * (0.25 / 6.0),
+        Some(Shape::Box {
+            half_extents: Vec3::new(0.3, 0.2, 0.25),
+        }),
+        mat(0.5),
+    )
+    .unwrap();
     w.statics.push(ground(0.5));
     (w.clone(), State::at_rest(&w.model, &[[0.0, 0.0, 0.4]]))
 }
@@ -46,7 +67,10 @@ fn sphere_rests_at_its_radius() {
         let (w, x0) = sphere_world(solver, 1e-8);
         let t = run(&w, &x0, 150);
         let z = t.last().q[2];
-        println!("{solver:?}: z = {z}, iters {:?}", t.stats.iter().map(|s| s.iterations).max());
+        println!(
+            "{solver:?}: z = {z}, iters {:?}",
+            t.stats.iter().map(|s| s.iterations).max()
+        );
         assert!((z - 0.5).abs() < 1e-4, "{solver:?}: z = {z}");
     }
 }
@@ -57,7 +81,11 @@ fn box_rests_at_its_half_height() {
         let (w, x0) = box_world(solver, 1e-8);
         let t = run(&w, &x0, 150);
         let z = t.last().q[2];
-        println!("{solver:?}: z = {z}, q = {:?}, iters {:?}", t.last().q.as_slice(), t.stats.iter().map(|s| s.iterations).max());
+        println!(
+            "{solver:?}: z = {z}, q = {:?}, iters {:?}",
+            t.last().q.as_slice(),
+            t.stats.iter().map(|s| s.iterations).max()
+        );
         assert!((z - 0.25).abs() < 1e-4, "{solver:?}: z = {z}");
     }
 }
@@ -79,7 +107,10 @@ fn single_level_agrees_with_ipm_on_a_sliding_sphere() {
     let b = run_with(SolverKind::Ipm);
     let dq = (&a.q - &b.q).abs().max();
     let dv = (&a.v - &b.v).abs().max();
-    println!("single_level vs ipm: |dq| {dq:e}, |dv| {dv:e}, x {} vs {}", a.q[0], b.q[0]);
+    println!(
+        "single_level vs ipm: |dq| {dq:e}, |dv| {dv:e}, x {} vs {}",
+        a.q[0], b.q[0]
+    );
     // The ball decelerates by sliding then rolls: x moved and the two agree.
     assert!(a.q[0] > 0.1);
     assert!(dq < 1e-5 && dv < 1e-4, "dq {dq:e}, dv {dv:e}");
@@ -100,7 +131,11 @@ fn bilevel_and_single_level_agree_on_the_rest_pose() {
     };
     let a = rest(SolverKind::SingleLevel);
     let b = rest(SolverKind::Bilevel);
-    println!("single_level q {:?}\nbilevel      q {:?}", a.q.as_slice(), b.q.as_slice());
+    println!(
+        "single_level q {:?}\nbilevel      q {:?}",
+        a.q.as_slice(),
+        b.q.as_slice()
+    );
     assert!((a.q[2] - 0.2).abs() < 1e-5 && (b.q[2] - 0.2).abs() < 1e-5);
     let d = (a.q.rows(0, 3) - b.q.rows(0, 3)).abs().max();
     assert!(d < 1e-5, "{d:e}");
@@ -119,18 +154,30 @@ fn single_level_ift_matches_unrolled_and_fd() {
     x_fall.q[2] = 0.26;
     x_fall.v[2] = -1.0;
     x_fall.v[3] = 0.3;
-    let settle = run(&w, &State::at_rest(&w.model, &[[0.0, 0.0, 0.2501]]), 30).last().clone();
+    let settle = run(&w, &State::at_rest(&w.model, &[[0.0, 0.0, 0.2501]]), 30)
+        .last()
+        .clone();
     let u = w.zero_control();
     let nv = w.model.nv;
     let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
     let rel = |a: &DMat<f64>, b: &DMat<f64>| (a - b).abs().max() / a.abs().max().max(1.0);
     for (label, x) in [("resting", settle), ("falling", x_fall)] {
-        let o = DiffOptions { rho: None, fd_eps: 1e-7, ..Default::default() };
+        let o = DiffOptions {
+            rho: None,
+            fd_eps: 1e-7,
+            ..Default::default()
+        };
         let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap();
         let unr = step_jacobian(&w, &x, &u, &params, Method::Unrolled, &o).unwrap();
         let fd = step_jacobian(&w, &x, &u, &params, Method::Fd, &o).unwrap();
-        let (a, b) = (rel(&ift.jacobian, &unr.jacobian), rel(&ift.jacobian, &fd.jacobian));
-        println!("{label}: ift vs unrolled {a:e}, ift vs fd {b:e} (nonsmooth fd columns {:?})", fd.nonsmooth);
+        let (a, b) = (
+            rel(&ift.jacobian, &unr.jacobian),
+            rel(&ift.jacobian, &fd.jacobian),
+        );
+        println!(
+            "{label}: ift vs unrolled {a:e}, ift vs fd {b:e} (nonsmooth fd columns {:?})",
+            fd.nonsmooth
+        );
         assert!(a < 1e-6, "{label}: unrolled {a:e}");
         assert!(b < 1e-4, "{label}: fd {b:e}");
         assert!(ift.jacobian.abs().max() > 0.5);
@@ -165,14 +212,23 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
         x = o.state;
     }
     let dv = prev_vx - x.v[0];
-    println!("final z {:.6}, v_x {:.4} → {:.4} (Δ {dv:.5}), max iterations {max_iters}", x.q[2], prev_vx, x.v[0]);
+    println!(
+        "final z {:.6}, v_x {:.4} → {:.4} (Δ {dv:.5}), max iterations {max_iters}",
+        x.q[2], prev_vx, x.v[0]
+    );
     assert!(max_iters <= 30);
     assert!((x.q[2] - 0.4).abs() < 1e-3, "z {}", x.q[2]);
-    assert!(x.v[0] > 0.0 && (dv - 0.2 * 9.81 * 0.1).abs() < 2e-3, "Δv {dv}");
+    assert!(
+        x.v[0] > 0.0 && (dv - 0.2 * 9.81 * 0.1).abs() < 2e-3,
+        "Δv {dv}"
+    );
     w.backends.single_level.restart_after = 0;
     let without = run_drop(kind, &w, 97, 1.5);
     println!("without restart: {without:?}");
-    assert!(without.failed, "the seed no longer needs the restart; pick another");
+    assert!(
+        without.failed,
+        "the seed no longer needs the restart; pick another"
+    );
 }
 
 /// `SolverParams::accept_at_cap`: the planar drop under `bilevel` at
@@ -182,8 +238,8 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
 /// 30 iterations, and every converged step before it is unchanged.
 #[test]
 fn accept_at_cap_returns_the_last_iterate_flagged() {
-    use dualsim::experiments::silico::Drop;
     use dualsim::contact::SolveError;
+    use dualsim::experiments::silico::Drop;
     let kind = Drop::Planar;
     let strict = kind.world(SolverKind::Bilevel, 0.1, 1e-4, 30);
     let mut lenient = strict.clone();
@@ -201,10 +257,18 @@ fn accept_at_cap_returns_the_last_iterate_flagged() {
             }
             Err(e) => {
                 println!("step {k}: {e}; lenient: {:?}", b.stats);
-                let is_cap = matches!(e, dualsim::sim::SimError::Solve(SolveError::MaxIterations { iters: 30, .. }));
+                let is_cap = matches!(
+                    e,
+                    dualsim::sim::SimError::Solve(SolveError::MaxIterations { iters: 30, .. })
+                );
                 assert!(is_cap, "{e:?}");
                 assert!(b.stats.capped && b.stats.iterations == 30);
-                assert!(b.state.q.iter().chain(b.state.v.iter()).all(|v| v.is_finite()));
+                assert!(b
+                    .state
+                    .q
+                    .iter()
+                    .chain(b.state.v.iter())
+                    .all(|v| v.is_finite()));
                 return;
             }
         }

@@ -8,8 +8,14 @@ use num_dual::{Dual2SVec64, HyperDual64};
 
 fn tumbler() -> (World<f64>, State<f64>, DVec<f64>) {
     let mut w = World::<f64>::new(0.05);
-    w.add_body("t", 1.3, Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2)), None, Material::default())
-        .unwrap();
+    w.add_body(
+        "t",
+        1.3,
+        Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2)),
+        None,
+        Material::default(),
+    )
+    .unwrap();
     let mut x = State::at_rest(&w.model, &[[0.1, -0.2, 1.0]]);
     let r = so3::exp(&Vec3::new(0.3, -0.1, 0.2));
     x.q.as_mut_slice()[3..7].copy_from_slice(&[r.w, r.i, r.j, r.k]);
@@ -23,7 +29,12 @@ fn all_params() -> Vec<Param> {
     let mut p: Vec<Param> = (0..6).map(Param::Q).collect();
     p.extend((0..6).map(Param::V));
     p.extend((0..6).map(Param::U));
-    p.extend([Param::Mass(0), Param::Inertia(0, 0), Param::Inertia(0, 1), Param::Inertia(0, 2)]);
+    p.extend([
+        Param::Mass(0),
+        Param::Inertia(0, 0),
+        Param::Inertia(0, 1),
+        Param::Inertia(0, 2),
+    ]);
     p.extend([Param::Gravity(2), Param::Dt]);
     p
 }
@@ -37,10 +48,18 @@ fn step_jacobians_agree_across_methods_in_free_flight() {
     let (w, x, u) = tumbler();
     let params = all_params();
     let o = DiffOptions::default();
-    let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap().jacobian;
-    let lift = step_jacobian(&w, &x, &u, &params, Method::Lift, &o).unwrap().jacobian;
-    let unr = step_jacobian(&w, &x, &u, &params, Method::Unrolled, &o).unwrap().jacobian;
-    let fd = step_jacobian(&w, &x, &u, &params, Method::Fd, &o).unwrap().jacobian;
+    let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o)
+        .unwrap()
+        .jacobian;
+    let lift = step_jacobian(&w, &x, &u, &params, Method::Lift, &o)
+        .unwrap()
+        .jacobian;
+    let unr = step_jacobian(&w, &x, &u, &params, Method::Unrolled, &o)
+        .unwrap()
+        .jacobian;
+    let fd = step_jacobian(&w, &x, &u, &params, Method::Fd, &o)
+        .unwrap()
+        .jacobian;
     let (a, b, c) = (rel(&ift, &lift), rel(&ift, &unr), rel(&ift, &fd));
     println!("ift vs lift {a:e}, vs unrolled {b:e}, vs fd {c:e}");
     assert!(a <= 1e-9, "ift vs lift {a:e}");
@@ -68,19 +87,22 @@ fn rollout_cost_hessian_lift_equals_unrolled() {
     }
     // lift: Dual2SVec64<4>
     type D2 = Dual2SVec64<4>;
-    let seeds: Vec<D2> = (0..4).map(|j| {
-        let mut d = D2::from_re(0.0);
-        let mut g = nalgebra::SMatrix::<f64, 1, 4>::zeros();
-        g[j] = 1.0;
-        d.v1 = num_dual::Derivative::some(g);
-        d
-    }).collect();
+    let seeds: Vec<D2> = (0..4)
+        .map(|j| {
+            let mut d = D2::from_re(0.0);
+            let mut g = nalgebra::SMatrix::<f64, 1, 4>::zeros();
+            g[j] = 1.0;
+            d.v1 = num_dual::Derivative::some(g);
+            d
+        })
+        .collect();
     let (wd, mut xd, ud) = dualsim::diff::seeded(&w, &x, &u, &params, &seeds).unwrap();
     for _ in 0..steps {
         xd = lift_step(&wd, &xd, &ud, 2).unwrap();
     }
     let c = cost(&xd);
-    let h_lift = c.v2.unwrap_generic(nalgebra::Const::<4>, nalgebra::Const::<4>);
+    let h_lift =
+        c.v2.unwrap_generic(nalgebra::Const::<4>, nalgebra::Const::<4>);
     // unrolled: HyperDual64 for each pair
     let mut h_unr = nalgebra::SMatrix::<f64, 4, 4>::zeros();
     for i in 0..4 {
@@ -99,7 +121,10 @@ fn rollout_cost_hessian_lift_equals_unrolled() {
     println!("‖H‖∞ {scale:e}: lift vs unrolled {diff:e}, asymmetry {asym:e}");
     assert!(diff <= 1e-8, "{diff:e}");
     assert!(asym <= 1e-10, "{asym:e}");
-    assert!(h_unr.abs().max() > 1e-3, "the Hessian is not trivially zero");
+    assert!(
+        h_unr.abs().max() > 1e-3,
+        "the Hessian is not trivially zero"
+    );
 }
 
 /// Rollout Jacobians (chained ift, lift, unrolled, fd) agree, with inputs
@@ -112,17 +137,37 @@ fn rollout_jacobians_agree_across_methods() {
     let controls = Controls::Constant(u);
     let mut inputs: Vec<Input> = (0..6).map(Input::Config).collect();
     inputs.extend((0..6).map(Input::Velocity));
-    inputs.extend([Input::Model(Param::Mass(0)), Input::Model(Param::Inertia(0, 1)), Input::Model(Param::Dt)]);
-    inputs.extend([Input::Control { step: 0, index: 3 }, Input::Control { step: 17, index: 0 }]);
+    inputs.extend([
+        Input::Model(Param::Mass(0)),
+        Input::Model(Param::Inertia(0, 1)),
+        Input::Model(Param::Dt),
+    ]);
+    inputs.extend([
+        Input::Control { step: 0, index: 3 },
+        Input::Control { step: 17, index: 0 },
+    ]);
     let o = DiffOptions::default();
-    let j = |m| rollout_jacobian(&w, &x, &controls, steps, &inputs, m, &o).unwrap().jacobian;
-    let (ift, lift, unr, fd) = (j(Method::Ift), j(Method::Lift), j(Method::Unrolled), j(Method::Fd));
+    let j = |m| {
+        rollout_jacobian(&w, &x, &controls, steps, &inputs, m, &o)
+            .unwrap()
+            .jacobian
+    };
+    let (ift, lift, unr, fd) = (
+        j(Method::Ift),
+        j(Method::Lift),
+        j(Method::Unrolled),
+        j(Method::Fd),
+    );
     let (a, b, c) = (rel(&ift, &lift), rel(&ift, &unr), rel(&ift, &fd));
     println!("rollout: ift vs lift {a:e}, vs unrolled {b:e}, vs fd {c:e}");
     assert!(a <= 1e-9 && b <= 1e-7 && c <= 1e-5, "{a:e} {b:e} {c:e}");
     // a control applied at step 17 of 30 moves x by h²(30 − 17)/m
     let expect = 0.05 * 0.05 * 13.0 / 1.3;
-    assert!((ift[(0, 16)] - expect).abs() < 1e-12, "{} vs {expect}", ift[(0, 16)]);
+    assert!(
+        (ift[(0, 16)] - expect).abs() < 1e-12,
+        "{} vs {expect}",
+        ift[(0, 16)]
+    );
 }
 
 // ------------------------------------------------- structured ∂r/∂y solves
@@ -137,20 +182,29 @@ mod structured {
     use dualsim::prelude::*;
 
     fn mat(mu: f64) -> Material<f64> {
-        Material { friction: mu, restitution: 0.0 }
+        Material {
+            friction: mu,
+            restitution: 0.0,
+        }
     }
 
     fn ground(mu: f64) -> StaticGeometry<f64> {
         StaticGeometry {
             name: "ground".into(),
-            shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+            shape: Shape::Plane {
+                normal: Vec3::z(),
+                offset: 0.0,
+            },
             pose: Pose::identity(),
             material: mat(mu),
         }
     }
 
     fn settle(w: &World<f64>, x0: &State<f64>, steps: usize) -> State<f64> {
-        rollout(w, x0, &Controls::Constant(w.zero_control()), steps).unwrap().last().clone()
+        rollout(w, x0, &Controls::Constant(w.zero_control()), steps)
+            .unwrap()
+            .last()
+            .clone()
     }
 
     /// A box (edge 0.5, m = 1, μ = 0.5) resting on the ground, slightly
@@ -162,7 +216,9 @@ mod structured {
             "box",
             1.0,
             Mat3::identity() * (0.25 / 6.0),
-            Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
+            Some(Shape::Box {
+                half_extents: Vec3::repeat(0.25),
+            }),
             mat(0.5),
         )
         .unwrap();
@@ -179,7 +235,13 @@ mod structured {
         let mut w = World::<f64>::new(0.01);
         w.friction_cone = cone;
         let r = 0.1;
-        let pos = [[0.0, 0.0, r], [0.2, 0.0, r], [0.0, 0.2, r], [0.2, 0.2, r], [0.1, 0.1, 0.25]];
+        let pos = [
+            [0.0, 0.0, r],
+            [0.2, 0.0, r],
+            [0.0, 0.2, r],
+            [0.2, 0.2, r],
+            [0.1, 0.1, 0.25],
+        ];
         for (i, _) in pos.iter().enumerate() {
             w.add_body(
                 &format!("s{i}"),
@@ -211,7 +273,12 @@ mod structured {
         })
     }
 
-    fn fast_vs_dense<B: ImplicitStep>(b: &B, w: &World<f64>, x: &State<f64>, u: &DVec<f64>) -> (f64, usize) {
+    fn fast_vs_dense<B: ImplicitStep>(
+        b: &B,
+        w: &World<f64>,
+        x: &State<f64>,
+        u: &DVec<f64>,
+    ) -> (f64, usize) {
         let p = w.problem(x, u);
         let (y, st) = b.solve_root(&p).unwrap();
         // Few columns (triangular solves) and more columns than unknowns
@@ -223,7 +290,9 @@ mod structured {
             let dense = dense_solve(b, &p, &st, &y, &r).unwrap();
             let fast_v = b.solve_jacobian_velocity(&p, &st, &y, &r).unwrap();
             let nv = w.model.nv;
-            worst = worst.max(rel(&dense, &fast)).max(rel(&dense.rows(0, nv).into_owned(), &fast_v));
+            worst = worst
+                .max(rel(&dense, &fast))
+                .max(rel(&dense.rows(0, nv).into_owned(), &fast_v));
         }
         (worst, y.len() - w.model.nv)
     }
@@ -232,7 +301,14 @@ mod structured {
     fn structured_solve_equals_dense_on_contact_scenes() {
         for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
             for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
-                let (d, nc) = fast_vs_dense(&Ipm { params: w.backends.ipm }, &w, &x, &u);
+                let (d, nc) = fast_vs_dense(
+                    &Ipm {
+                        params: w.backends.ipm,
+                    },
+                    &w,
+                    &x,
+                    &u,
+                );
                 println!("{name} {cone:?}: {nc} contact unknowns, structured vs dense solve {d:e}");
                 assert!(nc > 0, "the scene has contacts");
                 assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
@@ -257,11 +333,24 @@ mod structured {
         for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
             for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
                 let mut params = state_control_params(w.model.nv);
-                params.extend([Param::Mass(0), Param::Friction(0), Param::Inertia(0, 1), Param::Gravity(2), Param::Dt]);
-                let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o).unwrap().jacobian;
-                let lift = step_jacobian(&w, &x, &u, &params, Method::Lift, &o).unwrap().jacobian;
+                params.extend([
+                    Param::Mass(0),
+                    Param::Friction(0),
+                    Param::Inertia(0, 1),
+                    Param::Gravity(2),
+                    Param::Dt,
+                ]);
+                let ift = step_jacobian(&w, &x, &u, &params, Method::Ift, &o)
+                    .unwrap()
+                    .jacobian;
+                let lift = step_jacobian(&w, &x, &u, &params, Method::Lift, &o)
+                    .unwrap()
+                    .jacobian;
                 let d = rel(&lift, &ift);
-                println!("{name} {cone:?}: ift vs lift {d:e} (‖J‖∞ {:e})", lift.amax());
+                println!(
+                    "{name} {cone:?}: ift vs lift {d:e} (‖J‖∞ {:e})",
+                    lift.amax()
+                );
                 assert!(d <= 1e-9, "{name} {cone:?}: {d:e}");
             }
         }
@@ -280,9 +369,13 @@ mod structured {
         type D = num_dual::DualSVec64<8>;
         let mut out = DMat::zeros(y.len(), params.len());
         for (c, chunk) in params.chunks(8).enumerate() {
-            let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+            let seeds: Vec<D> = (0..chunk.len())
+                .map(|j| D::from_re(0.0).derivative(j))
+                .collect();
             let (wd, sd, ud) = dualsim::diff::seeded(w, x, u, chunk, &seeds).unwrap();
-            let r = b.residual(&wd.problem(&sd, &ud), st, &y.map(D::from_re)).unwrap();
+            let r = b
+                .residual(&wd.problem(&sd, &ud), st, &y.map(D::from_re))
+                .unwrap();
             for (i, ri) in r.iter().enumerate() {
                 let g = ri.eps.unwrap_generic(nalgebra::Const::<8>, nalgebra::U1);
                 for j in 0..chunk.len() {
@@ -293,11 +386,19 @@ mod structured {
         out
     }
 
-    fn closed_vs_dual<B: ImplicitStep>(b: &B, w: &World<f64>, x: &State<f64>, u: &DVec<f64>) -> f64 {
+    fn closed_vs_dual<B: ImplicitStep>(
+        b: &B,
+        w: &World<f64>,
+        x: &State<f64>,
+        u: &DVec<f64>,
+    ) -> f64 {
         let p = w.problem(x, u);
         let (y, st) = b.solve_root(&p).unwrap();
         let params = state_control_params(w.model.nv);
-        let kernel = b.kernel_partials(&p, &st, &y, &params).unwrap().expect("kernel partials");
+        let kernel = b
+            .kernel_partials(&p, &st, &y, &params)
+            .unwrap()
+            .expect("kernel partials");
         let dual = dual_partials(b, w, x, u, &st, &y, &params);
         rel(&dual, &kernel)
     }
@@ -306,7 +407,14 @@ mod structured {
     fn closed_form_state_partials_equal_dual_residual() {
         for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
             for (name, (w, x, u)) in [("box", box_on_plane(cone)), ("pile", small_pile(cone))] {
-                let d = closed_vs_dual(&Ipm { params: w.backends.ipm }, &w, &x, &u);
+                let d = closed_vs_dual(
+                    &Ipm {
+                        params: w.backends.ipm,
+                    },
+                    &w,
+                    &x,
+                    &u,
+                );
                 println!("{name} {cone:?}: kernel ∂r/∂(q, v, u) vs dual {d:e}");
                 assert!(d <= 1e-12, "{name} {cone:?}: {d:e}");
             }

@@ -15,12 +15,20 @@ use dualsim::scene::{self, Scene};
 use num_dual::{Dual2SVec64, HyperDual64};
 
 fn load(name: &str) -> Scene {
-    scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes").join(name)).unwrap()
+    scene::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes")
+            .join(name),
+    )
+    .unwrap()
 }
 
 /// The state after `k` steps of a scene.
 fn state_at(s: &Scene, k: usize) -> State<f64> {
-    rollout(&s.world, &s.initial, &s.controls, k).unwrap().last().clone()
+    rollout(&s.world, &s.initial, &s.controls, k)
+        .unwrap()
+        .last()
+        .clone()
 }
 
 /// Runs `diff::check` at one state with the given ρ and FD step 1e-6, and
@@ -29,22 +37,46 @@ fn state_at(s: &Scene, k: usize) -> State<f64> {
 fn agree(label: &str, world: &World<f64>, x: &State<f64>, u: &DVec<f64>, rho: f64) {
     let opts = CheckOptions {
         samples: 1,
-        diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() },
+        diff: DiffOptions {
+            rho: Some(rho),
+            fd_eps: 1e-6,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let report = check(world, x, &Controls::Constant(u.clone()), 1, &opts).unwrap();
-    let worst = |k: &str| report.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
-    let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
+    let worst = |k: &str| {
+        report
+            .blocks
+            .iter()
+            .map(|b| b.max_rel_diff[k])
+            .fold(0.0, f64::max)
+    };
+    let (l, un, f) = (
+        worst("ift_vs_lift"),
+        worst("ift_vs_unrolled"),
+        worst("ift_vs_fd"),
+    );
     println!(
         "{label:<28} rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})",
         report.fd_skipped_columns
     );
-    assert!(report.blocks.iter().all(|b| b.norm.is_finite()), "{label}: non-finite Jacobian");
-    assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{label} at rho {rho:e}: {l:e} {un:e} {f:e}");
+    assert!(
+        report.blocks.iter().all(|b| b.norm.is_finite()),
+        "{label}: non-finite Jacobian"
+    );
+    assert!(
+        l <= 1e-9 && un <= 1e-7 && f <= 1e-5,
+        "{label} at rho {rho:e}: {l:e} {un:e} {f:e}"
+    );
     // Columns where central differences straddle a kink or a curvature
     // scale below ε are left out of the fd comparison; they must be rare.
     let columns = report.blocks.len(); // a lower bound on the number of input columns
-    assert!(report.fd_skipped_columns * 20 <= columns.max(20), "{label}: {} fd columns skipped", report.fd_skipped_columns);
+    assert!(
+        report.fd_skipped_columns * 20 <= columns.max(20),
+        "{label}: {} fd columns skipped",
+        report.fd_skipped_columns
+    );
     assert!(report.passed);
 }
 
@@ -64,19 +96,53 @@ fn first_contact_step(s: &Scene) -> usize {
 fn methods_agree_on_the_example_scenes() {
     let mut cases: Vec<(String, World<f64>, State<f64>, DVec<f64>)> = Vec::new();
     let ff = load("free_flight.toml");
-    cases.push(("free flight".into(), ff.world.clone(), state_at(&ff, 10), ff.controls.at(10).clone()));
+    cases.push((
+        "free flight".into(),
+        ff.world.clone(),
+        state_at(&ff, 10),
+        ff.controls.at(10).clone(),
+    ));
     let sd = load("sphere_drop.toml");
     let touch = first_contact_step(&sd);
-    for (name, k) in [("sphere drop, before impact", 1), ("sphere drop, first touch", touch), ("sphere drop, after impact", 15)] {
-        cases.push((name.into(), sd.world.clone(), state_at(&sd, k), sd.controls.at(k).clone()));
+    for (name, k) in [
+        ("sphere drop, before impact", 1),
+        ("sphere drop, first touch", touch),
+        ("sphere drop, after impact", 15),
+    ] {
+        cases.push((
+            name.into(),
+            sd.world.clone(),
+            state_at(&sd, k),
+            sd.controls.at(k).clone(),
+        ));
     }
     let bt = load("box_toss.toml");
-    cases.push(("box toss, in the air".into(), bt.world.clone(), state_at(&bt, 2), bt.controls.at(2).clone()));
-    cases.push(("box toss, at rest".into(), bt.world.clone(), state_at(&bt, 450), bt.controls.at(450).clone()));
+    cases.push((
+        "box toss, in the air".into(),
+        bt.world.clone(),
+        state_at(&bt, 2),
+        bt.controls.at(2).clone(),
+    ));
+    cases.push((
+        "box toss, at rest".into(),
+        bt.world.clone(),
+        state_at(&bt, 450),
+        bt.controls.at(450).clone(),
+    ));
     let sl = load("sliding_box.toml");
-    cases.push(("sliding box".into(), sl.world.clone(), state_at(&sl, 200), sl.controls.at(200).clone()));
+    cases.push((
+        "sliding box".into(),
+        sl.world.clone(),
+        state_at(&sl, 200),
+        sl.controls.at(200).clone(),
+    ));
     let bi = load("box_incline.toml");
-    cases.push(("incline, sliding".into(), bi.world.clone(), state_at(&bi, 50), bi.controls.at(50).clone()));
+    cases.push((
+        "incline, sliding".into(),
+        bi.world.clone(),
+        state_at(&bi, 50),
+        bi.controls.at(50).clone(),
+    ));
     let mut stick = bi.clone();
     for m in stick.world.materials.iter_mut() {
         m.friction = 1.0;
@@ -84,9 +150,19 @@ fn methods_agree_on_the_example_scenes() {
     for s in stick.world.statics.iter_mut() {
         s.material.friction = 1.0;
     }
-    cases.push(("incline, sticking".into(), stick.world.clone(), state_at(&stick, 50), stick.controls.at(50).clone()));
+    cases.push((
+        "incline, sticking".into(),
+        stick.world.clone(),
+        state_at(&stick, 50),
+        stick.controls.at(50).clone(),
+    ));
     let cp = load("capsule_pile.toml");
-    cases.push(("capsule pile".into(), cp.world.clone(), state_at(&cp, 150), cp.controls.at(150).clone()));
+    cases.push((
+        "capsule pile".into(),
+        cp.world.clone(),
+        state_at(&cp, 150),
+        cp.controls.at(150).clone(),
+    ));
     for (label, w, x, u) in &cases {
         for rho in [1e-2, 1e-4] {
             agree(label, w, x, u, rho);
@@ -104,12 +180,20 @@ fn small_rho_exact_methods_agree_fd_needs_a_small_step() {
     let nv = bt.world.model.nv;
     let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).collect();
     let rel = |a: &DMat<f64>, b: &DMat<f64>| (a - b).abs().max() / a.abs().max().max(1.0);
-    let o = |eps: f64| DiffOptions { rho: Some(1e-8), fd_eps: eps, ..Default::default() };
+    let o = |eps: f64| DiffOptions {
+        rho: Some(1e-8),
+        fd_eps: eps,
+        ..Default::default()
+    };
     let ift = step_jacobian(&bt.world, &x, &u, &params, Method::Ift, &o(1e-6)).unwrap();
     let lift = step_jacobian(&bt.world, &x, &u, &params, Method::Lift, &o(1e-6)).unwrap();
     let unr = step_jacobian(&bt.world, &x, &u, &params, Method::Unrolled, &o(1e-6)).unwrap();
     let fd_small = step_jacobian(&bt.world, &x, &u, &params, Method::Fd, &o(1e-9)).unwrap();
-    let (a, b, c) = (rel(&ift.jacobian, &lift.jacobian), rel(&ift.jacobian, &unr.jacobian), rel(&ift.jacobian, &fd_small.jacobian));
+    let (a, b, c) = (
+        rel(&ift.jacobian, &lift.jacobian),
+        rel(&ift.jacobian, &unr.jacobian),
+        rel(&ift.jacobian, &fd_small.jacobian),
+    );
     println!("rho 1e-8: lift {a:e}, unrolled {b:e}, fd(eps 1e-9) {c:e}");
     assert!(a <= 1e-9 && b <= 1e-7);
     assert!(c <= 1e-4, "{c:e}");
@@ -126,21 +210,41 @@ fn derivatives_are_finite_at_rest_zero_velocity_zero_rotation() {
         "box",
         1.0,
         Mat3::identity() * (1.0 / 24.0),
-        Some(Shape::Box { half_extents: Vec3::repeat(0.25) }),
-        Material { friction: 0.5, restitution: 0.0 },
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
+        Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     )
     .unwrap();
     w.statics.push(StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     });
     // exactly touching (gap 0 at q), zero velocity, identity rotation
     let x = State::at_rest(&w.model, &[[0.0, 0.0, 0.25]]);
     let u = w.zero_control();
-    let params: Vec<Param> = (0..6).map(Param::Q).chain((0..6).map(Param::V)).chain((0..6).map(Param::U))
-        .chain([Param::Mass(0), Param::Friction(0), Param::Shape(0, 2), Param::Dt]).collect();
+    let params: Vec<Param> = (0..6)
+        .map(Param::Q)
+        .chain((0..6).map(Param::V))
+        .chain((0..6).map(Param::U))
+        .chain([
+            Param::Mass(0),
+            Param::Friction(0),
+            Param::Shape(0, 2),
+            Param::Dt,
+        ])
+        .collect();
     for m in Method::ALL {
         let j = step_jacobian(&w, &x, &u, &params, m, &DiffOptions::default()).unwrap();
         assert!(j.jacobian.iter().all(|e| e.is_finite()), "{m:?}");
@@ -165,21 +269,30 @@ fn hessians_through_contact_agree() {
     let u = s.controls.at(0).clone();
     let params = [Param::U(0), Param::U(1), Param::Friction(0), Param::Mass(0)];
     fn cost<T: Scalar>(x: &State<T>) -> T {
-        x.q[0] * x.q[0] + x.q[1] * x.q[1] * T::from_re(2.0) + x.v[0] * x.v[0] + x.q[2] * T::from_re(3.0)
+        x.q[0] * x.q[0]
+            + x.q[1] * x.q[1] * T::from_re(2.0)
+            + x.v[0] * x.v[0]
+            + x.q[2] * T::from_re(3.0)
     }
     type D2 = Dual2SVec64<4>;
     let seeds: Vec<D2> = (0..4)
         .map(|j| {
             let mut g = nalgebra::SMatrix::<f64, 1, 4>::zeros();
             g[j] = 1.0;
-            D2::new(0.0, num_dual::Derivative::some(g), num_dual::Derivative::none())
+            D2::new(
+                0.0,
+                num_dual::Derivative::some(g),
+                num_dual::Derivative::none(),
+            )
         })
         .collect();
     let (wd, mut xd, ud) = seeded(&s.world, &x0, &u, &params, &seeds).unwrap();
     for _ in 0..steps {
         xd = lift_step(&wd, &xd, &ud, 2).unwrap();
     }
-    let h_lift = cost(&xd).v2.unwrap_generic(nalgebra::Const::<4>, nalgebra::Const::<4>);
+    let h_lift = cost(&xd)
+        .v2
+        .unwrap_generic(nalgebra::Const::<4>, nalgebra::Const::<4>);
     let mut h_unr = nalgebra::SMatrix::<f64, 4, 4>::zeros();
     for i in 0..4 {
         for j in i..4 {
@@ -208,7 +321,16 @@ fn hessians_through_contact_agree() {
         }
         ins.push(Input::Model(Param::Friction(0)));
         ins.push(Input::Model(Param::Mass(0)));
-        let rj = rollout_jacobian(&w1, &x1, &Controls::Constant(u1), steps, &ins, Method::Ift, &DiffOptions::default()).unwrap();
+        let rj = rollout_jacobian(
+            &w1,
+            &x1,
+            &Controls::Constant(u1),
+            steps,
+            &ins,
+            Method::Ift,
+            &DiffOptions::default(),
+        )
+        .unwrap();
         let nv = w1.model.nv;
         let xq = &rj.last.q;
         let xv = &rj.last.v;
@@ -242,7 +364,10 @@ fn hessians_through_contact_agree() {
     assert!(d_lu <= 1e-8, "{d_lu:e}");
     assert!(d_fd <= 1e-5, "{d_fd:e}");
     assert!(asym <= 1e-10, "{asym:e}");
-    assert!(h_unr[(2, 2)].abs() + h_unr[(0, 2)].abs() > 1e-6, "friction enters the Hessian");
+    assert!(
+        h_unr[(2, 2)].abs() + h_unr[(0, 2)].abs() > 1e-6,
+        "friction enters the Hessian"
+    );
 }
 
 /// Silico V-D: a block on the ground (h = 0.1, g = 1, μ = 1, m = 1) pushed
@@ -251,7 +376,10 @@ fn hessians_through_contact_agree() {
 #[test]
 fn relaxation_smooths_the_friction_gradient() {
     let curve = |rho: f64, forces: &[f64]| -> Vec<f64> {
-        forces.iter().map(|&f| dualsim::demo::push_gradient(f, rho).unwrap()).collect()
+        forces
+            .iter()
+            .map(|&f| dualsim::demo::push_gradient(f, rho).unwrap())
+            .collect()
     };
     let forces: Vec<f64> = (0..=40).map(|i| 0.5 + i as f64 * 0.025).collect();
     let hard = curve(1e-8, &forces);
@@ -269,11 +397,17 @@ fn relaxation_smooths_the_friction_gradient() {
             assert!(w[1] >= w[0] - 1e-9, "monotone at rho {rho}");
         }
         // smooth: no jump larger than a small fraction of the range
-        let max_jump = c.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0.0, f64::max);
+        let max_jump = c
+            .windows(2)
+            .map(|w| (w[1] - w[0]).abs())
+            .fold(0.0, f64::max);
         assert!(max_jump < 0.2 * 0.01, "rho {rho}: jump {max_jump}");
         assert!(c[0] >= -1e-9 && c[c.len() - 1] <= 0.01 + 1e-6);
     }
     // and the hard curve does jump
-    let max_jump = hard.windows(2).map(|w| (w[1] - w[0]).abs()).fold(0.0, f64::max);
+    let max_jump = hard
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(0.0, f64::max);
     assert!(max_jump > 0.5 * 0.01);
 }

@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use dualsim::contact::ipm::kernels::{local_exact_jacobian, local_frictionless_jacobian, local_pyramid_jacobian};
+use dualsim::contact::ipm::kernels::{
+    local_exact_jacobian, local_frictionless_jacobian, local_pyramid_jacobian,
+};
 use dualsim::contact::ipm::residual::{local_jacobian, local_residual, Law};
 use dualsim::contact::ipm::Ipm;
 use dualsim::contact::SolverKind;
@@ -19,7 +21,9 @@ use dualsim::scene;
 /// inertia, friction, restitution, shape sizes; gravity; dt.
 fn all_params(w: &World<f64>) -> Vec<Param> {
     let nv = w.model.nv;
-    let mut ps: Vec<Param> = (0..nv).flat_map(|i| [Param::Q(i), Param::V(i), Param::U(i)]).collect();
+    let mut ps: Vec<Param> = (0..nv)
+        .flat_map(|i| [Param::Q(i), Param::V(i), Param::U(i)])
+        .collect();
     for b in 0..w.model.bodies.len() {
         ps.extend([Param::Mass(b), Param::Friction(b), Param::Restitution(b)]);
         ps.extend((0..3).map(|k| Param::Inertia(b, k)));
@@ -64,11 +68,16 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
             continue;
         }
         if !matches!(w.solver, SolverKind::Ipm) {
-            println!("{name:<22} skipped: solver {:?} has no kernel partials", w.solver);
+            println!(
+                "{name:<22} skipped: solver {:?} has no kernel partials",
+                w.solver
+            );
             continue;
         }
         let params = all_params(w);
-        let b = Ipm { params: w.backends.ipm };
+        let b = Ipm {
+            params: w.backends.ipm,
+        };
         // The initial state and the states of up to 40 steps, the first
         // three with an active contact and the last one.
         let horizon = s.steps.min(40);
@@ -88,7 +97,10 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
             if n > 0 {
                 in_contact += 1;
                 let covered = b.kernel_partials(&p, &st, &y, &params).unwrap().is_some();
-                assert!(covered, "{name} step {k}: {n} contact candidates not covered by the kernels");
+                assert!(
+                    covered,
+                    "{name} step {k}: {n} contact candidates not covered by the kernels"
+                );
             }
             picked.push((k, n));
         }
@@ -96,12 +108,25 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
         for &(k, n) in &picked {
             let x = &traj.states[k];
             let u = s.controls.at(k.min(horizon.saturating_sub(1))).clone();
-            let o = |partials| DiffOptions { partials, ..Default::default() };
-            let jk = step_jacobian(w, x, &u, &params, Method::Ift, &o(Partials::Kernel)).unwrap().jacobian;
-            let jd = step_jacobian(w, x, &u, &params, Method::Ift, &o(Partials::Dual)).unwrap().jacobian;
-            assert!(jk.iter().all(|v| v.is_finite()), "{name} step {k}: non-finite");
+            let o = |partials| DiffOptions {
+                partials,
+                ..Default::default()
+            };
+            let jk = step_jacobian(w, x, &u, &params, Method::Ift, &o(Partials::Kernel))
+                .unwrap()
+                .jacobian;
+            let jd = step_jacobian(w, x, &u, &params, Method::Ift, &o(Partials::Dual))
+                .unwrap()
+                .jacobian;
+            assert!(
+                jk.iter().all(|v| v.is_finite()),
+                "{name} step {k}: non-finite"
+            );
             let r = rel(&jk, &jd);
-            assert!(r <= 1e-12, "{name} step {k} ({n} candidates): kernel vs dual {r:e}");
+            assert!(
+                r <= 1e-12,
+                "{name} step {k} ({n} candidates): kernel vs dual {r:e}"
+            );
             scene_worst = scene_worst.max(r);
             if n > 0 {
                 contact_states += 1;
@@ -117,7 +142,10 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
         worst = worst.max(scene_worst);
     }
     println!("worst over scenes: {worst:.1e} ({contact_states} states in contact)");
-    assert!(contact_states >= 5, "too few contact states compared: {contact_states}");
+    assert!(
+        contact_states >= 5,
+        "too few contact states compared: {contact_states}"
+    );
 }
 
 #[test]
@@ -137,27 +165,44 @@ fn law_kernels_match_local_residual_and_jacobian() {
             let (mu, kappa) = (rnd(), 1e-3 * rnd());
             let (v, j): (Vec<f64>, Vec<Vec<f64>>) = match law {
                 Law::Frictionless => {
-                    let (v, j) = local_frictionless_jacobian([x[0], x[1]], [y.x, y.y, y.z], mu, kappa);
+                    let (v, j) =
+                        local_frictionless_jacobian([x[0], x[1]], [y.x, y.y, y.z], mu, kappa);
                     (v.to_vec(), j.iter().map(|r| r.to_vec()).collect())
                 }
                 Law::Exact => {
-                    let (v, j) = local_exact_jacobian(core::array::from_fn(|k| x[k]), [y.x, y.y, y.z], mu, kappa);
+                    let (v, j) = local_exact_jacobian(
+                        core::array::from_fn(|k| x[k]),
+                        [y.x, y.y, y.z],
+                        mu,
+                        kappa,
+                    );
                     (v.to_vec(), j.iter().map(|r| r.to_vec()).collect())
                 }
                 Law::Pyramid => {
-                    let (v, j) = local_pyramid_jacobian(core::array::from_fn(|k| x[k]), [y.x, y.y, y.z], mu, kappa);
+                    let (v, j) = local_pyramid_jacobian(
+                        core::array::from_fn(|k| x[k]),
+                        [y.x, y.y, y.z],
+                        mu,
+                        kappa,
+                    );
                     (v.to_vec(), j.iter().map(|r| r.to_vec()).collect())
                 }
             };
             let r = local_residual(law, &x, &y, mu, kappa, None, false);
             let (a, c) = local_jacobian(law, &x, mu, false);
             for i in 0..n {
-                assert!((v[i] - r[i]).abs() <= 1e-15 * r[i].abs().max(1.0), "{law:?} row {i}");
+                assert!(
+                    (v[i] - r[i]).abs() <= 1e-15 * r[i].abs().max(1.0),
+                    "{law:?} row {i}"
+                );
                 for k in 0..n {
                     assert!((j[i][k] - a[(i, k)]).abs() <= 1e-15, "{law:?} A[{i}][{k}]");
                 }
                 for d in 0..3 {
-                    assert!((j[i][n + d] - c[(i, d)]).abs() <= 1e-15, "{law:?} C[{i}][{d}]");
+                    assert!(
+                        (j[i][n + d] - c[(i, d)]).abs() <= 1e-15,
+                        "{law:?} C[{i}][{d}]"
+                    );
                 }
                 // ∂r/∂μ: only the friction-cone equality row (−γ).
                 let dmu = match (law, i) {

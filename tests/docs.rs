@@ -85,7 +85,9 @@ fn heading_needle(table: &str) -> String {
         "sim" | "solver_params" | "objective" => format!("`[{table}]`"),
         // A backend's own `[solver_params]` keys: the section headed
         // "… tuning (`name`, …)" that names the backend.
-        t if t.starts_with("solver_params.") => format!("backend:`{}`", &t["solver_params.".len()..]),
+        t if t.starts_with("solver_params.") => {
+            format!("backend:`{}`", &t["solver_params.".len()..])
+        }
         "body" | "static" | "robot" | "control" => format!("`[[{table}]]`"),
         "part" => "`type = \"bundle\"`".to_string(),
         t if t.starts_with("shape.") => format!("`type = \"{}\"`", &t["shape.".len()..]),
@@ -478,7 +480,10 @@ fn every_key_of_every_json_output_is_documented() {
     let failed: Result<dualsim::sim::Trajectory<f64>, _> = Err(dualsim::sim::RolloutError {
         step: 0,
         error: dualsim::sim::SimError::NonFinite { what: "state" },
-        completed: dualsim::sim::Trajectory { states: vec![s.initial.clone()], stats: Vec::new() },
+        completed: dualsim::sim::Trajectory {
+            states: vec![s.initial.clone()],
+            stats: Vec::new(),
+        },
     });
     let report = dualsim::viz::run_report(&s, &failed, 0.0);
     outputs.push(("a failed run", serde_json::to_value(&report).unwrap()));

@@ -3,8 +3,12 @@
 //! laws, URDF errors.
 
 use dualsim::dynamics::{
-    aba::aba, aba_derivatives::aba_derivatives, configuration, crba, crba::crba,
-    rnea::{nonlinear_effects, rnea}, rnea_derivatives::rnea_derivatives,
+    aba::aba,
+    aba_derivatives::aba_derivatives,
+    configuration, crba,
+    crba::crba,
+    rnea::{nonlinear_effects, rnea},
+    rnea_derivatives::rnea_derivatives,
     urdf::{self, BaseJoint, UrdfError},
     Joint, Model,
 };
@@ -13,11 +17,15 @@ use nalgebra::{Const, U1};
 use num_dual::{DualSVec64, HyperDual64};
 
 fn data_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn arm7() -> Model<f64> {
-    urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed).unwrap().model
+    urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed)
+        .unwrap()
+        .model
 }
 
 /// max |a − b| / max(1e-300, max |b|).
@@ -66,7 +74,9 @@ fn arm7_matches_pinocchio() {
             .unwrap();
     let order: Vec<String> = serde_json::from_value(json["joint_order"].clone()).unwrap();
     assert_eq!(
-        urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed).unwrap().joint_order,
+        urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed)
+            .unwrap()
+            .joint_order,
         order
     );
     let g: Vec<f64> = serde_json::from_value(json["gravity"].clone()).unwrap();
@@ -79,7 +89,10 @@ fn arm7_matches_pinocchio() {
         let tau = dv(&vecj(&s["tau"]));
         let errs = [
             rel_err(crba(&model, &mut data, &q), &mat(&s["M"])),
-            rel_err(&col(nonlinear_effects(&model, &mut data, &q, &v)), &vecj(&s["bias"])),
+            rel_err(
+                &col(nonlinear_effects(&model, &mut data, &q, &v)),
+                &vecj(&s["bias"]),
+            ),
             rel_err(&col(aba(&model, &mut data, &q, &v, &tau)), &vecj(&s["aba"])),
             {
                 aba_derivatives(&model, &mut data, &q, &v, &tau);
@@ -123,17 +136,64 @@ fn branchy() -> Model<f64> {
             Vec3::new(rng.next(), rng.next(), rng.next()) * 0.5,
         )
     };
-    let base = m.add_body("base", None, Joint::Free, pl(&mut rng), inertia(3.0, &mut rng)).unwrap();
-    let sh = m.add_body("shoulder", Some(base), Joint::Spherical, pl(&mut rng), inertia(2.0, &mut rng)).unwrap();
+    let base = m
+        .add_body(
+            "base",
+            None,
+            Joint::Free,
+            pl(&mut rng),
+            inertia(3.0, &mut rng),
+        )
+        .unwrap();
+    let sh = m
+        .add_body(
+            "shoulder",
+            Some(base),
+            Joint::Spherical,
+            pl(&mut rng),
+            inertia(2.0, &mut rng),
+        )
+        .unwrap();
     let el = m
-        .add_body("elbow", Some(sh), Joint::Revolute { axis: [0.3, -0.5, 0.8] }, pl(&mut rng), inertia(1.5, &mut rng))
+        .add_body(
+            "elbow",
+            Some(sh),
+            Joint::Revolute {
+                axis: [0.3, -0.5, 0.8],
+            },
+            pl(&mut rng),
+            inertia(1.5, &mut rng),
+        )
         .unwrap();
     let sl = m
-        .add_body("slider", Some(el), Joint::Prismatic { axis: [1.0, 0.2, -0.1] }, pl(&mut rng), inertia(1.0, &mut rng))
+        .add_body(
+            "slider",
+            Some(el),
+            Joint::Prismatic {
+                axis: [1.0, 0.2, -0.1],
+            },
+            pl(&mut rng),
+            inertia(1.0, &mut rng),
+        )
         .unwrap();
-    m.add_body("tool", Some(sl), Joint::Fixed, pl(&mut rng), inertia(0.5, &mut rng)).unwrap();
-    m.add_body("leg", Some(base), Joint::Revolute { axis: [0.0, 1.0, 0.0] }, pl(&mut rng), inertia(1.2, &mut rng))
-        .unwrap();
+    m.add_body(
+        "tool",
+        Some(sl),
+        Joint::Fixed,
+        pl(&mut rng),
+        inertia(0.5, &mut rng),
+    )
+    .unwrap();
+    m.add_body(
+        "leg",
+        Some(base),
+        Joint::Revolute {
+            axis: [0.0, 1.0, 0.0],
+        },
+        pl(&mut rng),
+        inertia(1.2, &mut rng),
+    )
+    .unwrap();
     m
 }
 
@@ -168,9 +228,8 @@ fn dual<const N: usize>(m: &Model<f64>, q: &DVec<f64>, v: &DVec<f64>, u: &DVec<f
     let vs = DVec::from_fn(N, |k, _| D::<N>::from_re(v[k]).derivative(k));
     let us = DVec::from_fn(N, |k, _| D::<N>::from_re(u[k]).derivative(k));
     let qd = configuration::integrate(&md, &c(q), &seeds, D::<N>::from_re(1.0)).unwrap();
-    let jac = |x: &DVec<D<N>>| {
-        DMat::from_fn(N, N, |i, j| x[i].eps.unwrap_generic(Const::<N>, U1)[j])
-    };
+    let jac =
+        |x: &DVec<D<N>>| DMat::from_fn(N, N, |i, j| x[i].eps.unwrap_generic(Const::<N>, U1)[j]);
     let mut d = md.data();
     let dtau_dq = jac(rnea(&md, &mut d, &qd, &c(v), &c(u)));
     let dtau_dv = jac(rnea(&md, &mut d, &c(q), &vs, &c(u)));
@@ -222,7 +281,9 @@ fn compare_methods<const N: usize>(m: &Model<f64>, seeds: std::ops::Range<u64>) 
 #[test]
 fn arm7_derivatives_match_dual_numbers_and_finite_differences() {
     let (e_dual, e_fd) = compare_methods::<7>(&arm7(), 1..21);
-    println!("arm7: analytical vs DualSVec64 {e_dual:.2e}, vs central FD (h = {FD_STEP:e}) {e_fd:.2e}");
+    println!(
+        "arm7: analytical vs DualSVec64 {e_dual:.2e}, vs central FD (h = {FD_STEP:e}) {e_fd:.2e}"
+    );
     assert!(e_dual < 1e-9 && e_fd < 1e-6, "{e_dual:e} {e_fd:e}");
 }
 
@@ -265,7 +326,8 @@ fn crba_rnea_aba_are_consistent_on_a_floating_tree() {
 #[test]
 fn single_free_body_matches_free_body_dynamics() {
     let mut m = Model::<f64>::new();
-    m.add_free_body("b", 2.0, Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.3))).unwrap();
+    m.add_free_body("b", 2.0, Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.3)))
+        .unwrap();
     let (q, v, _) = random_state(&m, 9);
     let mut d = m.data();
     let mm = crba(&m, &mut d, &q).clone();
@@ -295,8 +357,7 @@ fn aba_second_derivatives_by_hyperdual_match_fd_of_analytical_first_derivatives(
             let plus = [d.ddq_dq.clone(), d.ddq_dv.clone()];
             aba_derivatives(&m, &mut d, &(&q - &e), &v, &tau);
             let minus = [d.ddq_dq.clone(), d.ddq_dv.clone()];
-            let fd: Vec<DMat<f64>> =
-                (0..2).map(|k| (&plus[k] - &minus[k]) / (2.0 * h)).collect();
+            let fd: Vec<DMat<f64>> = (0..2).map(|k| (&plus[k] - &minus[k]) / (2.0 * h)).collect();
             for i in 0..m.nv {
                 // ∂²q̈/∂q_i∂q_j and ∂²q̈/∂v_i∂q_j
                 let mut qh = c(&q);
@@ -319,7 +380,13 @@ fn aba_second_derivatives_by_hyperdual_match_fd_of_analytical_first_derivatives(
 
 /// One classical RK4 step of `(q̇, v̇) = (q̇(q, v), ABA(q, v, 0))` on the
 /// embedded coordinates, quaternions renormalized after the step.
-fn rk4_step(m: &Model<f64>, d: &mut dualsim::dynamics::Data<f64>, q: &DVec<f64>, v: &DVec<f64>, h: f64) -> (DVec<f64>, DVec<f64>) {
+fn rk4_step(
+    m: &Model<f64>,
+    d: &mut dualsim::dynamics::Data<f64>,
+    q: &DVec<f64>,
+    v: &DVec<f64>,
+    h: f64,
+) -> (DVec<f64>, DVec<f64>) {
     let tau = DVec::zeros(m.nv);
     let mut f = |q: &DVec<f64>, v: &DVec<f64>| {
         (configuration::qdot(m, q, v), aba(m, d, q, v, &tau).clone())
@@ -342,15 +409,22 @@ fn double_pendulum_conserves_energy_with_rk4() {
         com: Vec3::new(0.0, 0.0, -l / 2.0),
         inertia: Mat3::from_diagonal(&Vec3::new(l * l / 12.0, l * l / 12.0, 1e-3)),
     };
-    let y = Joint::Revolute { axis: [0.0, 1.0, 0.0] };
-    let a = m.add_body("upper", None, y, Pose::identity(), link(1.0)).unwrap();
+    let y = Joint::Revolute {
+        axis: [0.0, 1.0, 0.0],
+    };
+    let a = m
+        .add_body("upper", None, y, Pose::identity(), link(1.0))
+        .unwrap();
     let below = Pose::new(so3::identity(), Vec3::new(0.0, 0.0, -1.0));
     m.add_body("lower", Some(a), y, below, link(0.8)).unwrap();
     let mut d = m.data();
     let energy = |d: &mut dualsim::dynamics::Data<f64>, q: &DVec<f64>, v: &DVec<f64>| {
         crba::kinetic_energy(&m, d, q, v) + crba::potential_energy(&m, d, q)
     };
-    let (mut q, mut v) = (DVec::from_vec(vec![1.2, -0.7]), DVec::from_vec(vec![0.5, 2.0]));
+    let (mut q, mut v) = (
+        DVec::from_vec(vec![1.2, -0.7]),
+        DVec::from_vec(vec![0.5, 2.0]),
+    );
     let e0 = energy(&mut d, &q, &v);
     // Energy scale: |E| plus the kinetic energy swing (E may be near zero).
     let scale = e0.abs() + crba::kinetic_energy(&m, &mut d, &q, &v);
@@ -373,14 +447,41 @@ fn free_floating_chain_conserves_momentum_with_rk4() {
         com: Vec3::from(c),
         inertia: Mat3::from_diagonal(&Vec3::new(0.02, 0.03, 0.04)),
     };
-    let base = m.add_body("base", None, Joint::Free, Pose::identity(), link(2.0, [0.05, 0.0, 0.0])).unwrap();
-    let pl = Pose::new(so3::exp(&Vec3::new(0.0, 0.3, 0.0)), Vec3::new(0.3, 0.0, 0.0));
+    let base = m
+        .add_body(
+            "base",
+            None,
+            Joint::Free,
+            Pose::identity(),
+            link(2.0, [0.05, 0.0, 0.0]),
+        )
+        .unwrap();
+    let pl = Pose::new(
+        so3::exp(&Vec3::new(0.0, 0.3, 0.0)),
+        Vec3::new(0.3, 0.0, 0.0),
+    );
     let a = m
-        .add_body("a", Some(base), Joint::Revolute { axis: [0.0, 0.0, 1.0] }, pl, link(1.0, [0.2, 0.0, 0.0]))
+        .add_body(
+            "a",
+            Some(base),
+            Joint::Revolute {
+                axis: [0.0, 0.0, 1.0],
+            },
+            pl,
+            link(1.0, [0.2, 0.0, 0.0]),
+        )
         .unwrap();
     let pl = Pose::new(so3::identity(), Vec3::new(0.4, 0.0, 0.0));
-    m.add_body("b", Some(a), Joint::Revolute { axis: [0.0, 1.0, 0.0] }, pl, link(0.7, [0.15, 0.05, 0.0]))
-        .unwrap();
+    m.add_body(
+        "b",
+        Some(a),
+        Joint::Revolute {
+            axis: [0.0, 1.0, 0.0],
+        },
+        pl,
+        link(0.7, [0.15, 0.05, 0.0]),
+    )
+    .unwrap();
     let mut d = m.data();
     let (mut q, mut v, _) = random_state(&m, 11);
     let h0 = crba::spatial_momentum(&m, &mut d, &q, &v);
@@ -407,7 +508,10 @@ fn urdf_mesh_collision_is_a_typed_error() {
         <mesh filename="package://b.stl"/></geometry></collision></link>{URDF_TAIL}"#
     );
     let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
-    assert!(matches!(&e, UrdfError::UnsupportedMesh { link } if link == "b"), "{e}");
+    assert!(
+        matches!(&e, UrdfError::UnsupportedMesh { link } if link == "b"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -427,7 +531,10 @@ fn urdf_negative_mass_is_a_typed_error() {
         <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>{URDF_TAIL}"#
     );
     let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
-    assert!(matches!(&e, UrdfError::NegativeMass { link, mass } if link == "b" && *mass == -1.0), "{e}");
+    assert!(
+        matches!(&e, UrdfError::NegativeMass { link, mass } if link == "b" && *mass == -1.0),
+        "{e}"
+    );
 }
 
 #[test]
@@ -435,13 +542,17 @@ fn urdf_arm7_structure_shapes_and_floating_base() {
     let r = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed).unwrap();
     assert_eq!((r.model.nq, r.model.nv), (7, 7));
     assert_eq!(r.model.bodies[0].joint, Joint::Fixed);
-    assert!(r.collisions.iter().all(|c| matches!(c.shape, dualsim::geometry::Shape::Cylinder { .. })));
+    assert!(r
+        .collisions
+        .iter()
+        .all(|c| matches!(c.shape, dualsim::geometry::Shape::Cylinder { .. })));
     assert_eq!(r.model.bodies[1].limits.upper, 3.0);
     let f = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Floating).unwrap();
     assert_eq!((f.model.nq, f.model.nv), (14, 13));
     // A robot next to a free body in one model.
     let mut m = Model::<f64>::new();
-    m.add_free_body("ball", 1.0, Mat3::identity() * 0.1).unwrap();
+    m.add_free_body("ball", 1.0, Mat3::identity() * 0.1)
+        .unwrap();
     let first = m.append(&r.model, None, &Pose::identity()).unwrap();
     assert_eq!((first, m.nq, m.nv), (1, 14, 13));
     assert_eq!(m.bodies[first + 1].parent, Some(first));
@@ -467,8 +578,14 @@ fn urdf_planar_joint_and_disconnected_links_are_typed_errors() {
         Err(UrdfError::UnsupportedJoint { joint, .. }) if joint == "p"
     ));
     let two_roots = r#"<robot name="r"><link name="a"/><link name="b"/></robot>"#;
-    assert!(matches!(urdf::from_str(two_roots, BaseJoint::Fixed), Err(UrdfError::NotATree(_))));
-    assert!(matches!(urdf::from_str("<robot", BaseJoint::Fixed), Err(UrdfError::Parse(_))));
+    assert!(matches!(
+        urdf::from_str(two_roots, BaseJoint::Fixed),
+        Err(UrdfError::NotATree(_))
+    ));
+    assert!(matches!(
+        urdf::from_str("<robot", BaseJoint::Fixed),
+        Err(UrdfError::Parse(_))
+    ));
 }
 
 #[test]
@@ -495,12 +612,19 @@ fn urdf_inertial_rpy_rotates_the_inertia_and_depth_first_order_follows_the_file(
     let b = &r.model.bodies[1];
     assert!((b.inertia.inertia - Mat3::from_diagonal(&Vec3::new(2.0, 1.0, 3.0))).amax() < 1e-12);
     assert_eq!(b.inertia.com, Vec3::new(0.0, 0.0, 0.1));
-    assert_eq!(r.model.bodies[3].joint, Joint::Prismatic { axis: [1.0, 0.0, 0.0] });
+    assert_eq!(
+        r.model.bodies[3].joint,
+        Joint::Prismatic {
+            axis: [1.0, 0.0, 0.0]
+        }
+    );
     assert_eq!(r.model.bodies[3].limits.lower, -0.5);
     assert_eq!(r.collisions.len(), 2);
     assert_eq!(
         r.collisions[0].shape,
-        dualsim::geometry::Shape::Box { half_extents: Vec3::new(0.1, 0.2, 0.3) }
+        dualsim::geometry::Shape::Box {
+            half_extents: Vec3::new(0.1, 0.2, 0.3)
+        }
     );
     assert_eq!(r.collisions[1].body, 2);
 }

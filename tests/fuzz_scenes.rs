@@ -71,16 +71,70 @@ impl Rng {
 }
 
 const EXTREMES: &[&str] = &[
-    "0", "-0.0", "1e300", "-1e300", "1e-300", "nan", "-nan", "inf", "-inf", "1e10", "-1e10", "-1", "2", "0.5",
-    "1e-12", "9223372036854775807", "-9223372036854775808", "18446744073709551616", "1e6", "3.0e-7", "0x7f",
-    "1_000", "1.0e308", "4.9e-324", "[]", "\"x\"", "true",
+    "0",
+    "-0.0",
+    "1e300",
+    "-1e300",
+    "1e-300",
+    "nan",
+    "-nan",
+    "inf",
+    "-inf",
+    "1e10",
+    "-1e10",
+    "-1",
+    "2",
+    "0.5",
+    "1e-12",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "1e6",
+    "3.0e-7",
+    "0x7f",
+    "1_000",
+    "1.0e308",
+    "4.9e-324",
+    "[]",
+    "\"x\"",
+    "true",
 ];
 
 const STRINGS: &[&str] = &[
-    "ipm", "single_level", "bilevel", "lcp", "soft", "exact", "pyramid", "average", "min", "max", "multiply",
-    "sphere", "box", "capsule", "cylinder", "cone", "ellipsoid", "polytope", "padded_polygon", "plane", "bundle",
-    "points", "union", "minkowski", "fixed", "floating", "ball", "box", "ground", "", "quadruped.urdf",
-    "arm7.urdf", "double_pendulum.urdf", "missing.urdf",
+    "ipm",
+    "single_level",
+    "bilevel",
+    "lcp",
+    "soft",
+    "exact",
+    "pyramid",
+    "average",
+    "min",
+    "max",
+    "multiply",
+    "sphere",
+    "box",
+    "capsule",
+    "cylinder",
+    "cone",
+    "ellipsoid",
+    "polytope",
+    "padded_polygon",
+    "plane",
+    "bundle",
+    "points",
+    "union",
+    "minkowski",
+    "fixed",
+    "floating",
+    "ball",
+    "box",
+    "ground",
+    "",
+    "quadruped.urdf",
+    "arm7.urdf",
+    "double_pendulum.urdf",
+    "missing.urdf",
 ];
 
 const LINES: &[&str] = &[
@@ -131,7 +185,8 @@ fn number_tokens_in(s: &str, toml: bool) -> Vec<(usize, usize)> {
             in_comment = true;
         } else if toml && c == b'"' {
             in_str = true;
-        } else if (c.is_ascii_digit() || ((c == b'-' || c == b'+') && b.get(i + 1).is_some_and(|d| d.is_ascii_digit())))
+        } else if (c.is_ascii_digit()
+            || ((c == b'-' || c == b'+') && b.get(i + 1).is_some_and(|d| d.is_ascii_digit())))
             && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
         {
             let start = i;
@@ -187,7 +242,8 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
                     continue;
                 }
                 let (a, b) = *rng.pick(&t);
-                let x = (rng.below(2001) as f64 / 1000.0 - 1.0) * 10f64.powi(rng.below(6) as i32 - 3);
+                let x =
+                    (rng.below(2001) as f64 / 1000.0 - 1.0) * 10f64.powi(rng.below(6) as i32 - 3);
                 format!("{}{x:?}{}", &s[..a], &s[b..])
             }
             3 => {
@@ -200,7 +256,13 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
             }
             4 if !lines.is_empty() => {
                 let k = rng.below(lines.len());
-                lines.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, l)| *l).collect::<Vec<_>>().join("\n")
+                lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != k)
+                    .map(|(_, l)| *l)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             }
             5 if !lines.is_empty() => {
                 let k = rng.below(lines.len());
@@ -259,7 +321,11 @@ fn run_case(src: &str, file: &str, check_it: bool) -> Outcome {
     out.loaded = true;
     names(&s.world, src.len() as u64);
     let t = Instant::now();
-    s.steps = s.steps.min(if s.world.model.bodies.len() > MANY_BODIES { 1 } else { STEPS });
+    s.steps = s.steps.min(if s.world.model.bodies.len() > MANY_BODIES {
+        1
+    } else {
+        STEPS
+    });
     let result = rollout(&s.world, &s.initial, &s.controls, s.steps);
     let report = dualsim::viz::run_report(&s, &result, 0.0);
     out.simulated = result.is_ok();
@@ -272,16 +338,30 @@ fn run_case(src: &str, file: &str, check_it: bool) -> Outcome {
     if !(r.max_penetration.is_finite() && r.mean_iterations.is_finite()) {
         out.nan = Some(format!("non-finite run report stats {r:?}"));
     }
-    if report.r#final.bodies.iter().any(|b| b.position.iter().chain(&b.velocity).any(|x| !x.is_finite())) {
+    if report
+        .r#final
+        .bodies
+        .iter()
+        .any(|b| b.position.iter().chain(&b.velocity).any(|x| !x.is_finite()))
+    {
         out.nan = Some("non-finite final state in the run report".into());
     }
     out.times[1] = t.elapsed().as_secs_f64();
     let t = Instant::now();
     if check_it && s.world.model.bodies.len() <= CHECK_BODIES {
-        let opts = CheckOptions { samples: 1, max_bodies: 1, ..Default::default() };
-        if let Ok(rep) = dualsim::diff::check(&s.world, &s.initial, &s.controls, s.steps.min(1), &opts) {
+        let opts = CheckOptions {
+            samples: 1,
+            max_bodies: 1,
+            ..Default::default()
+        };
+        if let Ok(rep) =
+            dualsim::diff::check(&s.world, &s.initial, &s.controls, s.steps.min(1), &opts)
+        {
             out.checked = true;
-            let finite = rep.blocks.iter().all(|b| b.norm.is_finite() && b.max_abs_diff.values().all(|x| x.is_finite()));
+            let finite = rep
+                .blocks
+                .iter()
+                .all(|b| b.norm.is_finite() && b.max_abs_diff.values().all(|x| x.is_finite()));
             if rep.passed && !finite {
                 out.nan = Some("a passed check with non-finite differences".into());
             }
@@ -299,10 +379,32 @@ fn names(world: &dualsim::sim::World<f64>, seed: u64) {
     let mut all: Vec<String> = world.model.bodies.iter().map(|b| b.name.clone()).collect();
     all.extend(world.robots.iter().map(|r| r.name.clone()));
     all.extend(world.statics.iter().map(|s| s.name.clone()));
-    all.extend(["sim".to_string(), String::new(), "x".to_string(), ".".to_string()]);
+    all.extend([
+        "sim".to_string(),
+        String::new(),
+        "x".to_string(),
+        ".".to_string(),
+    ]);
     let fields = [
-        "position", "orientation", "velocity", "angular_velocity", "mass", "friction", "restitution", "inertia",
-        "control", "shape.radius", "shape.half_extents", "shape.", "q", "v", "gravity", "dt", "", "posit", "é",
+        "position",
+        "orientation",
+        "velocity",
+        "angular_velocity",
+        "mass",
+        "friction",
+        "restitution",
+        "inertia",
+        "control",
+        "shape.radius",
+        "shape.half_extents",
+        "shape.",
+        "q",
+        "v",
+        "gravity",
+        "dt",
+        "",
+        "posit",
+        "é",
     ];
     for _ in 0..8 {
         let mut item = format!("{}.{}", rng.pick(&all), rng.pick(&fields));
@@ -313,7 +415,11 @@ fn names(world: &dualsim::sim::World<f64>, seed: u64) {
             }
             item.remove(k);
         }
-        let list = if rng.below(2) == 0 { item.clone() } else { format!("{item}, ,{item},") };
+        let list = if rng.below(2) == 0 {
+            item.clone()
+        } else {
+            format!("{item}, ,{item},")
+        };
         let _ = parse_outputs(world, &list);
         let _ = parse_inputs(world, &list, rng.below(4));
     }
@@ -330,7 +436,10 @@ fn install_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            let loc = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+            let loc = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             let msg = info
                 .payload()
                 .downcast_ref::<&str>()
@@ -345,7 +454,11 @@ fn install_hook() {
 /// Runs `f`, catching a panic as `Err((location, message))`.
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, (String, String)> {
     install_hook();
-    catch_unwind(AssertUnwindSafe(f)).map_err(|_| LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_default())
+    catch_unwind(AssertUnwindSafe(f)).map_err(|_| {
+        LAST_PANIC
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_default()
+    })
 }
 
 fn save_reproducer(name: &str, src: &str) -> PathBuf {
@@ -358,19 +471,29 @@ fn save_reproducer(name: &str, src: &str) -> PathBuf {
 
 #[test]
 fn mutated_example_scenes_never_panic_hang_or_give_nan() {
-    let cases: usize = std::env::var("DUALSIM_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    let seed: u64 = std::env::var("DUALSIM_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let cases: usize = std::env::var("DUALSIM_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let seed: u64 = std::env::var("DUALSIM_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
     let mut scenes: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
         .collect();
     scenes.sort();
     assert!(scenes.len() >= 10, "the example scenes");
-
 
     let dump = std::env::var("DUALSIM_FUZZ_DUMP").ok().map(PathBuf::from);
     if let Some(d) = &dump {
@@ -400,7 +523,10 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
             Ok(r) => r,
             Err(_) => {
                 let p = save_reproducer(&format!("hang-{case}.toml"), &src);
-                panic!("case {case} (from {file}) did not finish in {DEADLINE:?}: reproducer {}", p.display());
+                panic!(
+                    "case {case} (from {file}) did not finish in {DEADLINE:?}: reproducer {}",
+                    p.display()
+                );
             }
         };
         let elapsed = started.elapsed();
@@ -412,16 +538,25 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
                 checked += o.checked as usize;
                 if let Some(nan) = o.nan {
                     let p = save_reproducer(&format!("nan-{case}.toml"), &src);
-                    failures.push(format!("case {case} (from {file}): {nan}; reproducer {}", p.display()));
+                    failures.push(format!(
+                        "case {case} (from {file}): {nan}; reproducer {}",
+                        p.display()
+                    ));
                 }
             }
             Err((loc, msg)) => {
-                if let Some((_, _, todo)) = KNOWN_PANICS.iter().find(|(f, m, _)| loc.contains(f) && msg.contains(m)) {
+                if let Some((_, _, todo)) = KNOWN_PANICS
+                    .iter()
+                    .find(|(f, m, _)| loc.contains(f) && msg.contains(m))
+                {
                     known += 1;
                     eprintln!("case {case}: known panic at {loc} ({msg}): {todo}");
                 } else {
                     let p = save_reproducer(&format!("panic-{case}.toml"), &src);
-                    failures.push(format!("case {case} (from {file}): panic at {loc}: {msg}; reproducer {}", p.display()));
+                    failures.push(format!(
+                        "case {case} (from {file}): panic at {loc}: {msg}; reproducer {}",
+                        p.display()
+                    ));
                 }
             }
         }
@@ -439,16 +574,25 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
         times[2],
         failures.len()
     );
-    assert!(loaded > cases / 20, "the mutations leave too few loadable scenes ({loaded})");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        loaded > cases / 20,
+        "the mutations leave too few loadable scenes ({loaded})"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Mutations of a URDF file: numbers (inside attributes) replaced by
 /// extremes or moderate values, lines dropped, duplicated or swapped,
 /// bytes flipped, truncation.
 fn mutate_urdf(src: &str, rng: &mut Rng) -> String {
-    const XML_EXTREMES: &[&str] =
-        &["0", "-0", "1e300", "-1e300", "1e-300", "nan", "inf", "-inf", "-1", "", "1 2", "0 0 0", "x"];
+    const XML_EXTREMES: &[&str] = &[
+        "0", "-0", "1e300", "-1e300", "1e-300", "nan", "inf", "-inf", "-1", "", "1 2", "0 0 0", "x",
+    ];
     let mut s = src.to_string();
     for _ in 0..1 + rng.below(3) {
         let lines: Vec<&str> = s.lines().collect();
@@ -459,13 +603,26 @@ fn mutate_urdf(src: &str, rng: &mut Rng) -> String {
                     continue;
                 }
                 let (a, b) = *rng.pick(&t);
-                let moderate = format!("{:?}", (rng.below(2001) as f64 / 1000.0 - 1.0) * 10f64.powi(rng.below(5) as i32 - 2));
-                let v = if rng.below(2) == 0 { moderate.as_str() } else { *rng.pick(XML_EXTREMES) };
+                let moderate = format!(
+                    "{:?}",
+                    (rng.below(2001) as f64 / 1000.0 - 1.0) * 10f64.powi(rng.below(5) as i32 - 2)
+                );
+                let v = if rng.below(2) == 0 {
+                    moderate.as_str()
+                } else {
+                    *rng.pick(XML_EXTREMES)
+                };
                 format!("{}{v}{}", &s[..a], &s[b..])
             }
             4 if !lines.is_empty() => {
                 let k = rng.below(lines.len());
-                lines.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, l)| *l).collect::<Vec<_>>().join("\n")
+                lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != k)
+                    .map(|(_, l)| *l)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             }
             5 if !lines.is_empty() => {
                 let k = rng.below(lines.len());
@@ -499,7 +656,10 @@ fn mutated_urdf_files_never_panic() {
     use dualsim::dynamics::urdf::{from_str, BaseJoint};
     use dualsim::math::{DVec, Pose};
     use dualsim::sim::{step, State, World};
-    let cases: usize = std::env::var("DUALSIM_FUZZ_URDF_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
+    let cases: usize = std::env::var("DUALSIM_FUZZ_URDF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
     let robots: Vec<String> = ["arm7.urdf", "double_pendulum.urdf", "quadruped.urdf"]
         .iter()
@@ -512,18 +672,31 @@ fn mutated_urdf_files_never_panic() {
     for case in 0..cases {
         let k = rng.below(robots.len());
         let src = mutate_urdf(&robots[k], &mut rng);
-        let base = if rng.below(2) == 0 { BaseJoint::Fixed } else { BaseJoint::Floating };
+        let base = if rng.below(2) == 0 {
+            BaseJoint::Fixed
+        } else {
+            BaseJoint::Floating
+        };
         let r = guarded(|| {
-            let Ok(robot) = from_str(&src, base) else { return (false, false, None) };
+            let Ok(robot) = from_str(&src, base) else {
+                return (false, false, None);
+            };
             let mut w = World::<f64>::new(0.005);
-            let Ok(ri) = w.add_robot_with_collisions("r", &robot, &Pose::identity()) else { return (true, false, None) };
+            let Ok(ri) = w.add_robot_with_collisions("r", &robot, &Pose::identity()) else {
+                return (true, false, None);
+            };
             w.robots[ri].ignore_joint_limits = true;
-            let x = State { q: w.model.neutral(), v: DVec::zeros(w.model.nv) };
+            let x = State {
+                q: w.model.neutral(),
+                v: DVec::zeros(w.model.nv),
+            };
             if w.validate(&x).is_err() {
                 return (true, false, None);
             }
             match step(&w, &x, &w.zero_control()) {
-                Ok(o) if !o.state.is_finite() => (true, true, Some("non-finite state from a successful step")),
+                Ok(o) if !o.state.is_finite() => {
+                    (true, true, Some("non-finite state from a successful step"))
+                }
                 Ok(_) => (true, true, None),
                 Err(_) => (true, false, None),
             }
@@ -539,7 +712,10 @@ fn mutated_urdf_files_never_panic() {
             }
             Err((loc, msg)) => {
                 let p = save_reproducer(&format!("urdf-panic-{case}.urdf"), &src);
-                failures.push(format!("case {case}: panic at {loc}: {msg}; reproducer {}", p.display()));
+                failures.push(format!(
+                    "case {case}: panic at {loc}: {msg}; reproducer {}",
+                    p.display()
+                ));
             }
         }
     }
@@ -549,5 +725,10 @@ fn mutated_urdf_files_never_panic() {
         failures.len()
     );
     assert!(imported > cases / 10, "too few imports ({imported})");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -18,9 +18,9 @@
 //! Run: `cargo test --release --test ipm_pairs -- --nocapture` (prints the
 //! measured penetrations).
 
+use dualsim::geometry::BundleOp;
 use dualsim::math::{so3, Pose, Quat, Vec3};
 use dualsim::prelude::*;
-use dualsim::geometry::BundleOp;
 use std::path::Path;
 
 /// Largest penetration depth allowed (m). Shapes are ~0.1 m; a resting
@@ -34,21 +34,38 @@ fn h_local(s: &Shape<f64>, u: &Vec3<f64>) -> f64 {
     match s {
         Shape::Sphere { radius } => radius * u.norm(),
         Shape::Box { half_extents } => (0..3).map(|i| u[i].abs() * half_extents[i]).sum(),
-        Shape::Capsule { radius, half_length } => half_length * u.z.abs() + radius * u.norm(),
-        Shape::Cylinder { radius, half_length } => half_length * u.z.abs() + radius * (u.x * u.x + u.y * u.y).sqrt(),
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => half_length * u.z.abs() + radius * u.norm(),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => half_length * u.z.abs() + radius * (u.x * u.x + u.y * u.y).sqrt(),
         Shape::Cone { height, half_angle } => {
             let r = height * half_angle.tan();
             (0.75 * height * u.z).max(-0.25 * height * u.z + r * (u.x * u.x + u.y * u.y).sqrt())
         }
         Shape::Ellipsoid { radii } => radii.component_mul(u).norm(),
-        Shape::Polytope { normals, offsets } => {
-            polytope_vertices(normals, offsets).iter().map(|v| v.dot(u)).fold(f64::NEG_INFINITY, f64::max)
-        }
-        Shape::PaddedPolygon { normals, offsets, radius } => {
-            polygon_vertices(normals, offsets).iter().map(|v| v.dot(u)).fold(f64::NEG_INFINITY, f64::max)
+        Shape::Polytope { normals, offsets } => polytope_vertices(normals, offsets)
+            .iter()
+            .map(|v| v.dot(u))
+            .fold(f64::NEG_INFINITY, f64::max),
+        Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius,
+        } => {
+            polygon_vertices(normals, offsets)
+                .iter()
+                .map(|v| v.dot(u))
+                .fold(f64::NEG_INFINITY, f64::max)
                 + radius * u.norm()
         }
-        Shape::Bundle { parts, op: BundleOp::Minkowski } => parts.iter().map(|(p, pose)| h_world(p, pose, u)).sum(),
+        Shape::Bundle {
+            parts,
+            op: BundleOp::Minkowski,
+        } => parts.iter().map(|(p, pose)| h_world(p, pose, u)).sum(),
         other => panic!("no support function for {}", other.type_name()),
     }
 }
@@ -64,7 +81,11 @@ fn polytope_vertices(n: &[Vec3<f64>], b: &[f64]) -> Vec<Vec3<f64>> {
     for i in 0..k {
         for j in i + 1..k {
             for l in j + 1..k {
-                let m = nalgebra::Matrix3::from_rows(&[n[i].transpose(), n[j].transpose(), n[l].transpose()]);
+                let m = nalgebra::Matrix3::from_rows(&[
+                    n[i].transpose(),
+                    n[j].transpose(),
+                    n[l].transpose(),
+                ]);
                 if m.determinant().abs() < 1e-9 {
                     continue;
                 }
@@ -86,7 +107,10 @@ fn polygon_vertices(n: &[Vec3<f64>], b: &[f64]) -> Vec<Vec3<f64>> {
             if let Some(mi) = m.try_inverse() {
                 let x = mi * nalgebra::Vector2::new(b[i], b[j]);
                 let x = Vec3::new(x.x, x.y, 0.0);
-                if n.iter().zip(b).all(|(nn, bb)| nn.x * x.x + nn.y * x.y <= bb + 1e-9) {
+                if n.iter()
+                    .zip(b)
+                    .all(|(nn, bb)| nn.x * x.x + nn.y * x.y <= bb + 1e-9)
+                {
                     out.push(x);
                 }
             }
@@ -98,7 +122,13 @@ fn polygon_vertices(n: &[Vec3<f64>], b: &[f64]) -> Vec<Vec3<f64>> {
 /// Convex pieces of a shape at a pose (a union bundle: its parts).
 fn pieces(s: &Shape<f64>, pose: &Pose<f64>) -> Vec<(Shape<f64>, Pose<f64>)> {
     match s {
-        Shape::Bundle { parts, op: BundleOp::Union } => parts.iter().flat_map(|(p, lp)| pieces(p, &(*pose * *lp))).collect(),
+        Shape::Bundle {
+            parts,
+            op: BundleOp::Union,
+        } => parts
+            .iter()
+            .flat_map(|(p, lp)| pieces(p, &(*pose * *lp)))
+            .collect(),
         _ => vec![(s.clone(), *pose)],
     }
 }
@@ -133,7 +163,11 @@ fn convex_depth(a: &(Shape<f64>, Pose<f64>), b: &(Shape<f64>, Pose<f64>)) -> f64
     for &(mut fu, mut u) in starts.iter().take(6) {
         let mut step = 0.05;
         while step > 1e-10 && best > 0.0 {
-            let a1 = if u.x.abs() < 0.9 { Vec3::x() } else { Vec3::y() };
+            let a1 = if u.x.abs() < 0.9 {
+                Vec3::x()
+            } else {
+                Vec3::y()
+            };
             let e1 = u.cross(&a1).normalize();
             let e2 = u.cross(&e1);
             let mut improved = false;
@@ -160,7 +194,10 @@ fn depth(a: &Shape<f64>, pa: &Pose<f64>, b: &Shape<f64>, pb: &Pose<f64>) -> f64 
     if let Shape::Plane { normal, offset } = b {
         let n = so3::rotate(&pb.rotation, normal);
         let d = offset + n.dot(&pb.translation);
-        return pieces(a, pa).iter().map(|(s, p)| (d + h_world(s, p, &(-n))).max(0.0)).fold(0.0, f64::max);
+        return pieces(a, pa)
+            .iter()
+            .map(|(s, p)| (d + h_world(s, p, &(-n))).max(0.0))
+            .fold(0.0, f64::max);
     }
     let mut worst: f64 = 0.0;
     for x in pieces(a, pa) {
@@ -174,7 +211,10 @@ fn depth(a: &Shape<f64>, pa: &Pose<f64>, b: &Shape<f64>, pb: &Pose<f64>) -> f64 
 fn pose_of(world: &World<f64>, x: &State<f64>, i: usize) -> Pose<f64> {
     let k = world.model.bodies[i].idx_q;
     let q = &x.q;
-    Pose::new(Quat::new(q[k + 3], q[k + 4], q[k + 5], q[k + 6]), Vec3::new(q[k], q[k + 1], q[k + 2]))
+    Pose::new(
+        Quat::new(q[k + 3], q[k + 4], q[k + 5], q[k + 6]),
+        Vec3::new(q[k], q[k + 1], q[k + 2]),
+    )
 }
 
 /// Largest penetration over the trajectory of every pair of body shapes
@@ -195,13 +235,22 @@ fn max_depth(world: &World<f64>, traj: &Trajectory<f64>) -> (f64, String, usize)
             for st in &world.statics {
                 // Planes every step (exact and cheap); other statics as body pairs.
                 if matches!(st.shape, Shape::Plane { .. }) || k % 5 == 0 || k == last {
-                    see(depth(si, &poses[i], &st.shape, &st.pose), format!("{}–{}", world.model.bodies[i].name, st.name));
+                    see(
+                        depth(si, &poses[i], &st.shape, &st.pose),
+                        format!("{}–{}", world.model.bodies[i].name, st.name),
+                    );
                 }
             }
             if k % 5 == 0 || k == last {
                 for j in i + 1..nb {
                     let Some(sj) = &world.shapes[j] else { continue };
-                    see(depth(si, &poses[i], sj, &poses[j]), format!("{}–{}", world.model.bodies[i].name, world.model.bodies[j].name));
+                    see(
+                        depth(si, &poses[i], sj, &poses[j]),
+                        format!(
+                            "{}–{}",
+                            world.model.bodies[i].name, world.model.bodies[j].name
+                        ),
+                    );
                 }
             }
         }
@@ -232,12 +281,19 @@ fn shapes() -> Vec<(&'static str, Shape<f64>, Vec3<f64>, Vec3<f64>)> {
             chamfer_n(-1.0, 1.0),
             chamfer_n(-1.0, -1.0),
         ],
-        offsets: vec![0.09, 0.09, 0.075, 0.075, 0.06, 0.06, 0.0955, 0.0955, 0.0955, 0.0955],
+        offsets: vec![
+            0.09, 0.09, 0.075, 0.075, 0.06, 0.06, 0.0955, 0.0955, 0.0955, 0.0955,
+        ],
     };
     let ball = Shape::Sphere { radius: 0.05 };
     let union = Shape::Bundle {
         parts: vec![
-            (Shape::Box { half_extents: Vec3::new(0.08, 0.05, 0.05) }, Pose::identity()),
+            (
+                Shape::Box {
+                    half_extents: Vec3::new(0.08, 0.05, 0.05),
+                },
+                Pose::identity(),
+            ),
             (ball.clone(), at(0.1, 0.0, 0.0)),
             (ball.clone(), at(-0.1, 0.0, 0.0)),
         ],
@@ -245,43 +301,127 @@ fn shapes() -> Vec<(&'static str, Shape<f64>, Vec3<f64>, Vec3<f64>)> {
     };
     let minkowski = Shape::Bundle {
         parts: vec![
-            (Shape::Box { half_extents: Vec3::new(0.07, 0.05, 0.04) }, Pose::identity()),
+            (
+                Shape::Box {
+                    half_extents: Vec3::new(0.07, 0.05, 0.04),
+                },
+                Pose::identity(),
+            ),
             (Shape::Sphere { radius: 0.02 }, Pose::identity()),
         ],
         op: BundleOp::Minkowski,
     };
-    let hexagon: Vec<Vec3<f64>> =
-        (0..6).map(|k| Vec3::new((k as f64 * 1.0471976).cos(), (k as f64 * 1.0471976).sin(), 0.0)).collect();
+    let hexagon: Vec<Vec3<f64>> = (0..6)
+        .map(|k| {
+            Vec3::new(
+                (k as f64 * 1.0471976).cos(),
+                (k as f64 * 1.0471976).sin(),
+                0.0,
+            )
+        })
+        .collect();
     let half_pi = std::f64::consts::FRAC_PI_2;
     vec![
-        ("sphere", Shape::Sphere { radius: 0.08 }, Vec3::zeros(), Vec3::repeat(0.08)),
-        ("capsule", Shape::Capsule { radius: 0.05, half_length: 0.08 }, Vec3::new(half_pi, 0.0, 0.0), Vec3::new(0.05, 0.05, 0.13)),
-        ("box", Shape::Box { half_extents: Vec3::new(0.1, 0.08, 0.06) }, Vec3::zeros(), Vec3::new(0.1, 0.08, 0.06)),
-        ("cylinder", Shape::Cylinder { radius: 0.07, half_length: 0.07 }, Vec3::zeros(), Vec3::new(0.07, 0.07, 0.07)),
-        ("cone", Shape::Cone { height: 0.16, half_angle: 0.5 }, Vec3::zeros(), Vec3::new(0.08, 0.08, 0.08)),
-        ("ellipsoid", Shape::Ellipsoid { radii: Vec3::new(0.1, 0.08, 0.06) }, Vec3::zeros(), Vec3::new(0.1, 0.08, 0.06)),
-        ("polytope", poly, Vec3::zeros(), Vec3::new(0.09, 0.075, 0.06)),
+        (
+            "sphere",
+            Shape::Sphere { radius: 0.08 },
+            Vec3::zeros(),
+            Vec3::repeat(0.08),
+        ),
+        (
+            "capsule",
+            Shape::Capsule {
+                radius: 0.05,
+                half_length: 0.08,
+            },
+            Vec3::new(half_pi, 0.0, 0.0),
+            Vec3::new(0.05, 0.05, 0.13),
+        ),
+        (
+            "box",
+            Shape::Box {
+                half_extents: Vec3::new(0.1, 0.08, 0.06),
+            },
+            Vec3::zeros(),
+            Vec3::new(0.1, 0.08, 0.06),
+        ),
+        (
+            "cylinder",
+            Shape::Cylinder {
+                radius: 0.07,
+                half_length: 0.07,
+            },
+            Vec3::zeros(),
+            Vec3::new(0.07, 0.07, 0.07),
+        ),
+        (
+            "cone",
+            Shape::Cone {
+                height: 0.16,
+                half_angle: 0.5,
+            },
+            Vec3::zeros(),
+            Vec3::new(0.08, 0.08, 0.08),
+        ),
+        (
+            "ellipsoid",
+            Shape::Ellipsoid {
+                radii: Vec3::new(0.1, 0.08, 0.06),
+            },
+            Vec3::zeros(),
+            Vec3::new(0.1, 0.08, 0.06),
+        ),
+        (
+            "polytope",
+            poly,
+            Vec3::zeros(),
+            Vec3::new(0.09, 0.075, 0.06),
+        ),
         (
             "padded_polygon",
-            Shape::PaddedPolygon { normals: hexagon, offsets: vec![0.06; 6], radius: 0.03 },
+            Shape::PaddedPolygon {
+                normals: hexagon,
+                offsets: vec![0.06; 6],
+                radius: 0.03,
+            },
             Vec3::zeros(),
             Vec3::new(0.09, 0.09, 0.03),
         ),
-        ("union_bundle", union, Vec3::zeros(), Vec3::new(0.15, 0.05, 0.05)),
-        ("minkowski_bundle", minkowski, Vec3::zeros(), Vec3::new(0.09, 0.07, 0.06)),
+        (
+            "union_bundle",
+            union,
+            Vec3::zeros(),
+            Vec3::new(0.15, 0.05, 0.05),
+        ),
+        (
+            "minkowski_bundle",
+            minkowski,
+            Vec3::zeros(),
+            Vec3::new(0.09, 0.07, 0.06),
+        ),
     ]
 }
 
 fn box_inertia(m: f64, e: &Vec3<f64>) -> Mat3<f64> {
-    Mat3::from_diagonal(&Vec3::new(e.y * e.y + e.z * e.z, e.x * e.x + e.z * e.z, e.x * e.x + e.y * e.y)) * (m / 3.0)
+    Mat3::from_diagonal(&Vec3::new(
+        e.y * e.y + e.z * e.z,
+        e.x * e.x + e.z * e.z,
+        e.x * e.x + e.y * e.y,
+    )) * (m / 3.0)
 }
 
 fn ground() -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     }
 }
 
@@ -297,18 +437,36 @@ struct Drop<'a> {
 /// The lowest and highest z of a shape at the origin with rotation `q`.
 fn z_extent(s: &Shape<f64>, q: &Quat<f64>) -> (f64, f64) {
     let p = Pose::new(*q, Vec3::zeros());
-    let zs: Vec<(f64, f64)> = pieces(s, &p).iter().map(|(s, p)| (-h_world(s, p, &-Vec3::z()), h_world(s, p, &Vec3::z()))).collect();
-    (zs.iter().map(|z| z.0).fold(f64::INFINITY, f64::min), zs.iter().map(|z| z.1).fold(f64::NEG_INFINITY, f64::max))
+    let zs: Vec<(f64, f64)> = pieces(s, &p)
+        .iter()
+        .map(|(s, p)| (-h_world(s, p, &-Vec3::z()), h_world(s, p, &Vec3::z())))
+        .collect();
+    (
+        zs.iter().map(|z| z.0).fold(f64::INFINITY, f64::min),
+        zs.iter().map(|z| z.1).fold(f64::NEG_INFINITY, f64::max),
+    )
 }
 
 /// Simulates a stack (bottom first) dropped on the ground, each body
 /// `gap` above the one below at `xy` offsets; returns the world, the
 /// trajectory and each body's resting z if the stack stands.
-fn stack(bodies: &[Drop<'_>], xy: &[[f64; 2]], gap: f64, steps: usize, statics: Vec<StaticGeometry<f64>>) -> (World<f64>, Trajectory<f64>, Vec<f64>) {
+fn stack(
+    bodies: &[Drop<'_>],
+    xy: &[[f64; 2]],
+    gap: f64,
+    steps: usize,
+    statics: Vec<StaticGeometry<f64>>,
+) -> (World<f64>, Trajectory<f64>, Vec<f64>) {
     try_stack(bodies, xy, gap, steps, statics).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn try_stack(bodies: &[Drop<'_>], xy: &[[f64; 2]], gap: f64, steps: usize, statics: Vec<StaticGeometry<f64>>) -> Result<(World<f64>, Trajectory<f64>, Vec<f64>), String> {
+fn try_stack(
+    bodies: &[Drop<'_>],
+    xy: &[[f64; 2]],
+    gap: f64,
+    steps: usize,
+    statics: Vec<StaticGeometry<f64>>,
+) -> Result<(World<f64>, Trajectory<f64>, Vec<f64>), String> {
     let mut w = World::<f64>::new(0.01);
     w.solver = SolverKind::Ipm;
     w.statics.push(ground());
@@ -319,8 +477,17 @@ fn try_stack(bodies: &[Drop<'_>], xy: &[[f64; 2]], gap: f64, steps: usize, stati
     let mut top = 0.0;
     let mut rest_top = 0.0;
     for (k, b) in bodies.iter().enumerate() {
-        w.add_body(b.name, 1.0, box_inertia(1.0, &b.ext), Some(b.shape.clone()), Material { friction: 0.5, restitution: 0.0 })
-            .unwrap();
+        w.add_body(
+            b.name,
+            1.0,
+            box_inertia(1.0, &b.ext),
+            Some(b.shape.clone()),
+            Material {
+                friction: 0.5,
+                restitution: 0.0,
+            },
+        )
+        .unwrap();
         let q = so3::exp(&b.rot);
         let (lo, hi) = z_extent(b.shape, &q);
         let z = top + gap - lo + if k == 0 { 0.0 } else { 0.0 };
@@ -338,8 +505,17 @@ fn try_stack(bodies: &[Drop<'_>], xy: &[[f64; 2]], gap: f64, steps: usize, stati
         x0.q[k + 5] = q.j;
         x0.q[k + 6] = q.k;
     }
-    let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), steps)
-        .map_err(|e| format!("{}: {e}", bodies.iter().rev().map(|b| b.name).collect::<Vec<_>>().join(" on ")))?;
+    let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), steps).map_err(|e| {
+        format!(
+            "{}: {e}",
+            bodies
+                .iter()
+                .rev()
+                .map(|b| b.name)
+                .collect::<Vec<_>>()
+                .join(" on ")
+        )
+    })?;
     Ok((w, traj, rest))
 }
 
@@ -348,12 +524,27 @@ fn every_shape_type_rests_on_the_ground() {
     let shapes = shapes();
     let mut worst: f64 = 0.0;
     for (name, s, rot, ext) in &shapes {
-        let (w, traj, rest) = stack(&[Drop { name, shape: s, rot: *rot, ext: *ext }], &[[0.0, 0.0]], 0.02, 40, Vec::new());
+        let (w, traj, rest) = stack(
+            &[Drop {
+                name,
+                shape: s,
+                rot: *rot,
+                ext: *ext,
+            }],
+            &[[0.0, 0.0]],
+            0.02,
+            40,
+            Vec::new(),
+        );
         let (d, pair, k) = max_depth(&w, &traj);
         let z = traj.last().q[2];
         println!("{name:<18} on ground: max depth {d:.2e} ({pair} at step {k}), final z {z:.6} (rest {:.6})", rest[0]);
         assert!(d < TOL, "{name}: penetration {d:e} ({pair}, step {k})");
-        assert!((z - rest[0]).abs() < TOL, "{name}: rests at z {z}, expected {}", rest[0]);
+        assert!(
+            (z - rest[0]).abs() < TOL,
+            "{name}: rests at z {z}, expected {}",
+            rest[0]
+        );
         worst = worst.max(d);
     }
     println!("worst depth on the ground {worst:.2e}");
@@ -371,7 +562,20 @@ fn every_pair_of_shape_types_collides() {
             let (a, b) = (format!("{na}_lower"), format!("{nb}_upper"));
             count += 1;
             let (w, traj, _) = match try_stack(
-                &[Drop { name: &a, shape: sa, rot: *ra, ext: *ea }, Drop { name: &b, shape: sb, rot: *rb, ext: *eb }],
+                &[
+                    Drop {
+                        name: &a,
+                        shape: sa,
+                        rot: *ra,
+                        ext: *ea,
+                    },
+                    Drop {
+                        name: &b,
+                        shape: sb,
+                        rot: *rb,
+                        ext: *eb,
+                    },
+                ],
                 &[[0.0, 0.0], [0.01, 0.005]],
                 0.01,
                 30,
@@ -397,31 +601,54 @@ fn every_pair_of_shape_types_collides() {
                 failures.push(format!("{nb} on {na}: no contact between the bodies? (contacts {contacts}, upper z {zb})"));
             }
             if d >= TOL {
-                failures.push(format!("{nb} on {na}: penetration {d:e} ({pair}, step {k})"));
+                failures.push(format!(
+                    "{nb} on {na}: penetration {d:e} ({pair}, step {k})"
+                ));
             }
             if d > worst.0 {
                 worst = (d, format!("{nb} on {na}"));
             }
         }
     }
-    println!("{count} pairs, worst depth {:.2e} ({}), most iterations {} ({})", worst.0, worst.1, iters.0, iters.2);
-    assert!(failures.is_empty(), "{} of {count} pairs failed:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "{count} pairs, worst depth {:.2e} ({}), most iterations {} ({})",
+        worst.0, worst.1, iters.0, iters.2
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {count} pairs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The penetration measure of this file against known depths.
 #[test]
 fn depth_measure_known_answers() {
-    let bx = Shape::Box { half_extents: Vec3::new(0.1, 0.1, 0.05) };
+    let bx = Shape::Box {
+        half_extents: Vec3::new(0.1, 0.1, 0.05),
+    };
     let ball = Shape::Sphere { radius: 0.1 };
     let rot = |v: Vec3<f64>, t: Vec3<f64>| Pose::new(so3::exp(&v), t);
     // Boxes face to face, overlapping by 0.01 along z.
     let d = depth(&bx, &at(0.0, 0.0, 0.0), &bx, &at(0.02, 0.01, 0.09));
     assert!((d - 0.01).abs() < 1e-6, "face {d}");
     // Apart by 0.01: 0.
-    assert_eq!(depth(&bx, &at(0.0, 0.0, 0.0), &bx, &at(0.0, 0.0, 0.11)), 0.0);
+    assert_eq!(
+        depth(&bx, &at(0.0, 0.0, 0.0), &bx, &at(0.0, 0.0, 0.11)),
+        0.0
+    );
     // A box edge down (45° about x) into a face by 0.003.
     let s = 2f64.sqrt();
-    let d = depth(&bx, &at(0.0, 0.0, 0.0), &bx, &rot(Vec3::new(std::f64::consts::FRAC_PI_4, 0.0, 0.0), Vec3::new(0.0, 0.0, 0.05 + 0.075 * s - 0.003)));
+    let d = depth(
+        &bx,
+        &at(0.0, 0.0, 0.0),
+        &bx,
+        &rot(
+            Vec3::new(std::f64::consts::FRAC_PI_4, 0.0, 0.0),
+            Vec3::new(0.0, 0.0, 0.05 + 0.075 * s - 0.003),
+        ),
+    );
     assert!((d - 0.003).abs() < 1e-6, "edge {d}");
     // Spheres overlapping by 0.02.
     let d = depth(&ball, &at(0.0, 0.0, 0.0), &ball, &at(0.0, 0.18, 0.0));
@@ -429,14 +656,24 @@ fn depth_measure_known_answers() {
     // Sphere 0.004 into a box face; into the plane.
     let d = depth(&ball, &at(0.0, 0.0, 0.146), &bx, &at(0.0, 0.0, 0.0));
     assert!((d - 0.004).abs() < 1e-6, "sphere–box {d}");
-    let plane = Shape::Plane { normal: Vec3::z(), offset: 0.0 };
-    let d = depth(&bx, &rot(Vec3::new(0.3, 0.2, 0.0), Vec3::new(0.0, 0.0, 0.05)), &plane, &Pose::identity());
+    let plane = Shape::Plane {
+        normal: Vec3::z(),
+        offset: 0.0,
+    };
+    let d = depth(
+        &bx,
+        &rot(Vec3::new(0.3, 0.2, 0.0), Vec3::new(0.0, 0.0, 0.05)),
+        &plane,
+        &Pose::identity(),
+    );
     assert!(d > 0.01, "tilted box in the plane {d}");
 }
 
 #[test]
 fn box_on_box_face_edge_and_corner() {
-    let bx = Shape::Box { half_extents: Vec3::new(0.1, 0.1, 0.05) };
+    let bx = Shape::Box {
+        half_extents: Vec3::new(0.1, 0.1, 0.05),
+    };
     let e = Vec3::new(0.1, 0.1, 0.05);
     let corner = Vec3::new(1.0, -1.0, 0.0).normalize() * (1.0 / 2f64.sqrt()).atan2(0.5);
     let cases: [(&str, Vec3<f64>); 3] = [
@@ -446,7 +683,20 @@ fn box_on_box_face_edge_and_corner() {
     ];
     for (case, rot) in cases {
         let (w, traj, rest) = stack(
-            &[Drop { name: "lower", shape: &bx, rot: Vec3::zeros(), ext: e }, Drop { name: "upper", shape: &bx, rot, ext: e }],
+            &[
+                Drop {
+                    name: "lower",
+                    shape: &bx,
+                    rot: Vec3::zeros(),
+                    ext: e,
+                },
+                Drop {
+                    name: "upper",
+                    shape: &bx,
+                    rot,
+                    ext: e,
+                },
+            ],
             &[[0.0, 0.0], [0.0, 0.0]],
             0.01,
             40,
@@ -455,10 +705,20 @@ fn box_on_box_face_edge_and_corner() {
         let (d, pair, k) = max_depth(&w, &traj);
         let z = traj.last().q[7 + 2];
         println!("box on box ({case:<6}): max depth {d:.2e} ({pair} at step {k}), upper z {z:.6}");
-        assert!(d < TOL, "box on box ({case}): penetration {d:e} ({pair}, step {k})");
-        assert!(z > 0.1 - TOL, "box on box ({case}): the upper box fell through (z {z})");
+        assert!(
+            d < TOL,
+            "box on box ({case}): penetration {d:e} ({pair}, step {k})"
+        );
+        assert!(
+            z > 0.1 - TOL,
+            "box on box ({case}): the upper box fell through (z {z})"
+        );
         if case == "face" {
-            assert!((z - rest[1]).abs() < TOL, "face: rests at {z}, expected {}", rest[1]);
+            assert!(
+                (z - rest[1]).abs() < TOL,
+                "face: rests at {z}, expected {}",
+                rest[1]
+            );
             assert!((traj.last().q[2] - rest[0]).abs() < TOL);
         }
     }
@@ -467,16 +727,36 @@ fn box_on_box_face_edge_and_corner() {
     let s = 2f64.sqrt();
     let fixed = StaticGeometry {
         name: "ridge".into(),
-        shape: Shape::Box { half_extents: Vec3::new(0.3, 0.1, 0.1) },
-        pose: Pose::new(so3::exp(&Vec3::new(std::f64::consts::FRAC_PI_4, 0.0, 0.0)), Vec3::new(0.0, 0.0, 0.1 * s)),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        shape: Shape::Box {
+            half_extents: Vec3::new(0.3, 0.1, 0.1),
+        },
+        pose: Pose::new(
+            so3::exp(&Vec3::new(std::f64::consts::FRAC_PI_4, 0.0, 0.0)),
+            Vec3::new(0.0, 0.0, 0.1 * s),
+        ),
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     };
-    let cube = Shape::Box { half_extents: Vec3::repeat(0.05) };
+    let cube = Shape::Box {
+        half_extents: Vec3::repeat(0.05),
+    };
     let mut w = World::<f64>::new(0.01);
     w.solver = SolverKind::Ipm;
     w.statics.push(ground());
     w.statics.push(fixed);
-    w.add_body("cube", 1.0, box_inertia(1.0, &Vec3::repeat(0.05)), Some(cube), Material { friction: 0.5, restitution: 0.0 }).unwrap();
+    w.add_body(
+        "cube",
+        1.0,
+        box_inertia(1.0, &Vec3::repeat(0.05)),
+        Some(cube),
+        Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
+    )
+    .unwrap();
     let q = so3::exp(&Vec3::new(0.0, std::f64::consts::FRAC_PI_4, 0.0));
     let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.2 * s + 0.05 * s + 0.01]]);
     x0.q[3] = q.w;
@@ -485,7 +765,10 @@ fn box_on_box_face_edge_and_corner() {
     x0.q[6] = q.k;
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 40).expect("edge on edge");
     let (d, pair, k) = max_depth(&w, &traj);
-    println!("box on box (edge–edge): max depth {d:.2e} ({pair} at step {k}), cube z {:.6}", traj.last().q[2]);
+    println!(
+        "box on box (edge–edge): max depth {d:.2e} ({pair} at step {k}), cube z {:.6}",
+        traj.last().q[2]
+    );
     assert!(d < TOL, "edge–edge: penetration {d:e} ({pair}, step {k})");
 }
 
@@ -499,7 +782,9 @@ fn example_scenes_rest_under_ipm() {
         ("bundles", &[(0, 0.1), (1, 0.13)]),
     ];
     for (name, heights) in cases {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes").join(format!("{name}.toml"));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes")
+            .join(format!("{name}.toml"));
         let mut scene = dualsim::scene::load(&path).expect("scene loads");
         scene.world.solver = SolverKind::Ipm;
         let traj = rollout(&scene.world, &scene.initial, &scene.controls, scene.steps)
@@ -509,8 +794,14 @@ fn example_scenes_rest_under_ipm() {
         for &(i, z0) in heights {
             let kq = scene.world.model.bodies[i].idx_q;
             let z = x.q[kq + 2];
-            println!("{name:<14} {:<14} z {z:.6} (rest {z0})", scene.world.model.bodies[i].name);
-            assert!((z - z0).abs() < TOL, "{name}: body {i} ends at z {z}, rests at {z0}");
+            println!(
+                "{name:<14} {:<14} z {z:.6} (rest {z0})",
+                scene.world.model.bodies[i].name
+            );
+            assert!(
+                (z - z0).abs() < TOL,
+                "{name}: body {i} ends at z {z}, rests at {z0}"
+            );
         }
         println!("{name:<14} max depth {d:.2e} ({pair} at step {k})");
         assert!(d < TOL, "{name}: penetration {d:e} ({pair}, step {k})");
@@ -524,18 +815,60 @@ fn example_scenes_rest_under_ipm() {
 fn derivatives_through_conic_contacts_agree() {
     use dualsim::diff::{check, CheckOptions, DiffOptions};
     for (name, k) in [("polytope_drop", 20), ("box_tower", 3)] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes").join(format!("{name}.toml"));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes")
+            .join(format!("{name}.toml"));
         let mut scene = dualsim::scene::load(&path).expect("scene loads");
         scene.world.solver = SolverKind::Ipm;
-        let x = rollout(&scene.world, &scene.initial, &scene.controls, k).unwrap().last().clone();
-        let opts = CheckOptions { samples: 1, diff: DiffOptions { fd_eps: 1e-7, ..Default::default() }, ..Default::default() };
-        let report = check(&scene.world, &x, &Controls::Constant(scene.world.zero_control()), 1, &opts).unwrap();
-        let worst = |key: &str| report.blocks.iter().map(|b| b.max_rel_diff[key]).fold(0.0, f64::max);
-        let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
-        println!("{name:<14} step {k}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})", report.fd_skipped_columns);
-        assert!(report.blocks.iter().all(|b| b.norm.is_finite()), "{name}: non-finite Jacobian");
-        assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{name}: {l:e} {un:e} {f:e}");
-        assert!(report.fd_skipped_columns * 20 <= report.blocks.len().max(20), "{name}: {} fd columns skipped", report.fd_skipped_columns);
+        let x = rollout(&scene.world, &scene.initial, &scene.controls, k)
+            .unwrap()
+            .last()
+            .clone();
+        let opts = CheckOptions {
+            samples: 1,
+            diff: DiffOptions {
+                fd_eps: 1e-7,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let report = check(
+            &scene.world,
+            &x,
+            &Controls::Constant(scene.world.zero_control()),
+            1,
+            &opts,
+        )
+        .unwrap();
+        let worst = |key: &str| {
+            report
+                .blocks
+                .iter()
+                .map(|b| b.max_rel_diff[key])
+                .fold(0.0, f64::max)
+        };
+        let (l, un, f) = (
+            worst("ift_vs_lift"),
+            worst("ift_vs_unrolled"),
+            worst("ift_vs_fd"),
+        );
+        println!(
+            "{name:<14} step {k}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})",
+            report.fd_skipped_columns
+        );
+        assert!(
+            report.blocks.iter().all(|b| b.norm.is_finite()),
+            "{name}: non-finite Jacobian"
+        );
+        assert!(
+            l <= 1e-9 && un <= 1e-7 && f <= 1e-5,
+            "{name}: {l:e} {un:e} {f:e}"
+        );
+        assert!(
+            report.fd_skipped_columns * 20 <= report.blocks.len().max(20),
+            "{name}: {} fd columns skipped",
+            report.fd_skipped_columns
+        );
         assert!(report.passed);
     }
 }

@@ -38,14 +38,23 @@ fn projectile_hessian_is_t_squared_identity() {
     // the gradient in closed form: T (x_T − target)
     let x_t = obj.outputs(&d0).unwrap();
     let target = [2.0, 0.5, 1.5];
-    for m in [HessianMethod::Lift, HessianMethod::Unrolled, HessianMethod::Fd] {
+    for m in [
+        HessianMethod::Lift,
+        HessianMethod::Unrolled,
+        HessianMethod::Fd,
+    ] {
         let d = obj.hessian(&d0, m).unwrap();
         let err = max_abs(&(&d.hessian - &expected));
         let tol = if m == HessianMethod::Fd { 1e-6 } else { 1e-12 };
         assert!(err <= tol, "{}: |H - T²I| = {err:e} > {tol:e}", m.name());
         for i in 0..3 {
             let g = T * (x_t[i] - target[i]);
-            assert!((d.gradient[i] - g).abs() <= 1e-12, "{}: gradient[{i}] {} vs {g}", m.name(), d.gradient[i]);
+            assert!(
+                (d.gradient[i] - g).abs() <= 1e-12,
+                "{}: gradient[{i}] {} vs {g}",
+                m.name(),
+                d.gradient[i]
+            );
         }
     }
 }
@@ -53,10 +62,19 @@ fn projectile_hessian_is_t_squared_identity() {
 #[test]
 fn hessian_command_prints_t_squared_identity_and_checks() {
     let out = bin()
-        .args(["hessian", scene_path("opt_projectile.toml").to_str().unwrap(), "--check", "--json"])
+        .args([
+            "hessian",
+            scene_path("opt_projectile.toml").to_str().unwrap(),
+            "--check",
+            "--json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["wrt"], serde_json::json!(["ball.velocity"]));
     assert_eq!(v["method"], "lift");
@@ -91,7 +109,11 @@ fn contact_scene_hessian_methods_agree_as_in_check() {
     // the gradient by hyper-duals equals the ift gradient
     let (v, g) = obj.gradient(&d0).unwrap();
     assert!((v - lift.value).abs() <= 1e-14 * v.abs().max(1.0));
-    assert!((&g - &lift.gradient).amax() <= 1e-9, "{:e}", (&g - &lift.gradient).amax());
+    assert!(
+        (&g - &lift.gradient).amax() <= 1e-9,
+        "{:e}",
+        (&g - &lift.gradient).amax()
+    );
 }
 
 #[test]
@@ -101,7 +123,12 @@ fn newton_finds_the_projectile_optimum_in_closed_form() {
     let x_t = obj.outputs(&[0.0; 3]).unwrap();
     let target = [2.0, 0.5, 1.5];
     for method in [OptMethod::Newton, OptMethod::GaussNewton, OptMethod::Lbfgs] {
-        let opts = OptimizeOptions { method, target_cost: 1e-20, trust_radius: 10.0, ..Default::default() };
+        let opts = OptimizeOptions {
+            method,
+            target_cost: 1e-20,
+            trust_radius: 10.0,
+            ..Default::default()
+        };
         let r = obj.clone();
         let rep = dualsim::opt::optimize(&r, &opts).unwrap();
         assert!(rep.converged, "{}: {rep:?}", method.name());
@@ -111,11 +138,19 @@ fn newton_finds_the_projectile_optimum_in_closed_form() {
         for i in 0..3 {
             let want = v0[i] + (target[i] - x_t[i]) / T;
             let got = v[i].as_f64().unwrap();
-            assert!((got - want).abs() <= 1e-8, "{}: v[{i}] = {got}, closed form {want}", method.name());
+            assert!(
+                (got - want).abs() <= 1e-8,
+                "{}: v[{i}] = {got}, closed form {want}",
+                method.name()
+            );
         }
         if method == OptMethod::Newton {
             // a quadratic: one Newton step
-            assert!(rep.iterations <= 2, "newton took {} iterations", rep.iterations);
+            assert!(
+                rep.iterations <= 2,
+                "newton took {} iterations",
+                rep.iterations
+            );
         }
     }
 }
@@ -143,15 +178,29 @@ fn bad_objectives_are_located() {
     ];
     for (body, line, column, path, needle) in cases {
         let e = objective_error(&obj(body));
-        assert_eq!((e.line, e.column, e.path.as_str()), (line, column, path), "{e}");
+        assert_eq!(
+            (e.line, e.column, e.path.as_str()),
+            (line, column, path),
+            "{e}"
+        );
         assert!(e.to_string().contains(needle), "{e}");
-        assert!(e.to_string().starts_with(&format!("bad.toml:{line}:{column}: {path}: ")), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("bad.toml:{line}:{column}: {path}: ")),
+            "{e}"
+        );
     }
     // an unknown key and a negative regularization
-    let e = objective_error(&obj("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nsteps = 3\n"));
+    let e = objective_error(&obj(
+        "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nsteps = 3\n",
+    ));
     assert_eq!((e.line, e.path.as_str()), (20, "objective.steps"), "{e}");
     let e = objective_error(&obj("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nregularization = -1\n"));
-    assert_eq!((e.line, e.path.as_str()), (20, "objective.regularization"), "{e}");
+    assert_eq!(
+        (e.line, e.path.as_str()),
+        (20, "objective.regularization"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -162,9 +211,15 @@ fn bad_objective_exits_2_with_location_and_no_objective_too() {
     std::fs::write(&bad, format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0]\nwrt = [\"ball.velocity\"]\n")).unwrap();
     let none = dir.join("none.toml");
     std::fs::write(&none, BASE).unwrap();
-    for (file, needle) in [(&bad, "bad.toml:18:10: objective.target"), (&none, "no [objective]")] {
+    for (file, needle) in [
+        (&bad, "bad.toml:18:10: objective.target"),
+        (&none, "no [objective]"),
+    ] {
         for cmd in ["optimize", "hessian"] {
-            let out = bin().args([cmd, file.to_str().unwrap(), "--json"]).output().unwrap();
+            let out = bin()
+                .args([cmd, file.to_str().unwrap(), "--json"])
+                .output()
+                .unwrap();
             assert_eq!(out.status.code(), Some(2), "{cmd}");
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(err.contains(needle), "{cmd}: {err}");
@@ -186,37 +241,82 @@ fn box_push_reduced_reaches_the_goal_and_out_is_loadable() {
     let obj = Objective::from_scene(&s).unwrap();
     assert_eq!(obj.dim(), 24);
     for method in [OptMethod::Newton, OptMethod::GaussNewton] {
-        let opts = OptimizeOptions { method, target_cost: 1e-10, max_iterations: 60, ..Default::default() };
+        let opts = OptimizeOptions {
+            method,
+            target_cost: 1e-10,
+            max_iterations: 60,
+            ..Default::default()
+        };
         let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
-        assert!(rep.converged && *rep.cost.last().unwrap() <= 1e-10, "{}: {rep:?}", method.name());
+        assert!(
+            rep.converged && *rep.cost.last().unwrap() <= 1e-10,
+            "{}: {rep:?}",
+            method.name()
+        );
         // the cost sequence is the best so far: non-increasing
         assert!(rep.cost.windows(2).all(|w| w[1] <= w[0]));
         let y = obj.outputs(&rep.delta).unwrap();
-        assert!((y[0] - 0.2).abs() <= 2e-5 && (y[1] - 0.05).abs() <= 2e-5, "{}: final position {y:?}", method.name());
+        assert!(
+            (y[0] - 0.2).abs() <= 2e-5 && (y[1] - 0.05).abs() <= 2e-5,
+            "{}: final position {y:?}",
+            method.name()
+        );
     }
     // the command line: --out writes a loadable scene whose rollout reaches the goal
     let dir = std::env::temp_dir().join(format!("dualsim-opt-out-{}", std::process::id()));
     let small = dir.join("push4.toml");
     std::fs::create_dir_all(&dir).unwrap();
-    let src = std::fs::read_to_string(scene_path("opt_box_push.toml")).unwrap().replace("steps = 8", "steps = 4");
+    let src = std::fs::read_to_string(scene_path("opt_box_push.toml"))
+        .unwrap()
+        .replace("steps = 8", "steps = 4");
     std::fs::write(&small, src).unwrap();
     let out_dir = dir.join("out");
     let out = bin()
-        .args(["optimize", small.to_str().unwrap(), "--method", "gauss_newton", "--target-cost", "1e-10", "--json", "--out"])
+        .args([
+            "optimize",
+            small.to_str().unwrap(),
+            "--method",
+            "gauss_newton",
+            "--target-cost",
+            "1e-10",
+            "--json",
+            "--out",
+        ])
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for k in ["method", "iterations", "cost", "gradient_norm", "converged", "solution", "wall_seconds"] {
+    for k in [
+        "method",
+        "iterations",
+        "cost",
+        "gradient_norm",
+        "converged",
+        "solution",
+        "wall_seconds",
+    ] {
         assert!(v.get(k).is_some(), "no `{k}` in {v}");
     }
     assert_eq!(v["converged"], true);
     assert_eq!(v["solution"]["box.control"].as_array().unwrap().len(), 24);
     let written = scene::load(&out_dir.join("scene.toml")).unwrap();
-    let traj = dualsim::sim::rollout(&written.world, &written.initial, &written.controls, written.steps).unwrap();
+    let traj = dualsim::sim::rollout(
+        &written.world,
+        &written.initial,
+        &written.controls,
+        written.steps,
+    )
+    .unwrap();
     let p = traj.last().q.clone();
-    assert!((p[0] - 0.2).abs() <= 2e-5 && (p[1] - 0.05).abs() <= 2e-5, "{p:?}");
+    assert!(
+        (p[0] - 0.2).abs() <= 2e-5 && (p[1] - 0.05).abs() <= 2e-5,
+        "{p:?}"
+    );
     assert!(Path::new(&out_dir.join("trajectory.json")).exists());
     // the written scene keeps the objective: re-optimizing starts converged
     let again = Objective::from_scene(&written).unwrap();

@@ -19,7 +19,10 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn no_unit_tests_in_src() {
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     assert!(files.len() > 20, "found only {} source files", files.len());
     let offenders: Vec<String> = files
         .iter()
@@ -29,5 +32,8 @@ fn no_unit_tests_in_src() {
         })
         .map(|p| p.display().to_string())
         .collect();
-    assert!(offenders.is_empty(), "unit tests in src/ would not run: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "unit tests in src/ would not run: {offenders:?}"
+    );
 }

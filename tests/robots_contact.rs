@@ -2,7 +2,6 @@
 //! answers for a prismatic body and a pendulum resting on a plane, and
 //! the derivative methods agreeing on robots in contact.
 
-
 use dualsim::contact::ipm::robot::{candidate_kinematics, robot_contact_jacobian, robot_units};
 use dualsim::contact::ipm::{candidates, Params};
 use dualsim::diff::{check, CheckOptions, DiffOptions};
@@ -23,8 +22,16 @@ fn arm_falls_onto_the_ground_and_comes_to_rest() {
     let t0 = std::time::Instant::now();
     let traj = rollout(w, &s.initial, &s.controls, s.steps).unwrap();
     let per_step = t0.elapsed().as_secs_f64() / s.steps as f64;
-    let min_gap = traj.states.iter().map(|x| min_link_gap(w, x)).fold(f64::INFINITY, f64::min);
-    let max_pen = traj.stats.iter().map(|st| st.max_penetration).fold(0.0, f64::max);
+    let min_gap = traj
+        .states
+        .iter()
+        .map(|x| min_link_gap(w, x))
+        .fold(f64::INFINITY, f64::min);
+    let max_pen = traj
+        .stats
+        .iter()
+        .map(|st| st.max_penetration)
+        .fold(0.0, f64::max);
     let touched = traj.stats.iter().filter(|st| st.contacts > 0).count();
     let vmax = traj.last().v.amax();
     let start_gap = min_link_gap(w, &s.initial);
@@ -65,7 +72,10 @@ fn plane_world(h: f64, rho: f64) -> World<f64> {
     w.params.max_iterations = 100;
     w.statics.push(StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vector3::new(0.0, 0.0, 1.0), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vector3::new(0.0, 0.0, 1.0),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
         material: Material::default(),
     });
@@ -76,9 +86,16 @@ fn plane_world(h: f64, rho: f64) -> World<f64> {
 fn prismatic_body_rests_on_the_plane_at_the_relaxed_gap() {
     let (h, rho, g) = (0.01, 1e-6, 9.81);
     let mut w = plane_world(h, rho);
-    w.add_robot_with_collisions("slider", &one_link("prismatic", "0 0 1", 0.0, 0.0), &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.5)))
-        .unwrap();
-    let x0 = State { q: DVec::zeros(1), v: DVec::zeros(1) };
+    w.add_robot_with_collisions(
+        "slider",
+        &one_link("prismatic", "0 0 1", 0.0, 0.0),
+        &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.5)),
+    )
+    .unwrap();
+    let x0 = State {
+        q: DVec::zeros(1),
+        v: DVec::zeros(1),
+    };
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 200).unwrap();
     let x = traj.last();
     let out = step(&w, x, &w.zero_control()).unwrap();
@@ -107,10 +124,17 @@ fn pendulum_resting_on_its_tip_balances_the_gravity_torque() {
     // impulse balances the gravity torque, γ L = m g (L/2) h.
     let (h, rho, g, l) = (0.01, 1e-6, 9.81, 0.8);
     let mut w = plane_world(h, rho);
-    w.add_robot_with_collisions("pendulum", &one_link("revolute", "0 1 0", l / 2.0, l), &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1)))
-        .unwrap();
+    w.add_robot_with_collisions(
+        "pendulum",
+        &one_link("revolute", "0 1 0", l / 2.0, l),
+        &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1)),
+    )
+    .unwrap();
     // Start tilted up by 0.1 rad (rotation about y by −0.1 raises +x).
-    let x0 = State { q: DVec::from_element(1, -0.1), v: DVec::zeros(1) };
+    let x0 = State {
+        q: DVec::from_element(1, -0.1),
+        v: DVec::zeros(1),
+    };
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 300).unwrap();
     let out = step(&w, traj.last(), &w.zero_control()).unwrap();
     assert_eq!(out.contacts.len(), 1);
@@ -130,13 +154,36 @@ fn pendulum_resting_on_its_tip_balances_the_gravity_torque() {
 /// `diff::check` at one state: ift vs lift ≤ 1e-9, unrolled ≤ 1e-7, fd ≤
 /// 1e-5 (relative to max(1, ‖J‖∞) per block).
 fn agree(label: &str, w: &World<f64>, x: &State<f64>, rho: f64) {
-    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() }, ..Default::default() };
+    let opts = CheckOptions {
+        samples: 1,
+        diff: DiffOptions {
+            rho: Some(rho),
+            fd_eps: 1e-6,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let rep = check(w, x, &Controls::Constant(w.zero_control()), 1, &opts).unwrap();
-    let worst = |k: &str| rep.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
-    let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
-    println!("{label:<30} rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})", rep.fd_skipped_columns);
+    let worst = |k: &str| {
+        rep.blocks
+            .iter()
+            .map(|b| b.max_rel_diff[k])
+            .fold(0.0, f64::max)
+    };
+    let (l, un, f) = (
+        worst("ift_vs_lift"),
+        worst("ift_vs_unrolled"),
+        worst("ift_vs_fd"),
+    );
+    println!(
+        "{label:<30} rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})",
+        rep.fd_skipped_columns
+    );
     assert!(rep.blocks.iter().all(|b| b.norm.is_finite()));
-    assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{label}: {l:e} {un:e} {f:e}");
+    assert!(
+        l <= 1e-9 && un <= 1e-7 && f <= 1e-5,
+        "{label}: {l:e} {un:e} {f:e}"
+    );
     assert!(rep.passed);
 }
 
@@ -161,10 +208,20 @@ fn derivative_methods_agree_on_robots_in_contact() {
     agree("arm7, at rest", &s.world, &resting.unwrap(), rho);
     // A pendulum pressed onto the plane, at two relaxations.
     let mut w = plane_world(0.01, 1e-4);
-    w.add_robot_with_collisions("pendulum", &one_link("revolute", "0 1 0", 0.4, 0.8), &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1)))
-        .unwrap();
-    let x0 = State { q: DVec::from_element(1, -0.05), v: DVec::from_element(1, 0.3) };
-    let x = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 5).unwrap().last().clone();
+    w.add_robot_with_collisions(
+        "pendulum",
+        &one_link("revolute", "0 1 0", 0.4, 0.8),
+        &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1)),
+    )
+    .unwrap();
+    let x0 = State {
+        q: DVec::from_element(1, -0.05),
+        v: DVec::from_element(1, 0.3),
+    };
+    let x = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 5)
+        .unwrap()
+        .last()
+        .clone();
     for rho in [1e-2, 1e-4] {
         agree("pendulum on the plane", &w, &x, rho);
     }
@@ -177,13 +234,18 @@ fn robot_contact_newton_blocks_are_exact() {
     // against ∂φ(q⁺(v⁺))/∂v⁺ / h, on the arm lying on the ground.
     let s = dualsim::scene::load(&scenes().join("arm7_fall.toml")).unwrap();
     let w = &s.world;
-    let x = rollout(w, &s.initial, &s.controls, 300).unwrap().last().clone();
+    let x = rollout(w, &s.initial, &s.controls, 300)
+        .unwrap()
+        .last()
+        .clone();
     let u = w.zero_control();
     let p = w.problem(&x, &u);
     let cands = candidates(&p, &Params::default());
     assert!(!cands.is_empty());
     let unit = &robot_units(&w.model)[0];
-    let v: Vec<f64> = (0..7).map(|k| x.v[k] + 0.3 * (k as f64 + 1.0).sin()).collect();
+    let v: Vec<f64> = (0..7)
+        .map(|k| x.v[k] + 0.3 * (k as f64 + 1.0).sin())
+        .collect();
     let f = Vector3::new(0.3, -0.2, 0.1);
     let eps = 1e-6;
     for c in &cands {
@@ -207,11 +269,13 @@ fn robot_contact_newton_blocks_are_exact() {
             }
             ew = ew.max(((kp.y[0] - km.y[0]) / (2.0 * eps) / w.dt - kin.w[(0, j)]).abs());
         }
-        println!("link {} feature {}: |K − fd| {ek:.1e}, |G − fd| {eg:.1e}, |W_n − ∂φ/∂v⁺/h| {ew:.1e}", c.a, c.feature);
+        println!(
+            "link {} feature {}: |K − fd| {ek:.1e}, |G − fd| {eg:.1e}, |W_n − ∂φ/∂v⁺/h| {ew:.1e}",
+            c.a, c.feature
+        );
         assert!(ek < 1e-7 && eg < 1e-7 && ew < 1e-5, "{ek:e} {eg:e} {ew:e}");
     }
 }
-
 
 #[test]
 fn sweeping_arm_decelerates_at_the_coulomb_rate() {
@@ -237,13 +301,25 @@ fn sweeping_arm_decelerates_at_the_coulomb_rate() {
     let mut w = plane_world(h, rho);
     w.params.tolerance = 1e-10;
     assert_eq!(w.friction_cone, dualsim::contact::FrictionCone::Exact);
-    w.add_robot_with_collisions("sweeper", &robot, &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1))).unwrap();
-    let x0 = State { q: DVec::from_vec(vec![0.0, 0.0]), v: DVec::from_vec(vec![2.0, 0.0]) };
+    w.add_robot_with_collisions(
+        "sweeper",
+        &robot,
+        &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.1)),
+    )
+    .unwrap();
+    let x0 = State {
+        q: DVec::from_vec(vec![0.0, 0.0]),
+        v: DVec::from_vec(vec![2.0, 0.0]),
+    };
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 200).unwrap();
     let rate = mu * g * 0.4 / 0.18;
     // Sliding between steps 20 and 60 (after the first contact transient).
     let measured = (traj.states[20].v[0] - traj.states[60].v[0]) / (40.0 * h);
-    let stop = traj.states.iter().position(|x| x.v[0].abs() < 1e-6).unwrap();
+    let stop = traj
+        .states
+        .iter()
+        .position(|x| x.v[0].abs() < 1e-6)
+        .unwrap();
     println!(
         "sweeping arm: yaw deceleration {measured:.6} rad/s² (μ m g L_c / I_z = {rate:.6}), relative error {:.1e}; \
          stops at step {stop} (2/rate/h = {:.1}); final v {:.1e}",
@@ -271,15 +347,36 @@ fn ball_rests_on_a_robot_platform() {
     let (h, rho, g) = (0.01, 1e-6, 9.81);
     let mut w = plane_world(h, rho);
     let ball = w
-        .add_body("ball", 1.0, Mat3::identity() * 0.004, Some(Shape::Sphere { radius: 0.1 }), Material::default())
+        .add_body(
+            "ball",
+            1.0,
+            Mat3::identity() * 0.004,
+            Some(Shape::Sphere { radius: 0.1 }),
+            Material::default(),
+        )
         .unwrap();
-    w.add_robot_with_collisions("platform", &robot, &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.3))).unwrap();
+    w.add_robot_with_collisions(
+        "platform",
+        &robot,
+        &Pose::new(Quat::identity(), Vector3::new(0.0, 0.0, 0.3)),
+    )
+    .unwrap();
     let mut x0 = State::at_rest(&w.model, &[[0.05, -0.02, 0.5]]);
     x0.q[7] = 0.0; // deck centre at z = 0.3, ball 0.05 above it
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), 150).unwrap();
     let out = step(&w, traj.last(), &w.zero_control()).unwrap();
-    let on_ball: f64 = out.contacts.iter().filter(|c| c.body_b == Some(ball) || c.body_a == ball).map(|c| c.normal_impulse).sum();
-    let on_ground: f64 = out.contacts.iter().filter(|c| c.body_b.is_none()).map(|c| c.normal_impulse).sum();
+    let on_ball: f64 = out
+        .contacts
+        .iter()
+        .filter(|c| c.body_b == Some(ball) || c.body_a == ball)
+        .map(|c| c.normal_impulse)
+        .sum();
+    let on_ground: f64 = out
+        .contacts
+        .iter()
+        .filter(|c| c.body_b.is_none())
+        .map(|c| c.normal_impulse)
+        .sum();
     let deck_z = 0.3 + out.state.q[7];
     println!(
         "ball on the platform at rest: ball contact {on_ball:.12} (m_b g h = {}), ground {on_ground:.12} ((m_p + m_b) g h = {}), \

@@ -2,7 +2,6 @@
 //! scene stepper, free flight against known answers, a quadruped-like
 //! robot standing on its feet.
 
-
 use dualsim::dynamics::crba::spatial_momentum;
 use dualsim::dynamics::kinematics::forward_kinematics;
 use dualsim::dynamics::urdf;
@@ -14,10 +13,12 @@ mod robot_common;
 use robot_common::{min_link_gap, scenes};
 
 fn quadruped(h: f64, gravity: [f64; 3]) -> World<f64> {
-    let robot = urdf::load_file(scenes().join("quadruped.urdf"), urdf::BaseJoint::Floating).unwrap();
+    let robot =
+        urdf::load_file(scenes().join("quadruped.urdf"), urdf::BaseJoint::Floating).unwrap();
     let mut w = World::<f64>::new(h);
     w.set_gravity(Vec3::new(gravity[0], gravity[1], gravity[2]));
-    w.add_robot_with_collisions("dog", &robot, &Pose::identity()).unwrap();
+    w.add_robot_with_collisions("dog", &robot, &Pose::identity())
+        .unwrap();
     w
 }
 
@@ -29,7 +30,9 @@ fn tumbling(w: &World<f64>) -> State<f64> {
     q.as_mut_slice()[..7].copy_from_slice(&[0.1, -0.2, 1.0, r.w, r.i, r.j, r.k]);
     let joints = [0.3, -0.5, -0.2, 0.4, 0.1, 0.6, -0.3, -0.2];
     q.as_mut_slice()[7..].copy_from_slice(&joints);
-    let v = DVec::from_vec(vec![0.3, -0.2, 0.5, 0.8, -1.2, 0.6, 2.0, -1.5, -1.0, 2.5, 1.5, -0.5, -2.0, 1.0]);
+    let v = DVec::from_vec(vec![
+        0.3, -0.2, 0.5, 0.8, -1.2, 0.6, 2.0, -1.5, -1.0, 2.5, 1.5, -0.5, -2.0, 1.0,
+    ]);
     State { q, v }
 }
 
@@ -37,7 +40,11 @@ fn com(w: &World<f64>, x: &State<f64>) -> (f64, Vec3<f64>) {
     let mut d = w.model.data();
     forward_kinematics(&w.model, &mut d, &x.q, None);
     let m: f64 = d.oinertia.iter().map(|i| i.mass).sum();
-    let c = d.oinertia.iter().fold(Vec3::zeros(), |a, i| a + i.com * i.mass) / m;
+    let c = d
+        .oinertia
+        .iter()
+        .fold(Vec3::zeros(), |a, i| a + i.com * i.mass)
+        / m;
     (m, c)
 }
 
@@ -51,7 +58,10 @@ fn momentum_drift(h: f64) -> (f64, f64, f64) {
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), steps).unwrap();
     let mut d = w.model.data();
     let h0 = spatial_momentum(&w.model, &mut d, &x0.q, &x0.v);
-    let (lin0, ang0) = (h0.fixed_rows::<3>(0).into_owned(), h0.fixed_rows::<3>(3).into_owned());
+    let (lin0, ang0) = (
+        h0.fixed_rows::<3>(0).into_owned(),
+        h0.fixed_rows::<3>(3).into_owned(),
+    );
     let (mut dl, mut da) = (0.0f64, 0.0f64);
     for x in &traj.states {
         let hk = spatial_momentum(&w.model, &mut d, &x.q, &x.v);
@@ -80,7 +90,12 @@ fn floating_robot_in_free_flight_conserves_momentum_to_first_order() {
     );
     assert!(base_dv > 0.1, "the legs move the base");
     assert!(l3 < 1e-3 && a3 < 2e-3, "{l3:e} {a3:e}");
-    assert!(l3 / l4 > 8.0 && a3 / a4 > 8.0, "first order: {} {}", l3 / l4, a3 / a4);
+    assert!(
+        l3 / l4 > 8.0 && a3 / a4 > 8.0,
+        "first order: {} {}",
+        l3 / l4,
+        a3 / a4
+    );
 }
 
 /// Max distance of the centre of mass from the parabola
@@ -93,7 +108,10 @@ fn parabola_error(h: f64) -> (f64, f64) {
     let traj = rollout(&w, &x0, &Controls::Constant(w.zero_control()), steps).unwrap();
     let (m, c0) = com(&w, &x0);
     let mut d = w.model.data();
-    let cd0 = spatial_momentum(&w.model, &mut d, &x0.q, &x0.v).fixed_rows::<3>(0).into_owned() / m;
+    let cd0 = spatial_momentum(&w.model, &mut d, &x0.q, &x0.v)
+        .fixed_rows::<3>(0)
+        .into_owned()
+        / m;
     let (mut err, mut derr) = (0.0f64, 0.0f64);
     for (k, x) in traj.states.iter().enumerate() {
         let t = k as f64 * h;
@@ -133,10 +151,26 @@ fn quadruped_stands_on_the_ground() {
     let rest = 0.05 + 0.15 * 0.4f64.cos() + 0.02;
     let settled = (0.5 / w.dt) as usize;
     let z: Vec<f64> = traj.states.iter().map(|x| x.q[2]).collect();
-    let (zmin, zmax) = z[settled..].iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &z| (a.min(z), b.max(z)));
-    let min_gap = traj.states.iter().map(|x| min_link_gap(w, x)).fold(f64::INFINITY, f64::min);
-    let max_pen = traj.stats.iter().map(|st| st.max_penetration).fold(0.0, f64::max);
-    let tilt = traj.states.iter().map(|x| 2.0 * x.q[4].hypot(x.q[5]).hypot(x.q[6]).asin()).fold(0.0, f64::max);
+    let (zmin, zmax) = z[settled..]
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &z| {
+            (a.min(z), b.max(z))
+        });
+    let min_gap = traj
+        .states
+        .iter()
+        .map(|x| min_link_gap(w, x))
+        .fold(f64::INFINITY, f64::min);
+    let max_pen = traj
+        .stats
+        .iter()
+        .map(|st| st.max_penetration)
+        .fold(0.0, f64::max);
+    let tilt = traj
+        .states
+        .iter()
+        .map(|x| 2.0 * x.q[4].hypot(x.q[5]).hypot(x.q[6]).asin())
+        .fold(0.0, f64::max);
     let vmax = traj.last().v.amax();
     let touched = traj.stats.iter().filter(|st| st.contacts > 0).count();
     println!(
@@ -161,12 +195,32 @@ fn derivative_methods_agree_on_the_standing_quadruped() {
     use dualsim::diff::{check, CheckOptions, DiffOptions};
     let s = dualsim::scene::load(&scenes().join("quadruped_stand.toml")).unwrap();
     let w = &s.world;
-    let x = rollout(w, &s.initial, &s.controls, 100).unwrap().last().clone();
+    let x = rollout(w, &s.initial, &s.controls, 100)
+        .unwrap()
+        .last()
+        .clone();
     let rho = w.params.rho;
-    let opts = CheckOptions { samples: 1, diff: DiffOptions { rho: Some(rho), fd_eps: 1e-6, ..Default::default() }, ..Default::default() };
+    let opts = CheckOptions {
+        samples: 1,
+        diff: DiffOptions {
+            rho: Some(rho),
+            fd_eps: 1e-6,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let rep = check(w, &x, &s.controls, 1, &opts).unwrap();
-    let worst = |k: &str| rep.blocks.iter().map(|b| b.max_rel_diff[k]).fold(0.0, f64::max);
-    let (l, un, f) = (worst("ift_vs_lift"), worst("ift_vs_unrolled"), worst("ift_vs_fd"));
+    let worst = |k: &str| {
+        rep.blocks
+            .iter()
+            .map(|b| b.max_rel_diff[k])
+            .fold(0.0, f64::max)
+    };
+    let (l, un, f) = (
+        worst("ift_vs_lift"),
+        worst("ift_vs_unrolled"),
+        worst("ift_vs_fd"),
+    );
     println!("standing quadruped rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})", rep.fd_skipped_columns);
     assert!(rep.blocks.iter().all(|b| b.norm.is_finite()));
     assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{l:e} {un:e} {f:e}");

@@ -15,10 +15,20 @@ use num_dual::{Dual2_64, Dual64, DualSVec64, HyperDual64};
 fn world() -> (World<f64>, State<f64>, DVec<f64>) {
     let mut w = World::<f64>::new(0.01);
     let i = Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2));
-    w.add_body("tumbler", 1.0, i, None, Material::default()).unwrap();
-    w.add_body("ball", 0.5, Mat3::identity() * 0.008, None, Material::default()).unwrap();
+    w.add_body("tumbler", 1.0, i, None, Material::default())
+        .unwrap();
+    w.add_body(
+        "ball",
+        0.5,
+        Mat3::identity() * 0.008,
+        None,
+        Material::default(),
+    )
+    .unwrap();
     let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]);
-    x.v.copy_from_slice(&[0.3, 0.0, 2.0, 0.05, 3.0, 0.02, 1.0, -1.0, 4.0, 0.0, 0.0, 0.5]);
+    x.v.copy_from_slice(&[
+        0.3, 0.0, 2.0, 0.05, 3.0, 0.02, 1.0, -1.0, 4.0, 0.0, 0.0, 0.5,
+    ]);
     let mut u = w.zero_control();
     u[6] = 0.2; // force on the ball along x
     u[11] = 0.01; // torque on the ball about z
@@ -33,7 +43,10 @@ fn run_in<T: Scalar>(steps: usize) -> (Vec<f64>, Vec<f64>) {
     let ut = u.map(T::from_re);
     let traj = rollout(&wt, &xt, &Controls::Constant(ut), steps).expect("free flight steps");
     let last = traj.last();
-    (last.q.iter().map(|e| e.re()).collect(), last.v.iter().map(|e| e.re()).collect())
+    (
+        last.q.iter().map(|e| e.re()).collect(),
+        last.v.iter().map(|e| e.re()).collect(),
+    )
 }
 
 fn reference(steps: usize) -> (Vec<f64>, Vec<f64>) {
@@ -41,7 +54,10 @@ fn reference(steps: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 fn max_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 macro_rules! gen_tests {
@@ -117,7 +133,11 @@ fn exp_derivatives_at_zero_are_the_analytic_limits() {
         for j in 0..3 {
             let expect = if i == j { 0.5 } else { 0.0 };
             assert!(v[j].is_all_finite());
-            assert!((v[j].eps - expect).abs() < 1e-15, "d q_{j} / d w_{i} = {}", v[j].eps);
+            assert!(
+                (v[j].eps - expect).abs() < 1e-15,
+                "d q_{j} / d w_{i} = {}",
+                v[j].eps
+            );
         }
         for j in 0..3 {
             // mixed second derivatives with HyperDual: eps1 along i, eps2 along j
@@ -127,7 +147,11 @@ fn exp_derivatives_at_zero_are_the_analytic_limits() {
             let qh = so3::exp(&wh);
             assert!(qh.w.is_all_finite() && qh.imag().iter().all(|x| x.is_all_finite()));
             let expect = if i == j { -0.25 } else { 0.0 };
-            assert!((qh.w.eps1eps2 - expect).abs() < 1e-15, "d2 w/dw{i}dw{j} = {}", qh.w.eps1eps2);
+            assert!(
+                (qh.w.eps1eps2 - expect).abs() < 1e-15,
+                "d2 w/dw{i}dw{j} = {}",
+                qh.w.eps1eps2
+            );
             // the vector part is odd in ω: its second derivatives vanish at 0
             for k in 0..3 {
                 assert!(qh.imag()[k].eps1eps2.abs() < 1e-15);
@@ -193,17 +217,27 @@ fn rotate_gradient_at_zero_with_dualsvec() {
 /// f64 trajectory.
 #[test]
 fn contact_steps_in_custom_and_dual_scalars() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/sphere_drop.toml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/sphere_drop.toml");
     let s = dualsim::scene::load(&path).unwrap();
     let reference = rollout(&s.world, &s.initial, &s.controls, s.steps).unwrap();
     fn run<T: Scalar>(s: &dualsim::scene::Scene) -> Vec<f64> {
         let w = s.world.cast::<T>();
         let x = s.initial.cast::<T>();
         let c = Controls::Constant(w.zero_control());
-        rollout(&w, &x, &c, s.steps).unwrap().last().q.iter().map(|e| e.re()).collect()
+        rollout(&w, &x, &c, s.steps)
+            .unwrap()
+            .last()
+            .q
+            .iter()
+            .map(|e| e.re())
+            .collect()
     }
     let r: Vec<f64> = reference.last().q.iter().copied().collect();
     assert!(max_diff(&run::<Counted>(&s), &r) < 1e-12);
     assert!(max_diff(&run::<HyperDual64>(&s), &r) < 1e-12);
-    assert!((r[2] - 1.0).abs() < 1e-4, "the ball rests on the fixed sphere");
+    assert!(
+        (r[2] - 1.0).abs() < 1e-4,
+        "the ball rests on the fixed sphere"
+    );
 }

@@ -13,7 +13,8 @@ fn projectile_matches_discrete_closed_form() {
     let h = 0.01;
     let mut w = World::<f64>::new(h);
     w.gravity = Vec3::new(0.0, 0.0, -9.81);
-    w.add_body("p", 2.0, Mat3::identity() * 0.1, None, Material::default()).unwrap();
+    w.add_body("p", 2.0, Mat3::identity() * 0.1, None, Material::default())
+        .unwrap();
     let mut x = State::at_rest(&w.model, &[[1.0, -2.0, 3.0]]);
     let v0 = [4.0, 1.5, 12.0];
     x.v.as_mut_slice()[..3].copy_from_slice(&v0);
@@ -27,7 +28,12 @@ fn projectile_matches_discrete_closed_form() {
             3.0 + kf * h * v0[2] - 9.81 * h * h * kf * (kf + 1.0) / 2.0,
         ];
         for d in 0..3 {
-            assert!((s.q[d] - expect[d]).abs() < 1e-12, "step {k}, axis {d}: {} vs {}", s.q[d], expect[d]);
+            assert!(
+                (s.q[d] - expect[d]).abs() < 1e-12,
+                "step {k}, axis {d}: {} vs {}",
+                s.q[d],
+                expect[d]
+            );
         }
         let vz = v0[2] - 9.81 * h * kf;
         assert!((s.v[2] - vz).abs() < 1e-12);
@@ -84,7 +90,10 @@ fn dzhanibekov_flip_conserves_momentum_and_energy() {
         assert!((q.norm() - 1.0).abs() < 1e-12, "quaternion stays unit");
     }
     println!("angular momentum drift {max_l:e}, energy drift {max_e:e}, {flips} flips");
-    assert!(flips >= 2, "the body flips about its intermediate axis ({flips} flips)");
+    assert!(
+        flips >= 2,
+        "the body flips about its intermediate axis ({flips} flips)"
+    );
     assert!(max_l < 1e-8, "angular momentum drift {max_l:e}");
     assert!(max_e < 1e-6, "kinetic energy drift {max_e:e}");
 }
@@ -95,8 +104,14 @@ fn rotation_about_major_axis_is_stable() {
     let h = 0.01;
     let mut w = World::<f64>::new(h);
     w.gravity = Vec3::zeros();
-    w.add_body("t", 1.0, Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2)), None, Material::default())
-        .unwrap();
+    w.add_body(
+        "t",
+        1.0,
+        Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2)),
+        None,
+        Material::default(),
+    )
+    .unwrap();
     let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 0.0]]);
     x.v.as_mut_slice()[3..6].copy_from_slice(&[1e-3, 1e-3, 4.0]);
     let traj = rollout(&w, &x, &Controls::Constant(w.zero_control()), 1000).unwrap();
@@ -152,7 +167,10 @@ fn too_fast_rotation_is_a_typed_error() {
     let (w, mut x) = tumbler(0.1);
     x.v.as_mut_slice()[3..6].copy_from_slice(&[0.0, 0.0, 25.0]); // h ω = 2.5 > 2
     let err = step(&w, &x, &w.zero_control()).unwrap_err();
-    assert!(matches!(err, SimError::Solve(_) | SimError::Dynamics(_)), "{err}");
+    assert!(
+        matches!(err, SimError::Solve(_) | SimError::Dynamics(_)),
+        "{err}"
+    );
     assert!(err.to_string().contains("too large"), "{err}");
 }
 
@@ -161,9 +179,15 @@ fn too_fast_rotation_is_a_typed_error() {
 fn non_finite_state_is_a_typed_error() {
     let (w, mut x) = tumbler(0.01);
     x.v[0] = f64::NAN;
-    assert_eq!(step(&w, &x, &w.zero_control()).unwrap_err(), SimError::NonFinite { what: "state" });
+    assert_eq!(
+        step(&w, &x, &w.zero_control()).unwrap_err(),
+        SimError::NonFinite { what: "state" }
+    );
     let (w, x) = tumbler(0.01);
     let mut u = w.zero_control();
     u[2] = f64::INFINITY;
-    assert_eq!(step(&w, &x, &u).unwrap_err(), SimError::NonFinite { what: "control" });
+    assert_eq!(
+        step(&w, &x, &u).unwrap_err(),
+        SimError::NonFinite { what: "control" }
+    );
 }

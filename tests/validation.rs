@@ -11,22 +11,42 @@ use dualsim::sim::penetration::gaps;
 use dualsim::sim::validate;
 use dualsim::sim::RolloutError;
 
-const BACKENDS: [SolverKind; 3] = [SolverKind::Ipm, SolverKind::SingleLevel, SolverKind::Bilevel];
+const BACKENDS: [SolverKind; 3] = [
+    SolverKind::Ipm,
+    SolverKind::SingleLevel,
+    SolverKind::Bilevel,
+];
 
 fn ground(restitution: f64) -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution },
+        material: Material {
+            friction: 0.5,
+            restitution,
+        },
     }
 }
 
 /// A ball of radius 0.1 above the ground.
 fn ball_world(mass: f64, restitution: f64, z: f64) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
-    let mat = Material { friction: 0.5, restitution };
-    w.add_body("ball", mass, Mat3::identity() * (0.004 * mass), Some(Shape::Sphere { radius: 0.1 }), mat).unwrap();
+    let mat = Material {
+        friction: 0.5,
+        restitution,
+    };
+    w.add_body(
+        "ball",
+        mass,
+        Mat3::identity() * (0.004 * mass),
+        Some(Shape::Sphere { radius: 0.1 }),
+        mat,
+    )
+    .unwrap();
     w.statics.push(ground(0.0));
     let x = State::at_rest(&w.model, &[[0.0, 0.0, z]]);
     (w, x)
@@ -34,7 +54,10 @@ fn ball_world(mass: f64, restitution: f64, z: f64) -> (World<f64>, State<f64>) {
 
 fn assert_unsupported(e: &SimError, backend: &str, needle: &str) {
     match e {
-        SimError::Unsupported { backend: b, feature } => {
+        SimError::Unsupported {
+            backend: b,
+            feature,
+        } => {
             assert_eq!(*b, backend);
             assert!(feature.contains(needle), "{feature}");
         }
@@ -51,7 +74,11 @@ fn step_refuses_options_no_backend_implements() {
         let (mut w, x) = ball_world(1.0, 0.5, 0.5);
         w.solver = kind;
         let e = step(&w, &x, &w.zero_control()).unwrap_err();
-        assert_unsupported(&e, kind.name(), "restitution (e = 0.25 between `ball` and `ground`");
+        assert_unsupported(
+            &e,
+            kind.name(),
+            "restitution (e = 0.25 between `ball` and `ground`",
+        );
         // combined to zero by `min` with the ground's 0: honoured (inelastic is right)
         w.restitution_combine = dualsim::geometry::Combine::Min;
         assert!(step(&w, &x, &w.zero_control()).is_ok());
@@ -60,21 +87,43 @@ fn step_refuses_options_no_backend_implements() {
         w.solver = kind;
         w.statics[0].material.restitution = 0.8;
         w.restitution_combine = dualsim::geometry::Combine::Max;
-        assert_unsupported(&step(&w, &x, &w.zero_control()).unwrap_err(), kind.name(), "e = 0.8");
+        assert_unsupported(
+            &step(&w, &x, &w.zero_control()).unwrap_err(),
+            kind.name(),
+            "e = 0.8",
+        );
         // two free bodies with restitution, no static geometry
         let mut w = World::<f64>::new(0.01);
         w.solver = kind;
-        let m = Material { friction: 0.5, restitution: 1.0 };
+        let m = Material {
+            friction: 0.5,
+            restitution: 1.0,
+        };
         for n in ["a", "b"] {
-            w.add_body(n, 1.0, Mat3::identity() * 0.004, Some(Shape::Sphere { radius: 0.1 }), m).unwrap();
+            w.add_body(
+                n,
+                1.0,
+                Mat3::identity() * 0.004,
+                Some(Shape::Sphere { radius: 0.1 }),
+                m,
+            )
+            .unwrap();
         }
         let x2 = State::at_rest(&w.model, &[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]);
-        assert_unsupported(&step(&w, &x2, &w.zero_control()).unwrap_err(), kind.name(), "between `a` and `b`");
+        assert_unsupported(
+            &step(&w, &x2, &w.zero_control()).unwrap_err(),
+            kind.name(),
+            "between `a` and `b`",
+        );
         // continuous collision
         let (mut w, x) = ball_world(1.0, 0.0, 0.5);
         w.solver = kind;
         w.ccd = true;
-        assert_unsupported(&step(&w, &x, &w.zero_control()).unwrap_err(), kind.name(), "continuous collision");
+        assert_unsupported(
+            &step(&w, &x, &w.zero_control()).unwrap_err(),
+            kind.name(),
+            "continuous collision",
+        );
         let r = rollout(&w, &x, &Controls::Constant(w.zero_control()), 5).unwrap_err();
         assert_eq!((r.step, r.completed.states.len()), (0, 1));
     }
@@ -84,23 +133,42 @@ fn step_refuses_options_no_backend_implements() {
 /// unless it says `ignore_joint_limits`, for every backend.
 #[test]
 fn validate_refuses_joint_limits_unless_ignored() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/double_pendulum.urdf");
-    let robot = dualsim::dynamics::urdf::load_file(path, dualsim::dynamics::urdf::BaseJoint::Fixed).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/scenes/double_pendulum.urdf");
+    let robot = dualsim::dynamics::urdf::load_file(path, dualsim::dynamics::urdf::BaseJoint::Fixed)
+        .unwrap();
     for kind in BACKENDS {
         let mut w = World::<f64>::new(0.001);
         w.solver = kind;
-        let r = w.add_robot("pendulum", &robot.model, &Pose::identity()).unwrap();
-        let x = State { q: w.model.neutral(), v: DVec::zeros(w.model.nv) };
+        let r = w
+            .add_robot("pendulum", &robot.model, &Pose::identity())
+            .unwrap();
+        let x = State {
+            q: w.model.neutral(),
+            v: DVec::zeros(w.model.nv),
+        };
         let e = w.validate(&x).unwrap_err();
-        assert_unsupported(&e, kind.name(), "joint limits (robot `pendulum`, joint of link `pendulum/upper`: [-10, 10])");
+        assert_unsupported(
+            &e,
+            kind.name(),
+            "joint limits (robot `pendulum`, joint of link `pendulum/upper`: [-10, 10])",
+        );
         w.robots[r].ignore_joint_limits = true;
         if kind == SolverKind::Ipm {
             w.validate(&x).unwrap();
             step(&w, &x, &w.zero_control()).unwrap();
         } else {
             // free-body backends refuse a robot (their step panicked on one)
-            assert_unsupported(&w.validate(&x).unwrap_err(), kind.name(), "articulated robots (robot `pendulum`");
-            assert_unsupported(&step(&w, &x, &w.zero_control()).unwrap_err(), kind.name(), "articulated robots");
+            assert_unsupported(
+                &w.validate(&x).unwrap_err(),
+                kind.name(),
+                "articulated robots (robot `pendulum`",
+            );
+            assert_unsupported(
+                &step(&w, &x, &w.zero_control()).unwrap_err(),
+                kind.name(),
+                "articulated robots",
+            );
         }
     }
 }
@@ -111,8 +179,16 @@ fn validate_refuses_joint_limits_unless_ignored() {
 fn failed_rollout_keeps_the_completed_trajectory() {
     let mut w = World::<f64>::new(0.01);
     w.params.max_iterations = 2;
-    w.add_body("box", 1.0, Mat3::identity() * (0.25 / 6.0), Some(Shape::Box { half_extents: Vec3::repeat(0.25) }), Material::default())
-        .unwrap();
+    w.add_body(
+        "box",
+        1.0,
+        Mat3::identity() * (0.25 / 6.0),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
+        Material::default(),
+    )
+    .unwrap();
     w.statics.push(ground(0.0));
     let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.5]]);
     x0.v.copy_from_slice(&[1.0, 1.5, 1.0, 0.5, -0.8, 2.0]);
@@ -122,7 +198,10 @@ fn failed_rollout_keeps_the_completed_trajectory() {
     assert_eq!(e.error.kind(), "max_iterations");
     assert_eq!(e.completed.states.len(), e.step + 1);
     assert_eq!(e.completed.stats.len(), e.step);
-    assert!(e.to_string().starts_with(&format!("step {}: ", e.step)), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!("step {}: ", e.step)),
+        "{e}"
+    );
     let before = rollout(&w, &x0, &c, e.step).unwrap();
     assert_eq!(before.last(), e.completed.last());
     // continuing from the last completed state fails at once, the same way
@@ -166,7 +245,9 @@ fn validate_refuses_values_outside_the_ranges() {
     // a light ball would float 10 m above the ground with the default rho = 1e-6
     let (w, x) = ball_world(1e-6, 0.0, 0.1);
     check(&w, &x, "lower `[solver_params] rho`");
-    assert!((validate::relaxation_gap(1e-6, 1e-6, 9.81, 0.01).unwrap() - 1e-6 / 9.81e-8).abs() < 1e-9);
+    assert!(
+        (validate::relaxation_gap(1e-6, 1e-6, 9.81, 0.01).unwrap() - 1e-6 / 9.81e-8).abs() < 1e-9
+    );
     // the nominal world passes
     let (w, x) = ball_world(1.0, 0.0, 1.0);
     w.validate(&x).unwrap();
@@ -193,7 +274,8 @@ fn edges_of_the_ranges_simulate() {
             w.dt = dt;
             w.set_gravity(Vec3::new(0.0, 0.0, -g));
             // a relaxation at half the largest the resting-gap check allows
-            w.params.rho = (0.5 * validate::RELAXATION_GAP_FRACTION * 0.1 * mass * g * dt).min(1e-6);
+            w.params.rho =
+                (0.5 * validate::RELAXATION_GAP_FRACTION * 0.1 * mass * g * dt).min(1e-6);
             // the fast ball moves sideways above the ground
             x.v[0] = v;
             w.validate(&x).unwrap();
@@ -203,7 +285,10 @@ fn edges_of_the_ranges_simulate() {
             if v == 0.0 {
                 // at rest on the ground within the relaxation's gap (≤ 1 % of the radius)
                 let z = traj.last().q[2];
-                assert!((z - 0.1).abs() <= validate::RELAXATION_GAP_FRACTION * 0.1, "{kind:?} m={mass} dt={dt} g={g}: z = {z}");
+                assert!(
+                    (z - 0.1).abs() <= validate::RELAXATION_GAP_FRACTION * 0.1,
+                    "{kind:?} m={mass} dt={dt} g={g}: z = {z}"
+                );
             }
         }
     }
@@ -222,8 +307,16 @@ fn penetration_is_measured_geometrically() {
     // two boxes: no closed form, counted
     let mut w = World::<f64>::new(0.01);
     for n in ["a", "b"] {
-        w.add_body(n, 1.0, Mat3::identity() * 0.04, Some(Shape::Box { half_extents: Vec3::repeat(0.25) }), Material::default())
-            .unwrap();
+        w.add_body(
+            n,
+            1.0,
+            Mat3::identity() * 0.04,
+            Some(Shape::Box {
+                half_extents: Vec3::repeat(0.25),
+            }),
+            Material::default(),
+        )
+        .unwrap();
     }
     let x = State::at_rest(&w.model, &[[0.0, 0.0, 0.0], [0.3, 0.0, 0.0]]);
     let g = gaps(&w, &x, 0.0);
@@ -245,23 +338,49 @@ fn backend_params_from_scene_files() {
     };
     for kind in SolverKind::ALL {
         let name = kind.name();
-        let s = dualsim::scene::parse(&scene(name, "margin = 0.07\nnewton = { max_iterations = 7 }"), "t.toml")
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let s = dualsim::scene::parse(
+            &scene(name, "margin = 0.07\nnewton = { max_iterations = 7 }"),
+            "t.toml",
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(s.world.solver, *kind);
         assert_eq!(s.world.params.rho, 1e-7);
-        assert_eq!(s.world.solver.contact_margin(&s.world.backends), 0.07, "{name}");
+        assert_eq!(
+            s.world.solver.contact_margin(&s.world.backends),
+            0.07,
+            "{name}"
+        );
         // the other backends keep their defaults
         for other in SolverKind::ALL.iter().filter(|k| *k != kind) {
             assert_eq!(other.contact_margin(&s.world.backends), 0.02);
         }
         let e = dualsim::scene::parse(&scene(name, "margn = 0.07"), "t.toml").unwrap_err();
-        assert_eq!((e.line, e.column, e.path.as_str()), (7, 1, "solver_params.margn"), "{e}");
-        assert!(e.message.contains("margin"), "the message lists the accepted keys: {e}");
-        let e = dualsim::scene::parse(&scene(name, "fraction_to_boundary = 1.5"), "t.toml").unwrap_err();
-        assert_eq!((e.line, e.path.as_str()), (7, "solver_params.fraction_to_boundary"), "{e}");
-        assert!(e.message.contains("(0, 1)") && e.message.contains(name), "{e}");
+        assert_eq!(
+            (e.line, e.column, e.path.as_str()),
+            (7, 1, "solver_params.margn"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("margin"),
+            "the message lists the accepted keys: {e}"
+        );
+        let e = dualsim::scene::parse(&scene(name, "fraction_to_boundary = 1.5"), "t.toml")
+            .unwrap_err();
+        assert_eq!(
+            (e.line, e.path.as_str()),
+            (7, "solver_params.fraction_to_boundary"),
+            "{e}"
+        );
+        assert!(
+            e.message.contains("(0, 1)") && e.message.contains(name),
+            "{e}"
+        );
         let e = dualsim::scene::parse(&scene(name, "warm_start = 3"), "t.toml").unwrap_err();
-        assert_eq!((e.line, e.path.as_str()), (7, "solver_params.warm_start"), "{e}");
+        assert_eq!(
+            (e.line, e.path.as_str()),
+            (7, "solver_params.warm_start"),
+            "{e}"
+        );
     }
 }
 

@@ -8,12 +8,16 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
 use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
-use dualsim::viz::{atomic_write, partial_trajectory_json, run_report, trajectory_json, RunReport};
 use dualsim::scene::{self, Scene};
 use dualsim::sim::{rollout_with, RolloutError};
+use dualsim::viz::{atomic_write, partial_trajectory_json, run_report, trajectory_json, RunReport};
 
 #[derive(Parser)]
-#[command(name = "dualsim", version, about = "Differentiable rigid-body simulation with contact")]
+#[command(
+    name = "dualsim",
+    version,
+    about = "Differentiable rigid-body simulation with contact"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -155,20 +159,54 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => demo(),
-        Some(Command::Run { scene, solver, steps, out, json }) => {
-            run(&scene, solver.as_deref(), steps, out.as_deref(), json)
-        }
-        Some(Command::Check { scene, rho, samples, fd_eps, partials, json }) => {
-            check(&scene, rho, samples, fd_eps, &partials, json)
-        }
-        Some(Command::Grad { scene, of, wrt, method, rho, partials, json }) => {
-            grad(&scene, &of, &wrt, &method, rho, &partials, json)
-        }
+        Some(Command::Run {
+            scene,
+            solver,
+            steps,
+            out,
+            json,
+        }) => run(&scene, solver.as_deref(), steps, out.as_deref(), json),
+        Some(Command::Check {
+            scene,
+            rho,
+            samples,
+            fd_eps,
+            partials,
+            json,
+        }) => check(&scene, rho, samples, fd_eps, &partials, json),
+        Some(Command::Grad {
+            scene,
+            of,
+            wrt,
+            method,
+            rho,
+            partials,
+            json,
+        }) => grad(&scene, &of, &wrt, &method, rho, &partials, json),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
-        Some(Command::Optimize { scene, method, max_iterations, target_cost, max_seconds, out, json }) => {
-            optimize(&scene, &method, max_iterations, target_cost, max_seconds, out.as_deref(), json)
-        }
-        Some(Command::Hessian { scene, method, check, json }) => hessian(&scene, &method, check, json),
+        Some(Command::Optimize {
+            scene,
+            method,
+            max_iterations,
+            target_cost,
+            max_seconds,
+            out,
+            json,
+        }) => optimize(
+            &scene,
+            &method,
+            max_iterations,
+            target_cost,
+            max_seconds,
+            out.as_deref(),
+            json,
+        ),
+        Some(Command::Hessian {
+            scene,
+            method,
+            check,
+            json,
+        }) => hessian(&scene, &method, check, json),
         Some(Command::View { trajectory, out }) => view(&trajectory, out.as_deref()),
     }
 }
@@ -225,12 +263,18 @@ fn run(
             Err(e) => partial_trajectory_json(&scene, e),
         };
         if let Err(e) = write_json(dir, "trajectory.json", &doc) {
-            eprintln!("error: writing {}: {e}", dir.join("trajectory.json").display());
+            eprintln!(
+                "error: writing {}: {e}",
+                dir.join("trajectory.json").display()
+            );
             code = ExitCode::from(EXIT_SIM);
         }
     }
     if json {
-        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
     } else {
         print_summary(&report);
     }
@@ -250,7 +294,10 @@ fn run(
 
 fn simulate(
     scene: &Scene,
-) -> (RunReport, Result<dualsim::sim::Trajectory<f64>, RolloutError<f64>>) {
+) -> (
+    RunReport,
+    Result<dualsim::sim::Trajectory<f64>, RolloutError<f64>>,
+) {
     let bar = if scene.steps >= 2000 {
         let b = indicatif::ProgressBar::new(scene.steps as u64);
         b.set_style(
@@ -262,13 +309,19 @@ fn simulate(
         None
     };
     let t0 = Instant::now();
-    let result = rollout_with(&scene.world, &scene.initial, &scene.controls, scene.steps, |k| {
-        if let Some(b) = &bar {
-            if k % 64 == 0 {
-                b.set_position(k as u64);
+    let result = rollout_with(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        |k| {
+            if let Some(b) = &bar {
+                if k % 64 == 0 {
+                    b.set_position(k as u64);
+                }
             }
-        }
-    });
+        },
+    );
     let wall = t0.elapsed().as_secs_f64();
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -350,10 +403,18 @@ fn demo() -> ExitCode {
     let dir = Path::new("dualsim-out");
     let written = write_json(dir, "trajectory.json", &trajectory_json(&scene, &traj))
         .and_then(|_| {
-            write_json(dir, "run.json", &serde_json::to_value(&report).expect("report serializes"))
+            write_json(
+                dir,
+                "run.json",
+                &serde_json::to_value(&report).expect("report serializes"),
+            )
         })
         .and_then(|_| {
-            write_json(dir, "check.json", &serde_json::to_value(&check).expect("report serializes"))
+            write_json(
+                dir,
+                "check.json",
+                &serde_json::to_value(&check).expect("report serializes"),
+            )
         });
     if let Err(e) = written {
         eprintln!("error: writing results: {e}");
@@ -376,7 +437,14 @@ fn parse_partials(s: &str) -> Result<Partials, ExitCode> {
     })
 }
 
-fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, partials: &str, json: bool) -> ExitCode {
+fn check(
+    path: &Path,
+    rho: Option<f64>,
+    samples: usize,
+    fd_eps: f64,
+    partials: &str,
+    json: bool,
+) -> ExitCode {
     let partials = match parse_partials(partials) {
         Ok(p) => p,
         Err(code) => return code,
@@ -393,10 +461,20 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, partials: &
     }
     let opts = CheckOptions {
         samples,
-        diff: DiffOptions { rho, fd_eps, partials },
+        diff: DiffOptions {
+            rho,
+            fd_eps,
+            partials,
+        },
         ..Default::default()
     };
-    let report = match dualsim::diff::check(&scene.world, &scene.initial, &scene.controls, scene.steps, &opts) {
+    let report = match dualsim::diff::check(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        &opts,
+    ) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -404,10 +482,19 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, partials: &
         }
     };
     if json {
-        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
     } else {
-        println!("derivative check at steps {:?}, rho = {:e}", report.sample_steps, report.rho);
-        println!("{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}", "of", "wrt", "|J|", "lift", "unrolled", "fd");
+        println!(
+            "derivative check at steps {:?}, rho = {:e}",
+            report.sample_steps, report.rho
+        );
+        println!(
+            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}",
+            "of", "wrt", "|J|", "lift", "unrolled", "fd"
+        );
         for b in &report.blocks {
             println!(
                 "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {}",
@@ -436,7 +523,15 @@ fn check(path: &Path, rho: Option<f64>, samples: usize, fd_eps: f64, partials: &
 }
 
 #[allow(clippy::too_many_arguments)]
-fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partials: &str, json: bool) -> ExitCode {
+fn grad(
+    path: &Path,
+    of: &str,
+    wrt: &str,
+    method: &str,
+    rho: Option<f64>,
+    partials: &str,
+    json: bool,
+) -> ExitCode {
     let partials = match parse_partials(partials) {
         Ok(p) => p,
         Err(code) => return code,
@@ -464,7 +559,11 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partia
         }
     };
     let inputs: Vec<_> = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
-    let opts = DiffOptions { rho, partials, ..Default::default() };
+    let opts = DiffOptions {
+        rho,
+        partials,
+        ..Default::default()
+    };
     let t0 = Instant::now();
     let rj = match dualsim::diff::rollout_jacobian(
         &scene.world,
@@ -489,7 +588,10 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partia
             return ExitCode::from(EXIT_SIM);
         }
     };
-    let rows: Vec<Vec<f64>> = jac.row_iter().map(|r| r.iter().copied().collect()).collect();
+    let rows: Vec<Vec<f64>> = jac
+        .row_iter()
+        .map(|r| r.iter().copied().collect())
+        .collect();
     if json {
         let doc = serde_json::json!({
             "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
@@ -505,7 +607,13 @@ fn grad(path: &Path, of: &str, wrt: &str, method: &str, rho: Option<f64>, partia
     } else {
         println!("value: {value:?}");
         for r in &rows {
-            println!("{}", r.iter().map(|x| format!("{x:>12.6}")).collect::<Vec<_>>().join(" "));
+            println!(
+                "{}",
+                r.iter()
+                    .map(|x| format!("{x:>12.6}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         }
     }
     ExitCode::SUCCESS
@@ -520,7 +628,11 @@ fn bench(path: &Path, json: bool) -> ExitCode {
     let x = &scene.initial;
     let u = scene.controls.at(0);
     let nv = w.model.nv;
-    let params: Vec<Param> = (0..nv).map(Param::Q).chain((0..nv).map(Param::V)).chain((0..nv).map(Param::U)).collect();
+    let params: Vec<Param> = (0..nv)
+        .map(Param::Q)
+        .chain((0..nv).map(Param::V))
+        .chain((0..nv).map(Param::U))
+        .collect();
     fn median(mut f: impl FnMut() -> bool) -> Option<f64> {
         let mut times = Vec::new();
         let start = Instant::now();
@@ -550,12 +662,18 @@ fn bench(path: &Path, json: bool) -> ExitCode {
         };
     }
     if json {
-        println!("{}", serde_json::json!({"step_f64_seconds": step_s, "jacobian_seconds": jac}));
+        println!(
+            "{}",
+            serde_json::json!({"step_f64_seconds": step_s, "jacobian_seconds": jac})
+        );
     } else {
         println!("f64 step: {:.3e} s", step_s);
         for (k, v) in &jac {
             let t = v.as_f64().unwrap_or(f64::NAN);
-            println!("{k:>9} jacobian (state + control): {t:.3e} s ({:.1}x the step)", t / step_s);
+            println!(
+                "{k:>9} jacobian (state + control): {t:.3e} s ({:.1}x the step)",
+                t / step_s
+            );
         }
     }
     ExitCode::SUCCESS
@@ -576,7 +694,9 @@ fn view(path: &Path, out: Option<&Path>) -> ExitCode {
             return ExitCode::from(EXIT_INPUT);
         }
     };
-    let target = out.map(Path::to_path_buf).unwrap_or_else(|| path.with_extension("html"));
+    let target = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| path.with_extension("html"));
     if let Err(e) = atomic_write(&target, html.as_bytes()) {
         eprintln!("error: {}: {e}", target.display());
         return ExitCode::from(EXIT_SIM);
@@ -612,7 +732,11 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
         Err(code) => return code,
     };
     let delta = vec![0.0; obj.dim()];
-    let methods: Vec<HessianMethod> = if check { HessianMethod::ALL.to_vec() } else { vec![method] };
+    let methods: Vec<HessianMethod> = if check {
+        HessianMethod::ALL.to_vec()
+    } else {
+        vec![method]
+    };
     let mut results = Vec::new();
     for m in &methods {
         let t0 = Instant::now();
@@ -644,7 +768,11 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
         times.insert(m0.name().into(), serde_json::json!(wall0));
         for (m, d, wall) in &results[1..] {
             let diff = (&d.hessian - &d0.hessian).amax();
-            let tol = tols.iter().find(|(n, _)| *n == m.name()).map(|t| t.1).unwrap_or(1e-7);
+            let tol = tols
+                .iter()
+                .find(|(n, _)| *n == m.name())
+                .map(|t| t.1)
+                .unwrap_or(1e-7);
             passed &= diff / scale <= tol;
             diffs.insert(format!("lift_vs_{}", m.name()), serde_json::json!(diff));
             times.insert(m.name().into(), serde_json::json!(wall));
@@ -658,14 +786,28 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
     if json {
         println!("{doc}");
     } else {
-        println!("objective value {:.12e} ({} by {})", d0.value, obj.wrt().join(", "), m0.name());
+        println!(
+            "objective value {:.12e} ({} by {})",
+            d0.value,
+            obj.wrt().join(", "),
+            m0.name()
+        );
         println!("gradient: {:?}", d0.gradient.as_slice());
         println!("hessian:");
         for r in d0.hessian.row_iter() {
-            println!("{}", r.iter().map(|x| format!("{x:>14.6e}")).collect::<Vec<_>>().join(" "));
+            println!(
+                "{}",
+                r.iter()
+                    .map(|x| format!("{x:>14.6e}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         }
         if check {
-            println!("max |H_lift - H_m| (scale {}): {}", doc["scale"], doc["max_abs_diff"]);
+            println!(
+                "max |H_lift - H_m| (scale {}): {}",
+                doc["scale"], doc["max_abs_diff"]
+            );
             println!("{}", if passed { "passed" } else { "FAILED" });
         }
     }
@@ -687,7 +829,9 @@ fn optimize(
 ) -> ExitCode {
     use dualsim::opt::{OptMethod, OptimizeOptions};
     let Some(method) = OptMethod::from_name(method) else {
-        eprintln!("error: --method {method}: expected one of newton, gauss_newton, lbfgs, gradient, cem");
+        eprintln!(
+            "error: --method {method}: expected one of newton, gauss_newton, lbfgs, gradient, cem"
+        );
         return ExitCode::from(EXIT_INPUT);
     };
     if !(target_cost >= 0.0) || max_seconds.is_some_and(|m| !(m > 0.0)) {
@@ -698,7 +842,14 @@ fn optimize(
         Ok(o) => o,
         Err(code) => return code,
     };
-    let opts = OptimizeOptions { method, max_iterations, target_cost, max_seconds, progress: true, ..Default::default() };
+    let opts = OptimizeOptions {
+        method,
+        max_iterations,
+        target_cost,
+        max_seconds,
+        progress: true,
+        ..Default::default()
+    };
     let report = match dualsim::opt::optimize(&obj, &opts) {
         Ok(r) => r,
         Err(e) => {
@@ -710,22 +861,36 @@ fn optimize(
     if let Some(dir) = out {
         let written = (|| -> Result<(), String> {
             let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-            let text = dualsim::opt::optimized_scene_toml(&src, &obj, &report.delta).map_err(|e| e.to_string())?;
+            let text = dualsim::opt::optimized_scene_toml(&src, &obj, &report.delta)
+                .map_err(|e| e.to_string())?;
             let file = dir.join("scene.toml");
-            let optimized = scene::parse(&text, &file.display().to_string()).map_err(|e| e.to_string())?;
-            let traj = dualsim::sim::rollout(&optimized.world, &optimized.initial, &optimized.controls, optimized.steps)
-                .map_err(|e| e.error.to_string())?;
+            let optimized =
+                scene::parse(&text, &file.display().to_string()).map_err(|e| e.to_string())?;
+            let traj = dualsim::sim::rollout(
+                &optimized.world,
+                &optimized.initial,
+                &optimized.controls,
+                optimized.steps,
+            )
+            .map_err(|e| e.error.to_string())?;
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
             atomic_write(&file, text.as_bytes()).map_err(|e| e.to_string())?;
-            write_json(dir, "trajectory.json", &trajectory_json(&optimized, &traj)).map_err(|e| e.to_string())
+            write_json(dir, "trajectory.json", &trajectory_json(&optimized, &traj))
+                .map_err(|e| e.to_string())
         })();
         if let Err(e) = written {
-            eprintln!("error: writing the optimized scene into {}: {e}", dir.display());
+            eprintln!(
+                "error: writing the optimized scene into {}: {e}",
+                dir.display()
+            );
             code = ExitCode::from(EXIT_SIM);
         }
     }
     if json {
-        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
     } else {
         println!(
             "{}: cost {:.3e} -> {:.3e} in {} iterations, {:.3} s, |grad| {:.3e}, {} ({})",
@@ -735,7 +900,11 @@ fn optimize(
             report.iterations,
             report.wall_seconds,
             report.gradient_norm,
-            if report.converged { "converged" } else { "not converged" },
+            if report.converged {
+                "converged"
+            } else {
+                "not converged"
+            },
             report.termination
         );
         for (k, v) in &report.solution {
@@ -743,7 +912,10 @@ fn optimize(
         }
     }
     if let Some(e) = &report.error {
-        eprintln!("error: the optimization stopped: {e}; the best iterate (cost {:.6e}) is reported", report.cost.last().copied().unwrap_or(f64::NAN));
+        eprintln!(
+            "error: the optimization stopped: {e}; the best iterate (cost {:.6e}) is reported",
+            report.cost.last().copied().unwrap_or(f64::NAN)
+        );
         return ExitCode::from(EXIT_SIM);
     }
     code

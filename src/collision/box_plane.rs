@@ -44,5 +44,10 @@ pub fn box_plane_vertex<T: Scalar>(
     );
     let x = pose.act(&local);
     let gap = n.dot(&x) - d;
-    Contact { gap, point_a: x, point_b: x - n * gap, normal: *n }
+    Contact {
+        gap,
+        point_a: x,
+        point_b: x - n * gap,
+        normal: *n,
+    }
 }

@@ -18,7 +18,10 @@ pub struct Aabb {
 impl Aabb {
     /// The box of a ball of radius `r` about `c`.
     pub fn ball(c: [f64; 3], r: f64) -> Self {
-        Aabb { min: [c[0] - r, c[1] - r, c[2] - r], max: [c[0] + r, c[1] + r, c[2] + r] }
+        Aabb {
+            min: [c[0] - r, c[1] - r, c[2] - r],
+            max: [c[0] + r, c[1] + r, c[2] + r],
+        }
     }
 
     /// True when the two boxes overlap (closed intervals).

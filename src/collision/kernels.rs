@@ -30,7 +30,11 @@ pub fn dot3<T: Scalar>(a: [T; 3], b: [T; 3]) -> T {
 /// `a × b`.
 #[kernel]
 pub fn cross3<T: Scalar>(a: [T; 3], b: [T; 3]) -> [T; 3] {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }
 
 /// Rotation of `v` by the quaternion `q = [w, x, y, z]`
@@ -41,7 +45,11 @@ pub fn rotate<T: Scalar>(q: [T; 4], v: [T; 3]) -> [T; 3] {
     let c: [T; 3] = cross3(u, v);
     let t = [2 * c[0], 2 * c[1], 2 * c[2]];
     let ut: [T; 3] = cross3(u, t);
-    [v[0] + t[0] * q[0] + ut[0], v[1] + t[1] * q[0] + ut[1], v[2] + t[2] * q[0] + ut[2]]
+    [
+        v[0] + t[0] * q[0] + ut[0],
+        v[1] + t[1] * q[0] + ut[1],
+        v[2] + t[2] * q[0] + ut[2],
+    ]
 }
 
 /// `pose · x` for a pose `[p, r]`.
@@ -54,7 +62,10 @@ pub fn act<T: Scalar>(pose: [T; 7], x: [T; 3]) -> [T; 3] {
 /// `pose⁻¹ · x = Rᵀ (x − p)`.
 #[kernel(inline)]
 pub fn act_inv<T: Scalar>(pose: [T; 7], x: [T; 3]) -> [T; 3] {
-    rotate([pose[3], -pose[4], -pose[5], -pose[6]], [x[0] - pose[0], x[1] - pose[1], x[2] - pose[2]])
+    rotate(
+        [pose[3], -pose[4], -pose[5], -pose[6]],
+        [x[0] - pose[0], x[1] - pose[1], x[2] - pose[2]],
+    )
 }
 
 /// Sphere `(c, r)` against the world half-space `n · x ≤ d`.
@@ -98,7 +109,9 @@ pub fn sphere_sphere_world<T: Scalar>(ca: [T; 3], ra: T, cb: [T; 3], rb: T) -> [
 /// The contact with `a` and `b` exchanged (as `Contact::flip`).
 #[kernel]
 pub fn flip<T: Scalar>(c: [T; 10]) -> [T; 10] {
-    [c[0], c[4], c[5], c[6], c[1], c[2], c[3], -c[7], -c[8], -c[9]]
+    [
+        c[0], c[4], c[5], c[6], c[1], c[2], c[3], -c[7], -c[8], -c[9],
+    ]
 }
 
 /// The plane `nl · x ≤ off` given in the frame `pose`, in the world:
@@ -114,7 +127,11 @@ pub fn world_plane<T: Scalar>(nl: [T; 3], off: T, pose: [T; 7]) -> [T; 4] {
 #[kernel(jacobian, inline)]
 pub fn capsule_end<T: Scalar>(pose: [T; 7], l: T, s: T) -> [T; 3] {
     let ax: [T; 3] = rotate([pose[3], pose[4], pose[5], pose[6]], [0, 0, l]);
-    [pose[0] + s * ax[0], pose[1] + s * ax[1], pose[2] + s * ax[2]]
+    [
+        pose[0] + s * ax[0],
+        pose[1] + s * ax[1],
+        pose[2] + s * ax[2],
+    ]
 }
 
 /// Sphere (radius `r`) at `pa` against the plane `(nl, off)` of the frame
@@ -127,7 +144,15 @@ pub fn sphere_plane<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], nl: [T; 3], off: T)
 
 /// Capsule end `s` (selector, ±1) against a plane.
 #[kernel(jacobian, inline)]
-pub fn capsule_plane<T: Scalar>(pa: [T; 7], r: T, l: T, s: T, pb: [T; 7], nl: [T; 3], off: T) -> [T; 10] {
+pub fn capsule_plane<T: Scalar>(
+    pa: [T; 7],
+    r: T,
+    l: T,
+    s: T,
+    pb: [T; 7],
+    nl: [T; 3],
+    off: T,
+) -> [T; 10] {
     let pl: [T; 4] = world_plane(nl, off, pb);
     let e: [T; 3] = capsule_end(pa, l, s);
     sphere_plane_world(e, r, [pl[0], pl[1], pl[2]], pl[3])
@@ -135,7 +160,14 @@ pub fn capsule_plane<T: Scalar>(pa: [T; 7], r: T, l: T, s: T, pb: [T; 7], nl: [T
 
 /// Box vertex with signs `sg` (selectors, ±1) against a plane.
 #[kernel(jacobian, inline)]
-pub fn box_plane<T: Scalar>(pa: [T; 7], half: [T; 3], sg: [T; 3], pb: [T; 7], nl: [T; 3], off: T) -> [T; 10] {
+pub fn box_plane<T: Scalar>(
+    pa: [T; 7],
+    half: [T; 3],
+    sg: [T; 3],
+    pb: [T; 7],
+    nl: [T; 3],
+    off: T,
+) -> [T; 10] {
     let pl: [T; 4] = world_plane(nl, off, pb);
     let x: [T; 3] = act(pa, [sg[0] * half[0], sg[1] * half[1], sg[2] * half[2]]);
     let gap = pl[0] * x[0] + pl[1] * x[1] + pl[2] * x[2] - pl[3];
@@ -162,20 +194,41 @@ pub fn sphere_sphere<T: Scalar>(pa: [T; 7], ra: T, pb: [T; 7], rb: T) -> [T; 10]
 /// Capsule `(pa, ra, la)` against the sphere `(pb, rb)`; the segment
 /// parameter is `t = wt t_free + t0` (selectors).
 #[kernel(jacobian, inline)]
-pub fn capsule_sphere<T: Scalar>(pa: [T; 7], ra: T, la: T, wt: T, t0: T, pb: [T; 7], rb: T) -> [T; 10] {
+pub fn capsule_sphere<T: Scalar>(
+    pa: [T; 7],
+    ra: T,
+    la: T,
+    wt: T,
+    t0: T,
+    pb: [T; 7],
+    rb: T,
+) -> [T; 10] {
     let e0: [T; 3] = capsule_end(pa, la, -1);
     let e1: [T; 3] = capsule_end(pa, la, 1);
     let d = [e1[0] - e0[0], e1[1] - e0[1], e1[2] - e0[2]];
     let cb = [pb[0], pb[1], pb[2]];
     let t = wt * (dot3([cb[0] - e0[0], cb[1] - e0[1], cb[2] - e0[2]], d) / dot3(d, d)) + t0;
-    sphere_sphere_world([e0[0] + d[0] * t, e0[1] + d[1] * t, e0[2] + d[2] * t], ra, cb, rb)
+    sphere_sphere_world(
+        [e0[0] + d[0] * t, e0[1] + d[1] * t, e0[2] + d[2] * t],
+        ra,
+        cb,
+        rb,
+    )
 }
 
 /// Capsule against capsule; the segment parameters are
 /// `s = ws₀ s_free + ws₁ s_t0 + ws₂ s_t1 + s₀`, `t = wt t(s) + t₀`
 /// (selectors; `s_t0`, `s_t1`: `s` with `t` clamped to 0, 1).
 #[kernel(jacobian, inline)]
-pub fn capsule_capsule<T: Scalar>(pa: [T; 7], ra: T, la: T, pb: [T; 7], rb: T, lb: T, sel: [T; 6]) -> [T; 10] {
+pub fn capsule_capsule<T: Scalar>(
+    pa: [T; 7],
+    ra: T,
+    la: T,
+    pb: [T; 7],
+    rb: T,
+    lb: T,
+    sel: [T; 6],
+) -> [T; 10] {
     let a0: [T; 3] = capsule_end(pa, la, -1);
     let a1: [T; 3] = capsule_end(pa, la, 1);
     let b0: [T; 3] = capsule_end(pb, lb, -1);
@@ -189,7 +242,8 @@ pub fn capsule_capsule<T: Scalar>(pa: [T; 7], ra: T, la: T, pb: [T; 7], rb: T, l
     let c = dot3(d1, r);
     let b = dot3(d1, d2);
     let denom = a * e - b * b;
-    let s = sel[0] * ((b * f - c * e) / denom) + sel[1] * (-c / a) + sel[2] * ((b - c) / a) + sel[3];
+    let s =
+        sel[0] * ((b * f - c * e) / denom) + sel[1] * (-c / a) + sel[2] * ((b - c) / a) + sel[3];
     let t = sel[4] * ((b * s + f) / e) + sel[5];
     sphere_sphere_world(
         [a0[0] + d1[0] * s, a0[1] + d1[1] * s, a0[2] + d1[2] * s],
@@ -203,32 +257,76 @@ pub fn capsule_capsule<T: Scalar>(pa: [T; 7], ra: T, la: T, pb: [T; 7], rb: T, l
 /// clamped local point is `m_k half_k + w_k local_k` (selectors `m`
 /// ∈ {−1, 0, 1}, `w = 1 − |m|`).
 #[kernel(jacobian, inline)]
-pub fn sphere_box_outside<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], half: [T; 3], m: [T; 3], w: [T; 3]) -> [T; 10] {
+pub fn sphere_box_outside<T: Scalar>(
+    pa: [T; 7],
+    r: T,
+    pb: [T; 7],
+    half: [T; 3],
+    m: [T; 3],
+    w: [T; 3],
+) -> [T; 10] {
     let c = [pa[0], pa[1], pa[2]];
     let l: [T; 3] = act_inv(pb, c);
     let q: [T; 3] = act(
         pb,
-        [m[0] * half[0] + w[0] * l[0], m[1] * half[1] + w[1] * l[1], m[2] * half[2] + w[2] * l[2]],
+        [
+            m[0] * half[0] + w[0] * l[0],
+            m[1] * half[1] + w[1] * l[1],
+            m[2] * half[2] + w[2] * l[2],
+        ],
     );
     let d = [c[0] - q[0], c[1] - q[1], c[2] - q[2]];
     let dist = sqrt(dot3(d, d));
     let n = [d[0] / dist, d[1] / dist, d[2] / dist];
-    [dist - r, c[0] - n[0] * r, c[1] - n[1] * r, c[2] - n[2] * r, q[0], q[1], q[2], n[0], n[1], n[2]]
+    [
+        dist - r,
+        c[0] - n[0] * r,
+        c[1] - n[1] * r,
+        c[2] - n[2] * r,
+        q[0],
+        q[1],
+        q[2],
+        n[0],
+        n[1],
+        n[2],
+    ]
 }
 
 /// Sphere `(pa, r)` against the box `(pb, half)`, centre inside: the face
 /// `m = ±e_k` (selector), `w = 1 − |m|`.
 #[kernel(jacobian, inline)]
-pub fn sphere_box_inside<T: Scalar>(pa: [T; 7], r: T, pb: [T; 7], half: [T; 3], m: [T; 3], w: [T; 3]) -> [T; 10] {
+pub fn sphere_box_inside<T: Scalar>(
+    pa: [T; 7],
+    r: T,
+    pb: [T; 7],
+    half: [T; 3],
+    m: [T; 3],
+    w: [T; 3],
+) -> [T; 10] {
     let c = [pa[0], pa[1], pa[2]];
     let l: [T; 3] = act_inv(pb, c);
     let depth = (1 - w[0]) * half[0] + (1 - w[1]) * half[1] + (1 - w[2]) * half[2] - dot3(m, l);
     let q: [T; 3] = act(
         pb,
-        [w[0] * l[0] + m[0] * half[0], w[1] * l[1] + m[1] * half[1], w[2] * l[2] + m[2] * half[2]],
+        [
+            w[0] * l[0] + m[0] * half[0],
+            w[1] * l[1] + m[1] * half[1],
+            w[2] * l[2] + m[2] * half[2],
+        ],
     );
     let n: [T; 3] = rotate([pb[3], pb[4], pb[5], pb[6]], m);
-    [-depth - r, c[0] - n[0] * r, c[1] - n[1] * r, c[2] - n[2] * r, q[0], q[1], q[2], n[0], n[1], n[2]]
+    [
+        -depth - r,
+        c[0] - n[0] * r,
+        c[1] - n[1] * r,
+        c[2] - n[2] * r,
+        q[0],
+        q[1],
+        q[2],
+        n[0],
+        n[1],
+        n[2],
+    ]
 }
 
 /// Which pair kernel computes a feature, with its selectors.
@@ -286,7 +384,12 @@ fn segment_point_selectors(e0: &Vec3<f64>, e1: &Vec3<f64>, p: &Vec3<f64>) -> Opt
 
 /// The branch of `capsule_capsule::closest_segment_segment` as
 /// [`capsule_capsule`]'s selectors; `None` for degenerate segments.
-fn segment_segment_selectors(a0: &Vec3<f64>, a1: &Vec3<f64>, b0: &Vec3<f64>, b1: &Vec3<f64>) -> Option<[f64; 6]> {
+fn segment_segment_selectors(
+    a0: &Vec3<f64>,
+    a1: &Vec3<f64>,
+    b0: &Vec3<f64>,
+    b1: &Vec3<f64>,
+) -> Option<[f64; 6]> {
     let d1 = a1 - a0;
     let d2 = b1 - b0;
     let r = a0 - b0;
@@ -314,9 +417,16 @@ fn segment_segment_selectors(a0: &Vec3<f64>, a1: &Vec3<f64>, b0: &Vec3<f64>, b1:
         // the blended kernel would evaluate 0 · ∞
         return None;
     }
-    let (mut ws, mut s0) =
-        if denom > eps * a * e { clamp((b * f - c * e) / denom, [1.0, 0.0, 0.0]) } else { ([0.0; 3], 0.5) };
-    let s = if ws[0] == 1.0 { (b * f - c * e) / denom } else { s0 };
+    let (mut ws, mut s0) = if denom > eps * a * e {
+        clamp((b * f - c * e) / denom, [1.0, 0.0, 0.0])
+    } else {
+        ([0.0; 3], 0.5)
+    };
+    let s = if ws[0] == 1.0 {
+        (b * f - c * e) / denom
+    } else {
+        s0
+    };
     let t = (b * s + f) / e;
     let (wt, t0) = if t < 0.0 {
         (ws, s0) = clamp(-c / a, [0.0, 1.0, 0.0]);
@@ -332,7 +442,11 @@ fn segment_segment_selectors(a0: &Vec3<f64>, a1: &Vec3<f64>, b0: &Vec3<f64>, b1:
 
 /// Sphere centre `c` against the box `(pose, half)` as
 /// `(inside, m, w)` selectors (the tests of `sphere_box::sphere_box`).
-fn sphere_box_selectors(c: &Vec3<f64>, pose: &Pose<f64>, half: &Vec3<f64>) -> (bool, [f64; 3], [f64; 3]) {
+fn sphere_box_selectors(
+    c: &Vec3<f64>,
+    pose: &Pose<f64>,
+    half: &Vec3<f64>,
+) -> (bool, [f64; 3], [f64; 3]) {
     let local = pose.act_inv(c);
     let mut m = [0.0; 3];
     let mut inside = true;
@@ -387,33 +501,53 @@ pub fn selectors(
         (Capsule { .. }, Plane { .. }) if feature < 2 => {
             PairKernel::CapsulePlane(if feature == 0 { -1.0 } else { 1.0 })
         }
-        (Box { .. }, Plane { .. }) if feature < 8 => PairKernel::BoxPlane(core::array::from_fn(|k| {
-            if feature & (1 << k) == 0 {
-                -1.0
-            } else {
-                1.0
-            }
-        })),
-        (Sphere { .. }, Sphere { .. }) if feature == 0 && distinct(pa, pb) => PairKernel::SphereSphere,
+        (Box { .. }, Plane { .. }) if feature < 8 => {
+            PairKernel::BoxPlane(core::array::from_fn(|k| {
+                if feature & (1 << k) == 0 {
+                    -1.0
+                } else {
+                    1.0
+                }
+            }))
+        }
+        (Sphere { .. }, Sphere { .. }) if feature == 0 && distinct(pa, pb) => {
+            PairKernel::SphereSphere
+        }
         (Capsule { half_length, .. }, Sphere { .. }) if feature == 0 => {
             let (e0, e1) = segment(pose_a, *half_length);
             let sel = segment_point_selectors(&e0, &e1, pb)?;
-            let c = e0 + (e1 - e0) * (sel[0] * ((pb - e0).dot(&(e1 - e0)) / (e1 - e0).norm_squared()) + sel[1]);
+            let c = e0
+                + (e1 - e0)
+                    * (sel[0] * ((pb - e0).dot(&(e1 - e0)) / (e1 - e0).norm_squared()) + sel[1]);
             if !distinct(&c, pb) {
                 return None;
             }
             PairKernel::CapsuleSphere { sel, flip: false }
         }
-        (Sphere { .. }, Capsule { .. }) if feature == 0 => match selectors(b, pose_b, a, pose_a, 0)? {
-            PairKernel::CapsuleSphere { sel, .. } => PairKernel::CapsuleSphere { sel, flip: true },
-            _ => return None,
-        },
-        (Capsule { half_length: la, .. }, Capsule { half_length: lb, .. }) if feature == 0 => {
+        (Sphere { .. }, Capsule { .. }) if feature == 0 => {
+            match selectors(b, pose_b, a, pose_a, 0)? {
+                PairKernel::CapsuleSphere { sel, .. } => {
+                    PairKernel::CapsuleSphere { sel, flip: true }
+                }
+                _ => return None,
+            }
+        }
+        (
+            Capsule {
+                half_length: la, ..
+            },
+            Capsule {
+                half_length: lb, ..
+            },
+        ) if feature == 0 => {
             let (a0, a1) = segment(pose_a, *la);
             let (b0, b1) = segment(pose_b, *lb);
             let sel = segment_segment_selectors(&a0, &a1, &b0, &b1)?;
             let c = super::pair_contact(a, pose_a, b, pose_b, 0)?;
-            if !distinct(&(c.point_a + c.normal * a_radius(a)), &(c.point_b - c.normal * a_radius(b))) {
+            if !distinct(
+                &(c.point_a + c.normal * a_radius(a)),
+                &(c.point_b - c.normal * a_radius(b)),
+            ) {
                 return None;
             }
             PairKernel::CapsuleCapsule(sel)
@@ -423,10 +557,20 @@ pub fn selectors(
             if !inside && !distinct(pa, &super::pair_contact(a, pose_a, b, pose_b, 0)?.point_b) {
                 return None;
             }
-            PairKernel::SphereBox { inside, m, w, flip: false }
+            PairKernel::SphereBox {
+                inside,
+                m,
+                w,
+                flip: false,
+            }
         }
         (Box { .. }, Sphere { .. }) if feature == 0 => match selectors(b, pose_b, a, pose_a, 0)? {
-            PairKernel::SphereBox { inside, m, w, .. } => PairKernel::SphereBox { inside, m, w, flip: true },
+            PairKernel::SphereBox { inside, m, w, .. } => PairKernel::SphereBox {
+                inside,
+                m,
+                w,
+                flip: true,
+            },
             _ => return None,
         },
         _ => return None,

@@ -36,10 +36,10 @@
 
 pub mod box_plane;
 pub mod broad_phase;
-pub mod conic;
 pub mod capsule_capsule;
 pub mod capsule_plane;
 pub mod capsule_sphere;
+pub mod conic;
 pub mod frame;
 pub mod kernels;
 pub mod sphere_box;
@@ -77,7 +77,12 @@ impl<T: Scalar> Contact<T> {
     /// assert_eq!((f.gap, f.normal.z, f.point_a.z), (1.0, -1.0, 0.5));
     /// ```
     pub fn flip(&self) -> Self {
-        Contact { gap: self.gap, point_a: self.point_b, point_b: self.point_a, normal: -self.normal }
+        Contact {
+            gap: self.gap,
+            point_a: self.point_b,
+            point_b: self.point_a,
+            normal: -self.normal,
+        }
     }
 }
 
@@ -98,7 +103,10 @@ pub fn world_plane<T: Scalar>(normal: &Vec3<T>, offset: T, pose: &Pose<T>) -> (V
 
 /// End points of a capsule's segment (body z axis) in the world.
 pub fn capsule_segment<T: Scalar>(half_length: T, pose: &Pose<T>) -> (Vec3<T>, Vec3<T>) {
-    let axis = so3::rotate(&pose.rotation, &Vec3::new(T::zero(), T::zero(), half_length));
+    let axis = so3::rotate(
+        &pose.rotation,
+        &Vec3::new(T::zero(), T::zero(), half_length),
+    );
     (pose.translation - axis, pose.translation + axis)
 }
 
@@ -108,10 +116,14 @@ pub fn bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
     match shape {
         Shape::Sphere { radius } => Some(radius.re()),
         Shape::Box { half_extents } => Some(half_extents.map(|x| x.re()).norm()),
-        Shape::Capsule { radius, half_length } => Some(radius.re() + half_length.re()),
-        Shape::Cylinder { radius, half_length } => {
-            Some((radius.re().powi(2) + half_length.re().powi(2)).sqrt())
-        }
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => Some(radius.re() + half_length.re()),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => Some((radius.re().powi(2) + half_length.re().powi(2)).sqrt()),
         Shape::Ellipsoid { radii } => Some(radii.map(|x| x.re()).amax()),
         _ => None,
     }
@@ -130,9 +142,21 @@ pub fn pair_contact<T: Scalar>(
     match (a, b) {
         (Box { half_extents }, Plane { normal, offset }) => {
             let (n, d) = world_plane(normal, *offset, pose_b);
-            Some(box_plane::box_plane_vertex(pose_a, half_extents, &n, d, feature))
+            Some(box_plane::box_plane_vertex(
+                pose_a,
+                half_extents,
+                &n,
+                d,
+                feature,
+            ))
         }
-        (Capsule { radius, half_length }, Plane { normal, offset }) => {
+        (
+            Capsule {
+                radius,
+                half_length,
+            },
+            Plane { normal, offset },
+        ) => {
             let (n, d) = world_plane(normal, *offset, pose_b);
             let (e0, e1) = capsule_segment(*half_length, pose_a);
             let e = if feature == 0 { e0 } else { e1 };
@@ -164,7 +188,13 @@ pub fn pair_contacts<T: Scalar>(
             let (n, d) = world_plane(normal, *offset, pose_b);
             box_plane::box_plane(pose_a, half_extents, &n, d).to_vec()
         }
-        (Capsule { radius, half_length }, Plane { normal, offset }) => {
+        (
+            Capsule {
+                radius,
+                half_length,
+            },
+            Plane { normal, offset },
+        ) => {
             let (n, d) = world_plane(normal, *offset, pose_b);
             let (e0, e1) = capsule_segment(*half_length, pose_a);
             capsule_plane::capsule_plane(&e0, &e1, *radius, &n, d).to_vec()
@@ -172,7 +202,13 @@ pub fn pair_contacts<T: Scalar>(
         (Sphere { radius: ra }, Sphere { radius: rb }) => {
             vec![sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)]
         }
-        (Capsule { radius, half_length }, Sphere { radius: rb }) => {
+        (
+            Capsule {
+                radius,
+                half_length,
+            },
+            Sphere { radius: rb },
+        ) => {
             let (e0, e1) = capsule_segment(*half_length, pose_a);
             vec![capsule_sphere::capsule_sphere(&e0, &e1, *radius, pb, *rb)]
         }
@@ -180,10 +216,21 @@ pub fn pair_contacts<T: Scalar>(
             return pair_contacts(b, pose_b, a, pose_a)
                 .map(|v| v.iter().map(|c| c.flip()).collect())
         }
-        (Capsule { radius: ra, half_length: la }, Capsule { radius: rb, half_length: lb }) => {
+        (
+            Capsule {
+                radius: ra,
+                half_length: la,
+            },
+            Capsule {
+                radius: rb,
+                half_length: lb,
+            },
+        ) => {
             let (a0, a1) = capsule_segment(*la, pose_a);
             let (b0, b1) = capsule_segment(*lb, pose_b);
-            vec![capsule_capsule::capsule_capsule(&a0, &a1, *ra, &b0, &b1, *rb)]
+            vec![capsule_capsule::capsule_capsule(
+                &a0, &a1, *ra, &b0, &b1, *rb,
+            )]
         }
         (Sphere { radius }, Box { half_extents }) => {
             vec![sphere_box::sphere_box(pa, *radius, pose_b, half_extents)]

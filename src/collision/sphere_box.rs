@@ -33,7 +33,12 @@ pub fn sphere_box<T: Scalar>(c: &Vec3<T>, r: T, pose: &Pose<T>, half: &Vec3<T>) 
     if !inside {
         let pb = pose.act(&clamped);
         let (n, dist) = direction_or_z(&(c - pb));
-        return Contact { gap: dist - r, point_a: c - n * r, point_b: pb, normal: n };
+        return Contact {
+            gap: dist - r,
+            point_a: c - n * r,
+            point_b: pb,
+            normal: n,
+        };
     }
     // Inside: the face with the smallest depth half_k − |local_k|.
     let mut best = 0;
@@ -45,12 +50,21 @@ pub fn sphere_box<T: Scalar>(c: &Vec3<T>, r: T, pose: &Pose<T>, half: &Vec3<T>) 
             best = k;
         }
     }
-    let sign = if local[best].re() >= 0.0 { T::one() } else { -T::one() };
+    let sign = if local[best].re() >= 0.0 {
+        T::one()
+    } else {
+        -T::one()
+    };
     let mut n_local = Vec3::zeros();
     n_local[best] = sign;
     let depth = half[best] - local[best] * sign;
     let mut face = local;
     face[best] = half[best] * sign;
     let n = so3::rotate(&pose.rotation, &n_local);
-    Contact { gap: -depth - r, point_a: c - n * r, point_b: pose.act(&face), normal: n }
+    Contact {
+        gap: -depth - r,
+        point_a: c - n * r,
+        point_b: pose.act(&face),
+        normal: n,
+    }
 }

@@ -18,5 +18,10 @@ use crate::Scalar;
 /// ```
 pub fn sphere_plane<T: Scalar>(c: &Vec3<T>, r: T, n: &Vec3<T>, d: T) -> Contact<T> {
     let height = n.dot(c) - d;
-    Contact { gap: height - r, point_a: c - n * r, point_b: c - n * height, normal: *n }
+    Contact {
+        gap: height - r,
+        point_a: c - n * r,
+        point_b: c - n * height,
+        normal: *n,
+    }
 }

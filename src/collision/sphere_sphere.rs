@@ -16,5 +16,10 @@ use crate::Scalar;
 /// ```
 pub fn sphere_sphere<T: Scalar>(ca: &Vec3<T>, ra: T, cb: &Vec3<T>, rb: T) -> Contact<T> {
     let (n, dist) = direction_or_z(&(ca - cb));
-    Contact { gap: dist - ra - rb, point_a: ca - n * ra, point_b: cb + n * rb, normal: n }
+    Contact {
+        gap: dist - ra - rb,
+        point_a: ca - n * ra,
+        point_b: cb + n * rb,
+        normal: n,
+    }
 }

@@ -6,11 +6,11 @@
 use super::backend::{check_rows, dense_solve, free_body_solve};
 use super::{ContactBackend, Param, SolveError, SolveStats, StepProblem, StepSolution};
 use crate::contact::ipm::partials::kernel_partials;
+use crate::dynamics::articulated::articulated_velocity;
 use crate::dynamics::articulated::{articulated_residual, has_articulated};
 use crate::dynamics::free::momentum_residual;
-use crate::math::{DMat, DVec};
-use crate::dynamics::articulated::articulated_velocity;
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
+use crate::math::{DMat, DVec};
 use crate::Scalar;
 
 /// Free flight: ignores all contact.
@@ -40,17 +40,24 @@ impl ContactBackend for FreeFlight {
             q_next,
             v_next,
             contacts: Vec::new(),
-            stats: SolveStats { iterations, ..Default::default() },
+            stats: SolveStats {
+                iterations,
+                ..Default::default()
+            },
         })
     }
-
 
     fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, ()), SolveError> {
         let (v, _) = free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &self.newton)?;
         Ok((v, ()))
     }
 
-    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, _: &(), y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        _: &(),
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
         let mut r = DVec::zeros(p.model.nv);
         momentum_residual(p.model, p.q, p.v, y, p.u, &p.gravity, p.h, &mut r)?;
         articulated_residual(p.model, p.q, p.v, y, p.u, p.h, &mut r);

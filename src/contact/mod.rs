@@ -25,8 +25,8 @@ pub mod registry;
 pub mod silico;
 
 pub use backend::{dense_solve, ContactBackend, Feature, Param};
-pub use registry::{BackendParams, SolverKind, UnknownBackend};
 pub(crate) use registry::with_backend;
+pub use registry::{BackendParams, SolverKind, UnknownBackend};
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;
@@ -65,7 +65,12 @@ pub struct SolverParams {
 
 impl Default for SolverParams {
     fn default() -> Self {
-        SolverParams { rho: 1e-6, tolerance: 1e-8, max_iterations: 50, accept_at_cap: false }
+        SolverParams {
+            rho: 1e-6,
+            tolerance: 1e-8,
+            max_iterations: 50,
+            accept_at_cap: false,
+        }
     }
 }
 
@@ -188,11 +193,17 @@ pub enum SolveError {
 impl SolveError {
     /// Robot link collision shapes are modelled by `ipm` only: the other
     /// backends refuse a problem that has them instead of ignoring them.
-    pub fn refuse_link_shapes<T: Scalar>(backend: &'static str, p: &StepProblem<'_, T>) -> Result<(), SolveError> {
+    pub fn refuse_link_shapes<T: Scalar>(
+        backend: &'static str,
+        p: &StepProblem<'_, T>,
+    ) -> Result<(), SolveError> {
         if p.link_shapes.is_empty() {
             Ok(())
         } else {
-            Err(SolveError::Unsupported { backend, what: "collision shapes on robot links (use `ipm`)" })
+            Err(SolveError::Unsupported {
+                backend,
+                what: "collision shapes on robot links (use `ipm`)",
+            })
         }
     }
 }

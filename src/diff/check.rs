@@ -98,8 +98,13 @@ pub struct CheckReport {
 
 fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
     let mut out = Vec::new();
-    let bodies =
-        world.model.bodies.iter().enumerate().filter(|&(i, _)| world.model.is_lone_free_body(i)).take(max_bodies);
+    let bodies = world
+        .model
+        .bodies
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| world.model.is_lone_free_body(i))
+        .take(max_bodies);
     for (b, body) in bodies {
         let k = body.idx_v;
         out.extend((0..3).map(|i| ("position", Param::Q(k + i))));
@@ -141,20 +146,50 @@ pub fn check(
     let traj = rollout(world, x0, controls, steps)?;
     let n = opts.samples.max(1);
     let mut sample_steps: Vec<usize> = (0..n)
-        .map(|i| if n == 1 || steps == 0 { 0 } else { i * (steps - 1) / (n - 1) })
+        .map(|i| {
+            if n == 1 || steps == 0 {
+                0
+            } else {
+                i * (steps - 1) / (n - 1)
+            }
+        })
         .collect();
     sample_steps.dedup();
     let named = inputs(world, opts.max_bodies);
     let params: Vec<Param> = named.iter().map(|(_, p)| *p).collect();
     let nv = world.model.nv;
     let lone = world.model.lone_free_bodies();
-    let free = || world.model.bodies.iter().zip(&lone).filter(|(_, &l)| l).map(|(b, _)| b);
+    let free = || {
+        world
+            .model
+            .bodies
+            .iter()
+            .zip(&lone)
+            .filter(|(_, &l)| l)
+            .map(|(b, _)| b)
+    };
     let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);
     let of_rows: [(&str, Vec<usize>); 6] = [
-        ("position", free().flat_map(|b| b.idx_v..b.idx_v + 3).collect()),
-        ("orientation", free().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect()),
-        ("velocity", free().flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3).collect()),
-        ("angular_velocity", free().flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6).collect()),
+        (
+            "position",
+            free().flat_map(|b| b.idx_v..b.idx_v + 3).collect(),
+        ),
+        (
+            "orientation",
+            free().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect(),
+        ),
+        (
+            "velocity",
+            free()
+                .flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3)
+                .collect(),
+        ),
+        (
+            "angular_velocity",
+            free()
+                .flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6)
+                .collect(),
+        ),
         ("robot_q", robot_dofs().collect()),
         ("robot_v", robot_dofs().map(|i| nv + i).collect()),
     ];
@@ -180,8 +215,12 @@ pub fn check(
         skipped += jumps.len();
         for (oi, (_, rows)) in of_rows.iter().enumerate() {
             for (wi, kind) in kinds.iter().enumerate() {
-                let cols: Vec<usize> =
-                    named.iter().enumerate().filter(|(_, (n, _))| n == kind).map(|(c, _)| c).collect();
+                let cols: Vec<usize> = named
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (n, _))| n == kind)
+                    .map(|(c, _)| c)
+                    .collect();
                 if rows.is_empty() || cols.is_empty() {
                     continue;
                 }

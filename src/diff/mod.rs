@@ -33,9 +33,9 @@ pub mod rollout;
 mod seed;
 mod step;
 
+pub use crate::contact::dense_solve;
 pub use check::{check, CheckOptions, CheckReport};
 pub use implicit::ImplicitStep;
-pub use crate::contact::dense_solve;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
 pub use step::{lift_step, step_jacobian, DiffOptions, Partials, StepJacobian};

@@ -102,7 +102,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
         }
         prev = cur;
     }
@@ -117,7 +119,9 @@ fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Str
         .map(|c| (edit_distance(word, c), c))
         .min_by_key(|(d, _)| *d);
     match best {
-        Some((d, c)) if d > 0 && d <= (word.chars().count() / 3).max(2) => format!(" (did you mean `{c}`?)"),
+        Some((d, c)) if d > 0 && d <= (word.chars().count() / 3).max(2) => {
+            format!(" (did you mean `{c}`?)")
+        }
         _ => String::new(),
     }
 }
@@ -140,7 +144,12 @@ fn all_names(world: &World<f64>) -> Vec<(String, Named)> {
     let lone = m.lone_free_bodies();
     let mut out: Vec<(String, Named)> = Vec::new();
     for (i, b) in m.bodies.iter().enumerate() {
-        if lone[i] && !world.robots.iter().any(|r| (r.first_body..r.first_body + r.bodies).contains(&i)) {
+        if lone[i]
+            && !world
+                .robots
+                .iter()
+                .any(|r| (r.first_body..r.first_body + r.bodies).contains(&i))
+        {
             out.push((b.name.clone(), Named::Body(i)));
         }
     }
@@ -176,7 +185,11 @@ fn items(list: &str) -> Vec<Item<'_>> {
         let lead = part.len() - part.trim_start().len();
         let text = part.trim();
         if !text.is_empty() {
-            out.push(Item { text, index: out.len() + 1, column: list[..offset + lead].chars().count() + 1 });
+            out.push(Item {
+                text,
+                index: out.len() + 1,
+                column: list[..offset + lead].chars().count() + 1,
+            });
         }
         offset += part.len() + 1;
     }
@@ -185,18 +198,28 @@ fn items(list: &str) -> Vec<Item<'_>> {
 
 impl Item<'_> {
     fn error(&self, msg: impl std::fmt::Display) -> DiffError {
-        DiffError::BadParam(format!("item {} (column {}) `{}`: {msg}", self.index, self.column, self.text))
+        DiffError::BadParam(format!(
+            "item {} (column {}) `{}`: {msg}",
+            self.index, self.column, self.text
+        ))
     }
 }
 
 /// Splits `NAME.FIELD` by the longest known name followed by `.`, so that
 /// names may contain dots. Unknown names: a located error with the valid
 /// names and a suggestion.
-fn resolve<'s>(world: &World<f64>, item: &Item<'s>) -> Result<(Named, &'s str, &'s str), DiffError> {
+fn resolve<'s>(
+    world: &World<f64>,
+    item: &Item<'s>,
+) -> Result<(Named, &'s str, &'s str), DiffError> {
     let names = all_names(world);
     let found = names
         .iter()
-        .filter(|(n, _)| item.text.len() > n.len() + 1 && item.text.starts_with(n.as_str()) && item.text.as_bytes()[n.len()] == b'.')
+        .filter(|(n, _)| {
+            item.text.len() > n.len() + 1
+                && item.text.starts_with(n.as_str())
+                && item.text.as_bytes()[n.len()] == b'.'
+        })
         .max_by_key(|(n, _)| n.len());
     if let Some((n, kind)) = found {
         return Ok((*kind, &item.text[..n.len()], &item.text[n.len() + 1..]));
@@ -245,7 +268,12 @@ pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, Diff
             Named::Body(b) => Output {
                 label,
                 body: b,
-                field: pick([OutputField::Position, OutputField::Orientation, OutputField::Velocity, OutputField::AngularVelocity])?,
+                field: pick([
+                    OutputField::Position,
+                    OutputField::Orientation,
+                    OutputField::Velocity,
+                    OutputField::AngularVelocity,
+                ])?,
             },
             Named::Robot(r) => {
                 let field = match field {
@@ -253,7 +281,11 @@ pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, Diff
                     "v" => OutputField::RobotV,
                     other => return Err(unknown_field(&item, "robot output", other, &["q", "v"])),
                 };
-                Output { label, body: r, field }
+                Output {
+                    label,
+                    body: r,
+                    field,
+                }
             }
             Named::Link(b, _) => Output {
                 label,
@@ -278,7 +310,9 @@ pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, Diff
         out.push(o);
     }
     if out.is_empty() {
-        return Err(DiffError::BadParam("no output named (expected NAME.FIELD, comma-separated)".into()));
+        return Err(DiffError::BadParam(
+            "no output named (expected NAME.FIELD, comma-separated)".into(),
+        ));
     }
     Ok(out)
 }
@@ -318,9 +352,19 @@ pub fn parse_inputs(
                     "q" => dofs.map(Input::Config).collect(),
                     "v" => dofs.map(Input::Velocity).collect(),
                     "control" => (0..steps)
-                        .flat_map(|s| dofs.clone().map(move |i| Input::Control { step: s, index: i }))
+                        .flat_map(|s| {
+                            dofs.clone()
+                                .map(move |i| Input::Control { step: s, index: i })
+                        })
                         .collect(),
-                    other => return Err(unknown_field(&item, "robot input", other, &["q", "v", "control"])),
+                    other => {
+                        return Err(unknown_field(
+                            &item,
+                            "robot input",
+                            other,
+                            &["q", "v", "control"],
+                        ))
+                    }
                 }
             }
             Named::Link(_, ri) => {
@@ -342,7 +386,9 @@ pub fn parse_inputs(
         out.push((item.text.to_string(), inputs));
     }
     if out.is_empty() {
-        return Err(DiffError::BadParam("no input named (expected NAME.FIELD, comma-separated)".into()));
+        return Err(DiffError::BadParam(
+            "no input named (expected NAME.FIELD, comma-separated)".into(),
+        ));
     }
     Ok(out)
 }
@@ -375,24 +421,41 @@ fn body_inputs(
         }
         "inertia" => (0..3).map(|i| Input::Model(Param::Inertia(b, i))).collect(),
         "control" => (0..steps)
-            .flat_map(|s| (0..6).map(move |i| Input::Control { step: s, index: k + i }))
+            .flat_map(|s| {
+                (0..6).map(move |i| Input::Control {
+                    step: s,
+                    index: k + i,
+                })
+            })
             .collect(),
         f if f.starts_with("shape.") => {
             let key = &f["shape.".len()..];
             let keys: &[(&str, usize)] = match world.shapes[b].as_ref() {
                 Some(Shape::Sphere { .. }) => &[("radius", 0)],
-                Some(Shape::Box { .. }) => &[("half_extents", 0), ("half_extents", 1), ("half_extents", 2)],
-                Some(Shape::Capsule { .. } | Shape::Cylinder { .. }) => &[("radius", 0), ("half_length", 1)],
+                Some(Shape::Box { .. }) => &[
+                    ("half_extents", 0),
+                    ("half_extents", 1),
+                    ("half_extents", 2),
+                ],
+                Some(Shape::Capsule { .. } | Shape::Cylinder { .. }) => {
+                    &[("radius", 0), ("half_length", 1)]
+                }
                 Some(Shape::Ellipsoid { .. }) => &[("radii", 0), ("radii", 1), ("radii", 2)],
                 Some(Shape::PaddedPolygon { .. }) => &[("radius", 0)],
                 _ => &[],
             };
-            let inputs: Vec<Input> =
-                keys.iter().filter(|(n, _)| *n == key).map(|(_, i)| Input::Model(Param::Shape(b, *i))).collect();
+            let inputs: Vec<Input> = keys
+                .iter()
+                .filter(|(n, _)| *n == key)
+                .map(|(_, i)| Input::Model(Param::Shape(b, *i)))
+                .collect();
             if inputs.is_empty() {
                 let mut valid: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
                 valid.dedup();
-                let ty = world.shapes[b].as_ref().map(|s| s.type_name()).unwrap_or("no shape");
+                let ty = world.shapes[b]
+                    .as_ref()
+                    .map(|s| s.type_name())
+                    .unwrap_or("no shape");
                 return Err(item.error(format!(
                     "the shape of `{name}` ({ty}) has no size parameter `{key}`{} (differentiable: {})",
                     suggest(key, valid.iter().copied()),
@@ -435,9 +498,17 @@ pub fn output_labels(world: &World<f64>, outputs: &[Output]) -> Vec<String> {
             OutputField::RobotQ => {
                 let r = &world.robots[o.body];
                 let tangent = r.nq != r.nv;
-                out.extend((0..r.nv).map(|i| if tangent { format!("{l}.tangent[{i}]") } else { format!("{l}[{i}]") }))
+                out.extend((0..r.nv).map(|i| {
+                    if tangent {
+                        format!("{l}.tangent[{i}]")
+                    } else {
+                        format!("{l}[{i}]")
+                    }
+                }))
             }
-            OutputField::RobotV => out.extend((0..world.robots[o.body].nv).map(|i| format!("{l}[{i}]"))),
+            OutputField::RobotV => {
+                out.extend((0..world.robots[o.body].nv).map(|i| format!("{l}[{i}]")))
+            }
             _ => out.extend(["x", "y", "z"].iter().map(|c| format!("{l}.{c}"))),
         }
     }
@@ -458,7 +529,11 @@ pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<
             out.push(match inp {
                 Input::Control { step, index } => {
                     let base = world.model.bodies[world.model.dof_body[*index]].idx_v;
-                    let first = world.robots.iter().find(|r| (r.idx_v..r.idx_v + r.nv).contains(index)).map(|r| r.idx_v);
+                    let first = world
+                        .robots
+                        .iter()
+                        .find(|r| (r.idx_v..r.idx_v + r.nv).contains(index))
+                        .map(|r| r.idx_v);
                     format!("{label}[step {step}][{}]", index - first.unwrap_or(base))
                 }
                 _ if xyz => format!("{label}.{}", ["x", "y", "z"][k]),
@@ -470,7 +545,13 @@ pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<
 }
 
 /// A robot link's quantity at `(q, v)` in a dual scalar.
-pub fn link_quantity<T: Scalar>(world: &crate::dynamics::Model<T>, q: &DVec<T>, v: &DVec<T>, body: usize, field: OutputField) -> Vec<T> {
+pub fn link_quantity<T: Scalar>(
+    world: &crate::dynamics::Model<T>,
+    q: &DVec<T>,
+    v: &DVec<T>,
+    body: usize,
+    field: OutputField,
+) -> Vec<T> {
     let mut data = world.data();
     forward_kinematics(world, &mut data, q, Some(v));
     let pose = data.omi[body];
@@ -495,7 +576,12 @@ pub fn link_quantity<T: Scalar>(world: &crate::dynamics::Model<T>, q: &DVec<T>, 
 /// The value of a link output at the final state and its derivative with
 /// respect to the final state's tangent `(δq, v)` (dual numbers through
 /// forward kinematics, one direction at a time).
-fn link_rows(world: &World<f64>, last: &State<f64>, body: usize, field: OutputField) -> Result<(Vec<f64>, DMat<f64>), DiffError> {
+fn link_rows(
+    world: &World<f64>,
+    last: &State<f64>,
+    body: usize,
+    field: OutputField,
+) -> Result<(Vec<f64>, DMat<f64>), DiffError> {
     let nv = world.model.nv;
     let md = world.model.cast::<Dual64>();
     let q0 = last.q.map(Dual64::from_re);
@@ -509,7 +595,8 @@ fn link_rows(world: &World<f64>, last: &State<f64>, body: usize, field: OutputFi
         } else {
             v[j - nv].eps = 1.0;
         }
-        let q = integrate_model(&md, &q0, &dq, Dual64::from_re(1.0)).map_err(crate::sim::SimError::from)?;
+        let q = integrate_model(&md, &q0, &dq, Dual64::from_re(1.0))
+            .map_err(crate::sim::SimError::from)?;
         for (i, x) in link_quantity(&md, &q, &v, body, field).iter().enumerate() {
             g[(i, j)] = x.eps;
         }
@@ -531,8 +618,16 @@ pub fn output_rows(
     for o in outputs {
         if let OutputField::RobotQ | OutputField::RobotV = o.field {
             let r = &world.robots[o.body];
-            let (row0, src) = if o.field == OutputField::RobotQ { (r.idx_v, &last.q) } else { (nv + r.idx_v, &last.v) };
-            let (vi, n) = if o.field == OutputField::RobotQ { (r.idx_q, r.nq) } else { (r.idx_v, r.nv) };
+            let (row0, src) = if o.field == OutputField::RobotQ {
+                (r.idx_v, &last.q)
+            } else {
+                (nv + r.idx_v, &last.v)
+            };
+            let (vi, n) = if o.field == OutputField::RobotQ {
+                (r.idx_q, r.nq)
+            } else {
+                (r.idx_v, r.nv)
+            };
             values.extend(src.rows(vi, n).iter().copied());
             for i in 0..r.nv {
                 rows.push(jacobian.row(row0 + i).into_owned());
@@ -560,7 +655,11 @@ pub fn output_rows(
             }
             OutputField::RobotQ | OutputField::RobotV => unreachable!("handled above"),
             OutputField::Velocity | OutputField::AngularVelocity => {
-                let off = if o.field == OutputField::Velocity { 0 } else { 3 };
+                let off = if o.field == OutputField::Velocity {
+                    0
+                } else {
+                    3
+                };
                 for i in 0..3 {
                     values.push(last.v[kv + off + i]);
                     rows.push(jacobian.row(nv + kv + off + i).into_owned());
@@ -577,6 +676,10 @@ pub fn output_rows(
             }
         }
     }
-    let m = if rows.is_empty() { DMat::zeros(0, jacobian.ncols()) } else { DMat::from_rows(&rows) };
+    let m = if rows.is_empty() {
+        DMat::zeros(0, jacobian.ncols())
+    } else {
+        DMat::from_rows(&rows)
+    };
     Ok((values, m))
 }

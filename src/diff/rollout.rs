@@ -71,7 +71,9 @@ pub fn seeded_rollout<T: Scalar>(
             Input::Velocity(i) => params.push(Param::V(i)),
             Input::Config(i) => params.push(Param::Q(i)),
             Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
-                return Err(DiffError::BadParam(format!("{p:?} is not a model parameter")))
+                return Err(DiffError::BadParam(format!(
+                    "{p:?} is not a model parameter"
+                )))
             }
             Input::Model(p) => params.push(p),
             Input::Control { .. } => continue,
@@ -83,7 +85,9 @@ pub fn seeded_rollout<T: Scalar>(
     for (inp, d) in inputs.iter().zip(deltas) {
         if let Input::Control { step: k, index } = *inp {
             if k >= steps || index >= world.model.nv {
-                return Err(DiffError::BadParam(format!("{inp:?} is outside the rollout")));
+                return Err(DiffError::BadParam(format!(
+                    "{inp:?} is outside the rollout"
+                )));
             }
             us[k][index] += *d;
         }
@@ -104,7 +108,9 @@ fn dual_rollout(
     let mut jac = DMat::zeros(2 * nv, inputs.len());
     for start in (0..inputs.len()).step_by(BLOCK) {
         let chunk = &inputs[start..inputs.len().min(start + BLOCK)];
-        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let seeds: Vec<D> = (0..chunk.len())
+            .map(|j| D::from_re(0.0).derivative(j))
+            .collect();
         let (w, mut x, us) = seeded_rollout(world, x0, controls, steps, chunk, &seeds)?;
         for k in 0..steps {
             x = if lift {
@@ -121,7 +127,10 @@ fn dual_rollout(
             }
         }
     }
-    Ok(RolloutJacobian { last, jacobian: jac })
+    Ok(RolloutJacobian {
+        last,
+        jacobian: jac,
+    })
 }
 
 fn fd_rollout(
@@ -143,7 +152,10 @@ fn fd_rollout(
         let col = (go(eps)? - go(-eps)?) / (2.0 * eps);
         jac.set_column(c, &col);
     }
-    Ok(RolloutJacobian { last, jacobian: jac })
+    Ok(RolloutJacobian {
+        last,
+        jacobian: jac,
+    })
 }
 
 fn ift_rollout(
@@ -164,12 +176,16 @@ fn ift_rollout(
             Input::Config(i) => s[(i, c)] = 1.0,
             Input::Velocity(i) => s[(nv + i, c)] = 1.0,
             Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
-                return Err(DiffError::BadParam(format!("{p:?} is not a model parameter")))
+                return Err(DiffError::BadParam(format!(
+                    "{p:?} is not a model parameter"
+                )))
             }
             Input::Model(p) => model_params.push((c, p)),
             Input::Control { step: k, index } => {
                 if k >= steps || index >= nv {
-                    return Err(DiffError::BadParam(format!("{inp:?} is outside the rollout")));
+                    return Err(DiffError::BadParam(format!(
+                        "{inp:?} is outside the rollout"
+                    )));
                 }
             }
         }
@@ -202,7 +218,10 @@ fn ift_rollout(
         s = next;
         x = sj.next;
     }
-    Ok(RolloutJacobian { last: x, jacobian: s })
+    Ok(RolloutJacobian {
+        last: x,
+        jacobian: s,
+    })
 }
 
 /// The Jacobian of the final state of a `steps`-step rollout with respect
@@ -242,8 +261,9 @@ pub fn unrolled<const N: usize>(
 ) -> Result<DMat<f64>, DiffError> {
     assert_eq!(inputs.len(), N, "one dual direction per input");
     let last = run(world, x0, controls, steps)?.last().clone();
-    let seeds: Vec<DualSVec64<N>> =
-        (0..N).map(|j| DualSVec64::<N>::from_re(0.0).derivative(j)).collect();
+    let seeds: Vec<DualSVec64<N>> = (0..N)
+        .map(|j| DualSVec64::<N>::from_re(0.0).derivative(j))
+        .collect();
     let (w, x, us) = seeded_rollout(world, x0, controls, steps, inputs, &seeds)?;
     let traj = run(&w, &x, &us, steps)?;
     let t = tangent(&w.model, &last.q.map(DualSVec64::<N>::from_re), traj.last());

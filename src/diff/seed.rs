@@ -13,13 +13,18 @@ fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
     match shape {
         Shape::Sphere { radius } if k == 0 => Some(radius),
         Shape::Box { half_extents } if k < 3 => Some(&mut half_extents[k]),
-        Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
-            match k {
-                0 => Some(radius),
-                1 => Some(half_length),
-                _ => None,
-            }
+        Shape::Capsule {
+            radius,
+            half_length,
         }
+        | Shape::Cylinder {
+            radius,
+            half_length,
+        } => match k {
+            0 => Some(radius),
+            1 => Some(half_length),
+            _ => None,
+        },
         Shape::Ellipsoid { radii } if k < 3 => Some(&mut radii[k]),
         Shape::PaddedPolygon { radius, .. } if k == 0 => Some(radius),
         _ => None,
@@ -58,11 +63,16 @@ pub fn seeded<T: Scalar>(
             Param::V(i) if i < nv => x.v[i] += d,
             Param::U(i) if i < nv => ut[i] += d,
             Param::Mass(b) if b < nb => w.model.bodies[b].inertia.mass += d,
-            Param::Inertia(b, k) if b < nb && k < 3 => w.model.bodies[b].inertia.inertia[(k, k)] += d,
+            Param::Inertia(b, k) if b < nb && k < 3 => {
+                w.model.bodies[b].inertia.inertia[(k, k)] += d
+            }
             Param::Friction(b) if b < nb => w.materials[b].friction += d,
             Param::Restitution(b) if b < nb => w.materials[b].restitution += d,
             Param::Shape(b, k) if b < nb => {
-                let s = w.shapes[b].as_mut().and_then(|s| shape_param(s, k)).ok_or_else(|| bad(p))?;
+                let s = w.shapes[b]
+                    .as_mut()
+                    .and_then(|s| shape_param(s, k))
+                    .ok_or_else(|| bad(p))?;
                 *s += d;
             }
             Param::Gravity(k) if k < 3 => {

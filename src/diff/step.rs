@@ -3,8 +3,8 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
-use crate::contact::backend::dense_jacobian;
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
+use crate::contact::backend::dense_jacobian;
 use crate::dynamics::free::{difference_model, integrate_model};
 use crate::dynamics::Model;
 use crate::math::{DMat, DVec};
@@ -28,7 +28,11 @@ pub struct DiffOptions {
 
 impl Default for DiffOptions {
     fn default() -> Self {
-        DiffOptions { rho: None, fd_eps: 1e-6, partials: Partials::Kernel }
+        DiffOptions {
+            rho: None,
+            fd_eps: 1e-6,
+            partials: Partials::Kernel,
+        }
     }
 }
 
@@ -55,7 +59,9 @@ impl Partials {
 
     /// Parses a command-line name.
     pub fn from_name(s: &str) -> Option<Partials> {
-        [Partials::Kernel, Partials::Dual].into_iter().find(|p| p.name() == s)
+        [Partials::Kernel, Partials::Dual]
+            .into_iter()
+            .find(|p| p.name() == s)
     }
 }
 
@@ -137,7 +143,9 @@ fn residual_param_jacobian<B: ImplicitStep>(
     let mut jth = DMat::zeros(n, params.len());
     for start in (0..params.len()).step_by(BLOCK) {
         let chunk = &params[start..params.len().min(start + BLOCK)];
-        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let seeds: Vec<D> = (0..chunk.len())
+            .map(|j| D::from_re(0.0).derivative(j))
+            .collect();
         let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
         let r = b.residual(&wd.problem(&sd, &ud), st, &yd)?;
         for (i, ri) in r.iter().enumerate() {
@@ -179,7 +187,12 @@ fn param_partials<B: ImplicitStep>(
 
 /// `DiffError::BadParam` for a parameter that does not exist in `world`
 /// (as [`seeded`] reports it).
-fn check_params(world: &World<f64>, state: &State<f64>, u: &DVec<f64>, params: &[Param]) -> Result<(), DiffError> {
+fn check_params(
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    params: &[Param],
+) -> Result<(), DiffError> {
     let nv = world.model.nv;
     let nb = world.model.bodies.len();
     for prm in params {
@@ -193,8 +206,7 @@ fn check_params(world: &World<f64>, state: &State<f64>, u: &DVec<f64>, params: &
         };
         if !ok {
             // `seeded` knows the shapes' parameters; one f64 evaluation.
-            seeded::<f64>(world, state, u, &[*prm], &[0.0])
-                .map(|_| ())?;
+            seeded::<f64>(world, state, u, &[*prm], &[0.0]).map(|_| ())?;
         }
     }
     Ok(())
@@ -220,7 +232,9 @@ fn output_blocks(
             continue;
         }
         let (kq, kv) = (b.idx_q, b.idx_v);
-        let err = |source| SimError::from(crate::dynamics::free::DynamicsError::Retraction { body: i, source });
+        let err = |source| {
+            SimError::from(crate::dynamics::free::DynamicsError::Retraction { body: i, source })
+        };
         let qb: [E; 7] = core::array::from_fn(|j| E::from_re(q[kq + j]));
         let dq: [E; 6] = core::array::from_fn(|j| E::from_re(0.0).derivative(j));
         let q0 = crate::math::integrate(&qb, &dq, E::from_re(1.0)).map_err(err)?;
@@ -260,9 +274,12 @@ fn ift<B: ImplicitStep>(
     let (y, st) = b.solve_root(&p)?;
     let nv = world.model.nv;
     let jth = param_partials(b, &p, world, state, u, &st, &y, params, partials)?;
-    let dy = -b.solve_jacobian_velocity(&p, &st, &y, &jth).map_err(singular)?;
+    let dy = -b
+        .solve_jacobian_velocity(&p, &st, &y, &jth)
+        .map_err(singular)?;
     let v_next = y.rows(0, nv).into_owned();
-    let q_next = integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
+    let q_next =
+        integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
     let blocks = output_blocks(&world.model, &state.q, &v_next, world.dt, &q_next)?;
     let mut jac = DMat::zeros(2 * nv, params.len());
     jac.rows_mut(nv, nv).copy_from(&dy.rows(0, nv));
@@ -305,7 +322,14 @@ fn ift<B: ImplicitStep>(
             }
         }
     }
-    Ok(StepJacobian { next: State { q: q_next, v: v_next }, jacobian: jac, nonsmooth: Vec::new() })
+    Ok(StepJacobian {
+        next: State {
+            q: q_next,
+            v: v_next,
+        },
+        jacobian: jac,
+        nonsmooth: Vec::new(),
+    })
 }
 
 /// `∂(q⁺ ⊖ q⁺₀)/∂(δ, v⁺, h)` of `q⁺ = (q ⊕ δ) ⊕ h v⁺` for the whole
@@ -324,12 +348,17 @@ fn articulated_output(
     let mut out = DMat::zeros(nv, n);
     for start in (0..n).step_by(BLOCK) {
         let seed = |k: usize, x: f64| {
-            if (start..start + BLOCK).contains(&k) { D::from_re(x).derivative(k - start) } else { D::from_re(x) }
+            if (start..start + BLOCK).contains(&k) {
+                D::from_re(x).derivative(k - start)
+            } else {
+                D::from_re(x)
+            }
         };
         let delta = DVec::from_fn(nv, |i, _| seed(i, 0.0));
         let vd = DVec::from_fn(nv, |i, _| seed(nv + i, v_next[i]));
         let hd = seed(2 * nv, h);
-        let q0 = integrate_model(&md, &q.map(D::from_re), &delta, D::from_re(1.0)).map_err(SimError::from)?;
+        let q0 = integrate_model(&md, &q.map(D::from_re), &delta, D::from_re(1.0))
+            .map_err(SimError::from)?;
         let q1 = integrate_model(&md, &q0, &vd, hd).map_err(SimError::from)?;
         let t = crate::dynamics::free::difference_model(&md, &qn, &q1);
         for (r, tr) in t.iter().enumerate() {
@@ -344,7 +373,10 @@ fn articulated_output(
 
 /// Solves `J x = r` in the scalar `T` with the f64 LU factors of `J`
 /// (exact for dual parts: they enter linearly).
-fn solve_lifted<T: Scalar>(lu: &nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>, r: &DVec<T>) -> DVec<T> {
+fn solve_lifted<T: Scalar>(
+    lu: &nalgebra::LU<f64, nalgebra::Dyn, nalgebra::Dyn>,
+    r: &DVec<T>,
+) -> DVec<T> {
     let mut x = r.clone();
     lu.p().permute_rows(&mut x);
     let l = lu.l().map(T::from_re);
@@ -410,9 +442,15 @@ fn unrolled(
     let mut jac = DMat::zeros(2 * nv, params.len());
     for start in (0..params.len()).step_by(BLOCK) {
         let chunk = &params[start..params.len().min(start + BLOCK)];
-        let seeds: Vec<D> = (0..chunk.len()).map(|j| D::from_re(0.0).derivative(j)).collect();
+        let seeds: Vec<D> = (0..chunk.len())
+            .map(|j| D::from_re(0.0).derivative(j))
+            .collect();
         let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
-        let next = if lift { lift_step(&wd, &sd, &ud, 1)? } else { step(&wd, &sd, &ud)?.state };
+        let next = if lift {
+            lift_step(&wd, &sd, &ud, 1)?
+        } else {
+            step(&wd, &sd, &ud)?.state
+        };
         let t = tangent(&wd.model, &nominal.q.map(D::from_re), &next);
         for (i, ti) in t.iter().enumerate() {
             let g = eps_column(ti);
@@ -421,7 +459,11 @@ fn unrolled(
             }
         }
     }
-    Ok(StepJacobian { next: nominal, jacobian: jac, nonsmooth: Vec::new() })
+    Ok(StepJacobian {
+        next: nominal,
+        jacobian: jac,
+        nonsmooth: Vec::new(),
+    })
 }
 
 fn fd<B: ImplicitStep>(
@@ -433,7 +475,10 @@ fn fd<B: ImplicitStep>(
     eps: f64,
 ) -> Result<StepJacobian, DiffError> {
     let nv = world.model.nv;
-    let solve = |w: &World<f64>, s: &State<f64>, uu: &DVec<f64>| -> Result<(State<f64>, B::Structure), DiffError> {
+    let solve = |w: &World<f64>,
+                 s: &State<f64>,
+                 uu: &DVec<f64>|
+     -> Result<(State<f64>, B::Structure), DiffError> {
         let (y, st) = b.solve_root(&w.problem(s, uu))?;
         let v = y.rows(0, nv).into_owned();
         let q = integrate_model(&w.model, &s.q, &v, w.dt).map_err(SimError::from)?;
@@ -460,7 +505,11 @@ fn fd<B: ImplicitStep>(
         }
         jac.set_column(c, &central);
     }
-    Ok(StepJacobian { next: nominal, jacobian: jac, nonsmooth: changed })
+    Ok(StepJacobian {
+        next: nominal,
+        jacobian: jac,
+        nonsmooth: changed,
+    })
 }
 
 /// The Jacobian of one step with respect to `params` by `method`.

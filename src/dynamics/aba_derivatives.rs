@@ -52,6 +52,8 @@ pub fn aba_derivatives<T: Scalar>(
     cholesky::inverse(model, &data.mass_factor, &mut data.minv);
     // ∂q̈/∂q = −M⁻¹ ∂τ/∂q, ∂q̈/∂v = −M⁻¹ ∂τ/∂v (dense products, no allocation).
     let m_one = -T::one();
-    data.ddq_dq.gemm(m_one, &data.minv, &data.dtau_dq, T::zero());
-    data.ddq_dv.gemm(m_one, &data.minv, &data.dtau_dv, T::zero());
+    data.ddq_dq
+        .gemm(m_one, &data.minv, &data.dtau_dq, T::zero());
+    data.ddq_dv
+        .gemm(m_one, &data.minv, &data.dtau_dv, T::zero());
 }

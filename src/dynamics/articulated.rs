@@ -40,7 +40,11 @@ pub fn articulated_dofs<T: Scalar>(model: &Model<T>) -> Vec<usize> {
 /// True when the model has articulated joints with coordinates.
 pub fn has_articulated<T: Scalar>(model: &Model<T>) -> bool {
     let lone = model.lone_free_bodies();
-    model.bodies.iter().zip(lone).any(|(b, l)| !l && b.joint.nv() > 0)
+    model
+        .bodies
+        .iter()
+        .zip(lone)
+        .any(|(b, l)| !l && b.joint.nv() > 0)
 }
 
 /// Writes `v⁺ = v + h ABA(q, v, u)` into the articulated entries of

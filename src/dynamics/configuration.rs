@@ -81,10 +81,8 @@ pub fn difference<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>) -> DV
                 d.as_mut_slice()[iv..iv + 3].copy_from_slice(&[w.x, w.y, w.z]);
             }
             Joint::Free => {
-                let x = crate::math::difference(
-                    &q0.as_slice()[iq..iq + 7],
-                    &q1.as_slice()[iq..iq + 7],
-                );
+                let x =
+                    crate::math::difference(&q0.as_slice()[iq..iq + 7], &q1.as_slice()[iq..iq + 7]);
                 d.as_mut_slice()[iv..iv + 6].copy_from_slice(&x);
             }
             Joint::Fixed => {}

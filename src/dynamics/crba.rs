@@ -58,7 +58,12 @@ pub fn crba<'a, T: Scalar>(model: &Model<T>, data: &'a mut Data<T>, q: &DVec<T>)
 /// Kinetic energy `½ vᵀ M(q) v` computed from the body velocities
 /// (`Σ ½ ov_iᵀ oI_i ov_i`).
 #[track_caller]
-pub fn kinetic_energy<T: Scalar>(model: &Model<T>, data: &mut Data<T>, q: &DVec<T>, v: &DVec<T>) -> T {
+pub fn kinetic_energy<T: Scalar>(
+    model: &Model<T>,
+    data: &mut Data<T>,
+    q: &DVec<T>,
+    v: &DVec<T>,
+) -> T {
     super::kinematics::forward_kinematics(model, data, q, Some(v));
     let mut e = T::zero();
     for i in 0..model.bodies.len() {

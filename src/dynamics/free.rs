@@ -96,7 +96,9 @@ pub fn mass_matrix<T: Scalar>(model: &Model<T>, data: &mut Data<T>, q: &DVec<T>)
             data.mass_matrix[(k + d, k + d)] = b.inertia.mass;
         }
         let iw = world_inertia(model, i, q);
-        data.mass_matrix.fixed_view_mut::<3, 3>(k + 3, k + 3).copy_from(&iw);
+        data.mass_matrix
+            .fixed_view_mut::<3, 3>(k + 3, k + 3)
+            .copy_from(&iw);
     }
 }
 
@@ -271,7 +273,10 @@ pub struct NewtonParams {
 
 impl Default for NewtonParams {
     fn default() -> Self {
-        NewtonParams { tolerance: 1e-14, max_iterations: 50 }
+        NewtonParams {
+            tolerance: 1e-14,
+            max_iterations: 50,
+        }
     }
 }
 
@@ -332,7 +337,11 @@ pub fn free_flight_velocity<T: Scalar>(
             }
         }
         let Some(iters) = converged_at else {
-            return Err(DynamicsError::NoConvergence { body: i, iterations: it, residual: res_norm });
+            return Err(DynamicsError::NoConvergence {
+                body: i,
+                iterations: it,
+                residual: res_norm,
+            });
         };
         max_iters = max_iters.max(iters);
         v_next.fixed_rows_mut::<3>(k + 3).copy_from(&w);

@@ -50,13 +50,25 @@ pub(crate) fn forward_position_body<T: Scalar>(
     data.omi[i] = omi;
     data.oinertia[i] = b.inertia.transformed(&omi);
     let k0 = b.idx_v;
-    motion_subspace(&b.joint, &omp, &omi, qj, &mut data.os[k0..k0 + b.joint.nv()]);
+    motion_subspace(
+        &b.joint,
+        &omp,
+        &omi,
+        qj,
+        &mut data.os[k0..k0 + b.joint.nv()],
+    );
 }
 
 /// The world motion subspace columns of a joint (one per velocity
 /// coordinate, at the world origin, linear part first) from its parent
 /// joint frame `omp`, its body frame `omi` and its coordinates `qj`.
-pub(crate) fn motion_subspace<T: Scalar>(joint: &Joint, omp: &Pose<T>, omi: &Pose<T>, qj: &[T], os: &mut [Vec6<T>]) {
+pub(crate) fn motion_subspace<T: Scalar>(
+    joint: &Joint,
+    omp: &Pose<T>,
+    omi: &Pose<T>,
+    qj: &[T],
+    os: &mut [Vec6<T>],
+) {
     let z = Vec3::zeros();
     match *joint {
         Joint::Revolute { axis } => {

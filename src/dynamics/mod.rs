@@ -24,10 +24,10 @@
 
 pub mod aba;
 pub mod aba_derivatives;
+pub mod articulated;
 pub mod cholesky;
 pub mod configuration;
 pub mod crba;
-pub mod articulated;
 pub mod free;
 pub mod kinematics;
 pub mod model;

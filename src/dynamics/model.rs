@@ -34,11 +34,7 @@
 //! origin and world-frame angular velocity. This differs from Pinocchio's
 //! free flyer (body-frame twist, quaternion `[x, y, z, w]`).
 
-use crate::math::{
-    so3,
-    spatial::RigidInertia,
-    DMat, DVec, Mat3, Mat6, Pose, Vec3, Vec6,
-};
+use crate::math::{so3, spatial::RigidInertia, DMat, DVec, Mat3, Mat6, Pose, Vec3, Vec6};
 use crate::Scalar;
 
 /// A joint connecting a body to its parent (or to the world for roots).
@@ -115,9 +111,10 @@ impl Joint {
             Joint::Prismatic { axis } => {
                 Pose::new(so3::identity(), crate::math::vec3::<T>(axis) * q[0])
             }
-            Joint::Spherical => {
-                Pose::new(crate::math::Quat::new(q[0], q[1], q[2], q[3]), Vec3::zeros())
-            }
+            Joint::Spherical => Pose::new(
+                crate::math::Quat::new(q[0], q[1], q[2], q[3]),
+                Vec3::zeros(),
+            ),
             Joint::Fixed => Pose::identity(),
         }
     }
@@ -306,7 +303,10 @@ impl<T: Scalar> Model<T> {
         inertia: Mat3<T>,
     ) -> Result<usize, ModelError> {
         if !(mass.re() > 0.0) || !mass.re().is_finite() {
-            return Err(ModelError::NonPositiveMass { body: name.into(), mass: mass.re() });
+            return Err(ModelError::NonPositiveMass {
+                body: name.into(),
+                mass: mass.re(),
+            });
         }
         if !is_spd(&inertia.map(|x| x.re())) {
             return Err(ModelError::BadInertia { body: name.into() });
@@ -349,7 +349,10 @@ impl<T: Scalar> Model<T> {
     ) -> Result<usize, ModelError> {
         let m = inertia.mass.re();
         if !m.is_finite() || m < 0.0 {
-            return Err(ModelError::NonPositiveMass { body: name.into(), mass: m });
+            return Err(ModelError::NonPositiveMass {
+                body: name.into(),
+                mass: m,
+            });
         }
         let ic = inertia.inertia.map(|x| x.re());
         if !is_psd(&ic) || !inertia.com.iter().all(|x| x.re().is_finite()) {
@@ -360,12 +363,19 @@ impl<T: Scalar> Model<T> {
         }
         if let Some(p) = parent {
             if p >= self.bodies.len() {
-                return Err(ModelError::BadParent { body: name.into(), parent: p });
+                return Err(ModelError::BadParent {
+                    body: name.into(),
+                    parent: p,
+                });
             }
         }
         let joint = match joint {
-            Joint::Revolute { axis } => Joint::Revolute { axis: unit(name, axis)? },
-            Joint::Prismatic { axis } => Joint::Prismatic { axis: unit(name, axis)? },
+            Joint::Revolute { axis } => Joint::Revolute {
+                axis: unit(name, axis)?,
+            },
+            Joint::Prismatic { axis } => Joint::Prismatic {
+                axis: unit(name, axis)?,
+            },
             j => j,
         };
         // Expanded-tree parent of this joint's first coordinate.
@@ -381,7 +391,8 @@ impl<T: Scalar> Model<T> {
         }
         let index = self.bodies.len();
         for k in 0..joint.nv() {
-            self.dof_parent.push(if k == 0 { up } else { Some(self.nv + k - 1) });
+            self.dof_parent
+                .push(if k == 0 { up } else { Some(self.nv + k - 1) });
             self.dof_body.push(index);
         }
         self.bodies.push(Body {

@@ -49,8 +49,7 @@
 use super::rnea::rnea;
 use super::{Data, Joint, Model};
 use crate::math::spatial::{
-    cross_force_operator, force_cross, join, motion_cross,
-    motion_cross_matrix,
+    cross_force_operator, force_cross, join, motion_cross, motion_cross_matrix,
 };
 use crate::math::{DVec, Vec3, Vec6};
 use crate::Scalar;

@@ -157,7 +157,10 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
             link: j.child.link.clone(),
         })?;
         if parent_joint[c].is_some() {
-            return Err(UrdfError::NotATree(format!("link `{}` has two parents", j.child.link)));
+            return Err(UrdfError::NotATree(format!(
+                "link `{}` has two parents",
+                j.child.link
+            )));
         }
         parent_joint[c] = Some(ji);
         children[p].push(ji);
@@ -165,15 +168,22 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
     for l in &robot.links {
         let m = l.inertial.mass.value;
         if !m.is_finite() || m < 0.0 {
-            return Err(UrdfError::NegativeMass { link: l.name.clone(), mass: m });
+            return Err(UrdfError::NegativeMass {
+                link: l.name.clone(),
+                mass: m,
+            });
         }
         for c in &l.collision {
             if matches!(c.geometry, urdf_rs::Geometry::Mesh { .. }) {
-                return Err(UrdfError::UnsupportedMesh { link: l.name.clone() });
+                return Err(UrdfError::UnsupportedMesh {
+                    link: l.name.clone(),
+                });
             }
         }
     }
-    let roots: Vec<usize> = (0..robot.links.len()).filter(|&i| parent_joint[i].is_none()).collect();
+    let roots: Vec<usize> = (0..robot.links.len())
+        .filter(|&i| parent_joint[i].is_none())
+        .collect();
     if roots.len() != 1 {
         return Err(UrdfError::NotATree(format!("{} root links", roots.len())));
     }
@@ -231,13 +241,17 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
         let inertial = &link.inertial;
         let r = crate::math::so3::to_matrix(&rpy_to_quat(inertial.origin.rpy.0));
         let i = &inertial.inertia;
-        let ib = Mat3::new(i.ixx, i.ixy, i.ixz, i.ixy, i.iyy, i.iyz, i.ixz, i.iyz, i.izz);
+        let ib = Mat3::new(
+            i.ixx, i.ixy, i.ixz, i.ixy, i.iyy, i.iyz, i.ixz, i.iyz, i.izz,
+        );
         let inertia = RigidInertia {
             mass: inertial.mass.value,
             com: Vec3::from(inertial.origin.xyz.0),
             inertia: r * ib * r.transpose(),
         };
-        let body = out.model.add_body(&link.name, parent_body, joint, placement, inertia)?;
+        let body = out
+            .model
+            .add_body(&link.name, parent_body, joint, placement, inertia)?;
         out.model.bodies[body].limits = limits;
         if joint.nv() > 0 {
             out.joint_order.push(jname);
@@ -248,17 +262,25 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
                     half_extents: Vec3::from(size.0) * 0.5,
                 },
                 urdf_rs::Geometry::Sphere { radius } => Shape::Sphere { radius },
-                urdf_rs::Geometry::Cylinder { radius, length } => {
-                    Shape::Cylinder { radius, half_length: length * 0.5 }
-                }
-                urdf_rs::Geometry::Capsule { radius, length } => {
-                    Shape::Capsule { radius, half_length: length * 0.5 }
-                }
+                urdf_rs::Geometry::Cylinder { radius, length } => Shape::Cylinder {
+                    radius,
+                    half_length: length * 0.5,
+                },
+                urdf_rs::Geometry::Capsule { radius, length } => Shape::Capsule {
+                    radius,
+                    half_length: length * 0.5,
+                },
                 urdf_rs::Geometry::Mesh { .. } => {
-                    return Err(UrdfError::UnsupportedMesh { link: link.name.clone() })
+                    return Err(UrdfError::UnsupportedMesh {
+                        link: link.name.clone(),
+                    })
                 }
             };
-            out.collisions.push(UrdfCollision { body, pose: pose(&c.origin), shape });
+            out.collisions.push(UrdfCollision {
+                body,
+                pose: pose(&c.origin),
+                shape,
+            });
         }
         // Push children in reverse so that the first one in the file is
         // visited first.
@@ -268,7 +290,9 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
         }
     }
     if out.model.bodies.len() != robot.links.len() {
-        return Err(UrdfError::NotATree("some links are not reachable from the root".into()));
+        return Err(UrdfError::NotATree(
+            "some links are not reachable from the root".into(),
+        ));
     }
     Ok(out)
 }

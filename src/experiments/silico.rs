@@ -59,7 +59,14 @@ impl Rng {
 /// edges chamfered (10 faces).
 pub fn drop_polytope() -> Shape<f64> {
     let s = std::f64::consts::FRAC_1_SQRT_2;
-    let mut normals = vec![Vec3::x(), -Vec3::x(), Vec3::y(), -Vec3::y(), Vec3::z(), -Vec3::z()];
+    let mut normals = vec![
+        Vec3::x(),
+        -Vec3::x(),
+        Vec3::y(),
+        -Vec3::y(),
+        Vec3::z(),
+        -Vec3::z(),
+    ];
     let mut offsets = vec![0.3, 0.3, 0.25, 0.25, 0.2, 0.2];
     for (sx, sy) in [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)] {
         normals.push(Vec3::new(sx * s, sy * s, 0.0));
@@ -102,9 +109,16 @@ impl Drop {
             Drop::Planar => (Mat3::identity() * 0.2, 0.2),
         };
         let mut w = empty_world(solver, h, rho, max_iterations);
-        let mat = Material { friction: mu, restitution: 0.0 };
-        w.add_body("polytope", 1.0, inertia, Some(self.shape()), mat).expect("valid body");
-        w.statics.push(StaticGeometry { material: mat, ..ground() });
+        let mat = Material {
+            friction: mu,
+            restitution: 0.0,
+        };
+        w.add_body("polytope", 1.0, inertia, Some(self.shape()), mat)
+            .expect("valid body");
+        w.statics.push(StaticGeometry {
+            material: mat,
+            ..ground()
+        });
         w
     }
 
@@ -116,7 +130,11 @@ impl Drop {
                 let mut rng = Rng::new(seed);
                 let z = rng.range(std::f64::consts::FRAC_1_SQRT_2, 1.5);
                 let theta = rng.range(0.0, std::f64::consts::TAU);
-                let (vx, vz, w) = (rng.range(-1.0, 1.0), rng.range(-2.0, 0.0), rng.range(-1.0, 1.0));
+                let (vx, vz, w) = (
+                    rng.range(-1.0, 1.0),
+                    rng.range(-2.0, 0.0),
+                    rng.range(-1.0, 1.0),
+                );
                 let mut x = State::at_rest(&world.model, &[[0.0, 0.0, z]]);
                 let q = so3::exp(&Vec3::new(0.0, theta, 0.0));
                 x.q[3] = q.w;
@@ -134,7 +152,13 @@ impl Drop {
 
 /// Silico's planar drop polygon extruded ±0.2 m along y (module docs).
 pub fn planar_polytope() -> Shape<f64> {
-    let rows = [(1.0, 0.2), (0.0, 1.0), (-1.0, -0.3), (0.0, -1.0), (0.8, -0.8)];
+    let rows = [
+        (1.0, 0.2),
+        (0.0, 1.0),
+        (-1.0, -0.3),
+        (0.0, -1.0),
+        (0.8, -0.8),
+    ];
     let mut normals = Vec::new();
     let mut offsets = Vec::new();
     for (ax, az) in rows {
@@ -157,13 +181,20 @@ pub fn polytope_vertices(normals: &[Vec3<f64>], offsets: &[f64]) -> Vec<Vec3<f64
     for i in 0..k {
         for j in i + 1..k {
             for l in j + 1..k {
-                let m = Mat3::from_rows(&[normals[i].transpose(), normals[j].transpose(), normals[l].transpose()]);
+                let m = Mat3::from_rows(&[
+                    normals[i].transpose(),
+                    normals[j].transpose(),
+                    normals[l].transpose(),
+                ]);
                 if m.determinant().abs() < 1e-12 {
                     continue;
                 }
                 let Some(mi) = m.try_inverse() else { continue };
                 let x = mi * Vec3::new(offsets[i], offsets[j], offsets[l]);
-                let inside = normals.iter().zip(offsets).all(|(n, b)| n.dot(&x) <= b + 1e-9);
+                let inside = normals
+                    .iter()
+                    .zip(offsets)
+                    .all(|(n, b)| n.dot(&x) <= b + 1e-9);
                 if inside && !out.iter().any(|y| (y - x).norm() < 1e-9) {
                     out.push(x);
                 }
@@ -176,9 +207,15 @@ pub fn polytope_vertices(normals: &[Vec3<f64>], offsets: &[f64]) -> Vec<Vec3<f64
 fn ground() -> StaticGeometry<f64> {
     StaticGeometry {
         name: "ground".into(),
-        shape: Shape::Plane { normal: Vec3::z(), offset: 0.0 },
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
         pose: Pose::identity(),
-        material: Material { friction: 0.5, restitution: 0.0 },
+        material: Material {
+            friction: 0.5,
+            restitution: 0.0,
+        },
     }
 }
 
@@ -193,7 +230,11 @@ fn empty_world(solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> W
 }
 
 fn box_inertia(m: f64, h: Vec3<f64>) -> Mat3<f64> {
-    Mat3::from_diagonal(&Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y)) * (m / 3.0)
+    Mat3::from_diagonal(&Vec3::new(
+        h.y * h.y + h.z * h.z,
+        h.x * h.x + h.z * h.z,
+        h.x * h.x + h.y * h.y,
+    )) * (m / 3.0)
 }
 
 /// The chamfered-box drop world ([`Drop::Chamfered`]).
@@ -206,7 +247,14 @@ pub fn drop_world(solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -
 /// angular velocity in `[−2, 2]³` rad/s.
 pub fn drop_initial(world: &World<f64>, seed: u64) -> State<f64> {
     let mut rng = Rng::new(seed);
-    let mut x = State::at_rest(&world.model, &[[rng.range(-0.1, 0.1), rng.range(-0.1, 0.1), rng.range(0.5, 1.0)]]);
+    let mut x = State::at_rest(
+        &world.model,
+        &[[
+            rng.range(-0.1, 0.1),
+            rng.range(-0.1, 0.1),
+            rng.range(0.5, 1.0),
+        ]],
+    );
     // Uniform random unit quaternion (Shoemake).
     let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
     let tau = std::f64::consts::TAU;
@@ -245,13 +293,18 @@ pub struct DropRun {
 pub fn penetration(vertices: &[Vec3<f64>], q: &DVec<f64>) -> f64 {
     let rot = Quat::new(q[3], q[4], q[5], q[6]);
     let t = Vec3::new(q[0], q[1], q[2]);
-    let low = vertices.iter().map(|v| (so3::rotate(&rot, v) + t).z).fold(f64::INFINITY, f64::min);
+    let low = vertices
+        .iter()
+        .map(|v| (so3::rotate(&rot, v) + t).z)
+        .fold(f64::INFINITY, f64::min);
     (-low).max(0.0)
 }
 
 /// Runs drop `kind` in `world` for `duration` seconds from seed `seed`.
 pub fn run_drop(kind: Drop, world: &World<f64>, seed: u64, duration: f64) -> DropRun {
-    let Shape::Polytope { normals, offsets } = kind.shape() else { unreachable!("drop shapes are polytopes") };
+    let Shape::Polytope { normals, offsets } = kind.shape() else {
+        unreachable!("drop shapes are polytopes")
+    };
     let verts = polytope_vertices(&normals, &offsets);
     let steps = (duration / world.dt).round() as usize;
     let mut x = kind.initial(world, seed);
@@ -313,18 +366,45 @@ impl Stack {
     }
 
     /// The tower `way` (0..10) at rest: world and initial state.
-    pub fn world(self, way: usize, solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> (World<f64>, State<f64>) {
+    pub fn world(
+        self,
+        way: usize,
+        solver: SolverKind,
+        h: f64,
+        rho: f64,
+        max_iterations: usize,
+    ) -> (World<f64>, State<f64>) {
         match self {
             Stack::Towers => stack_world(way, solver, h, rho, max_iterations),
             Stack::Planar => {
                 let half = Vec3::new(0.25, 0.25, 0.25);
                 let mut w = empty_world(solver, h, rho, max_iterations);
-                let mat = Material { friction: 0.5, restitution: 0.0 };
+                let mat = Material {
+                    friction: 0.5,
+                    restitution: 0.0,
+                };
                 let inertia = Mat3::identity() * 0.2;
-                w.add_body("bottom", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat).expect("valid body");
-                w.add_body("top", 1.0, inertia, Some(Shape::Box { half_extents: half }), mat).expect("valid body");
+                w.add_body(
+                    "bottom",
+                    1.0,
+                    inertia,
+                    Some(Shape::Box { half_extents: half }),
+                    mat,
+                )
+                .expect("valid body");
+                w.add_body(
+                    "top",
+                    1.0,
+                    inertia,
+                    Some(Shape::Box { half_extents: half }),
+                    mat,
+                )
+                .expect("valid body");
                 w.statics.push(ground());
-                let x = State::at_rest(&w.model, &[[0.02 * (way + 1) as f64, 0.0, 0.25], [0.0, 0.0, 0.75]]);
+                let x = State::at_rest(
+                    &w.model,
+                    &[[0.02 * (way + 1) as f64, 0.0, 0.25], [0.0, 0.0, 0.75]],
+                );
                 (w, x)
             }
         }
@@ -332,14 +412,40 @@ impl Stack {
 }
 
 /// The tower `way` (0..10) at rest: world and initial state.
-pub fn stack_world(way: usize, solver: SolverKind, h: f64, rho: f64, max_iterations: usize) -> (World<f64>, State<f64>) {
+pub fn stack_world(
+    way: usize,
+    solver: SolverKind,
+    h: f64,
+    rho: f64,
+    max_iterations: usize,
+) -> (World<f64>, State<f64>) {
     let (hb, ht, off, yaw) = stack_ways()[way];
     let mut w = empty_world(solver, h, rho, max_iterations);
-    let mat = Material { friction: 0.5, restitution: 0.0 };
-    w.add_body("bottom", 1.0, box_inertia(1.0, hb), Some(Shape::Box { half_extents: hb }), mat).expect("valid body");
-    w.add_body("top", 0.5, box_inertia(0.5, ht), Some(Shape::Box { half_extents: ht }), mat).expect("valid body");
+    let mat = Material {
+        friction: 0.5,
+        restitution: 0.0,
+    };
+    w.add_body(
+        "bottom",
+        1.0,
+        box_inertia(1.0, hb),
+        Some(Shape::Box { half_extents: hb }),
+        mat,
+    )
+    .expect("valid body");
+    w.add_body(
+        "top",
+        0.5,
+        box_inertia(0.5, ht),
+        Some(Shape::Box { half_extents: ht }),
+        mat,
+    )
+    .expect("valid body");
     w.statics.push(ground());
-    let mut x = State::at_rest(&w.model, &[[0.0, 0.0, hb.z], [off[0], off[1], 2.0 * hb.z + ht.z]]);
+    let mut x = State::at_rest(
+        &w.model,
+        &[[0.0, 0.0, hb.z], [off[0], off[1], 2.0 * hb.z + ht.z]],
+    );
     let q = so3::exp(&Vec3::new(0.0, 0.0, yaw));
     let k = w.model.bodies[1].idx_q;
     x.q[k + 3] = q.w;
@@ -379,7 +485,10 @@ pub fn momentum_error(world: &World<f64>, x0: &State<f64>, duration: f64) -> Opt
             count += 1;
         }
     }
-    Some(StackRun { error: sum / count.max(1) as f64, capped_steps })
+    Some(StackRun {
+        error: sum / count.max(1) as f64,
+        capped_steps,
+    })
 }
 
 /// The tower `x0` settled into `world`'s own rest configuration: `steps`
@@ -398,4 +507,3 @@ pub fn settle(world: &World<f64>, x0: &State<f64>, steps: usize) -> Option<State
     x.v.fill(0.0);
     Some(x)
 }
-

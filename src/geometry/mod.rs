@@ -119,29 +119,45 @@ impl<T: Scalar> Shape<T> {
         let cv = |v: &Vec3<T>| v.map(c);
         match self {
             Shape::Sphere { radius } => Shape::Sphere { radius: c(*radius) },
-            Shape::Box { half_extents } => Shape::Box { half_extents: cv(half_extents) },
-            Shape::Capsule { radius, half_length } => {
-                Shape::Capsule { radius: c(*radius), half_length: c(*half_length) }
-            }
-            Shape::Cylinder { radius, half_length } => {
-                Shape::Cylinder { radius: c(*radius), half_length: c(*half_length) }
-            }
-            Shape::Cone { height, half_angle } => {
-                Shape::Cone { height: c(*height), half_angle: c(*half_angle) }
-            }
+            Shape::Box { half_extents } => Shape::Box {
+                half_extents: cv(half_extents),
+            },
+            Shape::Capsule {
+                radius,
+                half_length,
+            } => Shape::Capsule {
+                radius: c(*radius),
+                half_length: c(*half_length),
+            },
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => Shape::Cylinder {
+                radius: c(*radius),
+                half_length: c(*half_length),
+            },
+            Shape::Cone { height, half_angle } => Shape::Cone {
+                height: c(*height),
+                half_angle: c(*half_angle),
+            },
             Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: cv(radii) },
             Shape::Polytope { normals, offsets } => Shape::Polytope {
                 normals: normals.iter().map(cv).collect(),
                 offsets: offsets.iter().map(|x| c(*x)).collect(),
             },
-            Shape::PaddedPolygon { normals, offsets, radius } => Shape::PaddedPolygon {
+            Shape::PaddedPolygon {
+                normals,
+                offsets,
+                radius,
+            } => Shape::PaddedPolygon {
                 normals: normals.iter().map(cv).collect(),
                 offsets: offsets.iter().map(|x| c(*x)).collect(),
                 radius: c(*radius),
             },
-            Shape::Plane { normal, offset } => {
-                Shape::Plane { normal: cv(normal), offset: c(*offset) }
-            }
+            Shape::Plane { normal, offset } => Shape::Plane {
+                normal: cv(normal),
+                offset: c(*offset),
+            },
             Shape::Bundle { parts, op } => Shape::Bundle {
                 parts: parts.iter().map(|(s, p)| (s.cast(), p.cast())).collect(),
                 op: *op,
@@ -165,7 +181,10 @@ pub struct Material<T: Scalar> {
 
 impl<T: Scalar> Default for Material<T> {
     fn default() -> Self {
-        Material { friction: T::from_re(0.5), restitution: T::zero() }
+        Material {
+            friction: T::from_re(0.5),
+            restitution: T::zero(),
+        }
     }
 }
 
@@ -259,6 +278,10 @@ pub struct AttachedShape<T: Scalar> {
 impl<T: Scalar> AttachedShape<T> {
     /// Converts to another scalar through primal values.
     pub fn cast<U: Scalar>(&self) -> AttachedShape<U> {
-        AttachedShape { body: self.body, pose: self.pose.cast(), shape: self.shape.cast() }
+        AttachedShape {
+            body: self.body,
+            pose: self.pose.cast(),
+            shape: self.shape.cast(),
+        }
     }
 }

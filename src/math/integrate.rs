@@ -47,7 +47,9 @@ pub fn phi<T: Scalar>(x: &Vec3<T>) -> Result<Quat<T>, RetractionError> {
     let a = x * T::from_re(0.5);
     let c2 = T::one() - a.norm_squared();
     if !(c2.re() > 0.0) {
-        return Err(RetractionError::RotationTooLarge { angle: x.map(|e| e.re()).norm() });
+        return Err(RetractionError::RotationTooLarge {
+            angle: x.map(|e| e.re()).norm(),
+        });
     }
     Ok(Quat::new(c2.sqrt(), a.x, a.y, a.z))
 }
@@ -109,5 +111,12 @@ pub fn difference<T: Scalar>(q0: &[T], q1: &[T]) -> [T; 6] {
         d = -d;
     }
     let two = T::from_re(2.0);
-    [q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2], d.i * two, d.j * two, d.k * two]
+    [
+        q1[0] - q0[0],
+        q1[1] - q0[1],
+        q1[2] - q0[2],
+        d.i * two,
+        d.j * two,
+        d.k * two,
+    ]
 }

@@ -20,12 +20,18 @@ pub struct Pose<T: Scalar> {
 impl<T: Scalar> Pose<T> {
     /// The identity pose.
     pub fn identity() -> Self {
-        Pose { rotation: so3::identity(), translation: Vec3::zeros() }
+        Pose {
+            rotation: so3::identity(),
+            translation: Vec3::zeros(),
+        }
     }
 
     /// A pose from a rotation and a translation.
     pub fn new(rotation: Quat<T>, translation: Vec3<T>) -> Self {
-        Pose { rotation, translation }
+        Pose {
+            rotation,
+            translation,
+        }
     }
 
     /// Applies the pose to a point: `R x + t`.
@@ -54,7 +60,10 @@ impl<T: Scalar> Pose<T> {
     /// ```
     pub fn inverse(&self) -> Self {
         let r = self.rotation.conjugate();
-        Pose { rotation: r, translation: -so3::rotate(&r, &self.translation) }
+        Pose {
+            rotation: r,
+            translation: -so3::rotate(&r, &self.translation),
+        }
     }
 
     /// Composition `self * other`.
@@ -76,7 +85,10 @@ impl<T: Scalar> Pose<T> {
     pub fn exp(xi: &Vec6<T>) -> Self {
         let rho = xi.fixed_rows::<3>(0).into_owned();
         let omega = xi.fixed_rows::<3>(3).into_owned();
-        Pose { rotation: so3::exp(&omega), translation: so3::left_jacobian(&omega) * rho }
+        Pose {
+            rotation: so3::exp(&omega),
+            translation: so3::left_jacobian(&omega) * rho,
+        }
     }
 
     /// Logarithm: the twist whose exponential is this pose (rotation angle ≤ π).

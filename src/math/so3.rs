@@ -115,8 +115,17 @@ pub fn log<T: Scalar>(q: &Quat<T>) -> Vec3<T> {
     let f = if s2.re() < TAYLOR_THRESHOLD_SQ && w.re() > 0.5 {
         // atan(x)/x = 1 - x²/3 + x⁴/5 - x⁶/7 + x⁸/9, x = s/w, x² = s²/w²
         let x2 = s2 / (w * w);
-        horner(x2, &[1.0, -1.0 / 3.0, 1.0 / 5.0, -1.0 / 7.0, 1.0 / 9.0, -1.0 / 11.0])
-            * T::from_re(2.0)
+        horner(
+            x2,
+            &[
+                1.0,
+                -1.0 / 3.0,
+                1.0 / 5.0,
+                -1.0 / 7.0,
+                1.0 / 9.0,
+                -1.0 / 11.0,
+            ],
+        ) * T::from_re(2.0)
             / w
     } else {
         let s = s2.sqrt();
@@ -160,7 +169,13 @@ pub fn sinc3<T: Scalar>(t: T) -> T {
     if t.re() < TAYLOR_THRESHOLD_SQ {
         horner(
             t,
-            &[1.0 / 6.0, -1.0 / 120.0, 1.0 / 5040.0, -1.0 / 362880.0, 1.0 / 39916800.0],
+            &[
+                1.0 / 6.0,
+                -1.0 / 120.0,
+                1.0 / 5040.0,
+                -1.0 / 362880.0,
+                1.0 / 39916800.0,
+            ],
         )
     } else {
         let th = t.sqrt();

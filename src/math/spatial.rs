@@ -32,12 +32,19 @@ pub struct Force<T: Scalar> {
 impl<T: Scalar> Motion<T> {
     /// The zero twist.
     pub fn zero() -> Self {
-        Motion { linear: Vec3::zeros(), angular: Vec3::zeros() }
+        Motion {
+            linear: Vec3::zeros(),
+            angular: Vec3::zeros(),
+        }
     }
     /// As a 6-vector (linear first).
     pub fn to_vec(&self) -> Vec6<T> {
         Vec6::new(
-            self.linear.x, self.linear.y, self.linear.z, self.angular.x, self.angular.y,
+            self.linear.x,
+            self.linear.y,
+            self.linear.z,
+            self.angular.x,
+            self.angular.y,
             self.angular.z,
         )
     }
@@ -71,12 +78,19 @@ impl<T: Scalar> Motion<T> {
 impl<T: Scalar> Force<T> {
     /// The zero wrench.
     pub fn zero() -> Self {
-        Force { linear: Vec3::zeros(), angular: Vec3::zeros() }
+        Force {
+            linear: Vec3::zeros(),
+            angular: Vec3::zeros(),
+        }
     }
     /// As a 6-vector (force first).
     pub fn to_vec(&self) -> Vec6<T> {
         Vec6::new(
-            self.linear.x, self.linear.y, self.linear.z, self.angular.x, self.angular.y,
+            self.linear.x,
+            self.linear.y,
+            self.linear.z,
+            self.angular.x,
+            self.angular.y,
             self.angular.z,
         )
     }
@@ -97,7 +111,11 @@ pub struct RigidInertia<T: Scalar> {
 impl<T: Scalar> RigidInertia<T> {
     /// Inertia of a body with its centre of mass at the frame origin.
     pub fn new(mass: T, inertia: Mat3<T>) -> Self {
-        RigidInertia { mass, com: Vec3::zeros(), inertia }
+        RigidInertia {
+            mass,
+            com: Vec3::zeros(),
+            inertia,
+        }
     }
 
     /// Momentum `I m` of the body moving with twist `m` (both at the frame origin).
@@ -105,7 +123,10 @@ impl<T: Scalar> RigidInertia<T> {
         let c = self.com;
         // h = m (v + ω × c),   L = I_c ω + c × h
         let h = (m.linear + m.angular.cross(&c)) * self.mass;
-        Force { linear: h, angular: self.inertia * m.angular + c.cross(&h) }
+        Force {
+            linear: h,
+            angular: self.inertia * m.angular + c.cross(&h),
+        }
     }
 
     /// The 6×6 spatial inertia matrix at the frame origin (linear first).
@@ -121,17 +142,23 @@ impl<T: Scalar> RigidInertia<T> {
         let m = self.mass;
         let cx = skew(&self.com);
         let mut out = Mat6::zeros();
-        out.fixed_view_mut::<3, 3>(0, 0).copy_from(&(Mat3::identity() * m));
+        out.fixed_view_mut::<3, 3>(0, 0)
+            .copy_from(&(Mat3::identity() * m));
         out.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-cx * m));
         out.fixed_view_mut::<3, 3>(3, 0).copy_from(&(cx * m));
-        out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(self.inertia - cx * cx * m));
+        out.fixed_view_mut::<3, 3>(3, 3)
+            .copy_from(&(self.inertia - cx * cx * m));
         out
     }
 
     /// Converts to another scalar through primal values.
     pub fn cast<U: Scalar>(&self) -> RigidInertia<U> {
         let c = |x: T| U::from_re(x.re());
-        RigidInertia { mass: c(self.mass), com: self.com.map(c), inertia: self.inertia.map(c) }
+        RigidInertia {
+            mass: c(self.mass),
+            com: self.com.map(c),
+            inertia: self.inertia.map(c),
+        }
     }
 }
 

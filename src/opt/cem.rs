@@ -24,7 +24,13 @@ pub struct CemParams {
 
 impl Default for CemParams {
     fn default() -> Self {
-        CemParams { population: 64, elite: 8, sigma0: 1.0, alpha: 0.8, seed: 1 }
+        CemParams {
+            population: 64,
+            elite: 8,
+            sigma0: 1.0,
+            alpha: 0.8,
+            seed: 1,
+        }
     }
 }
 

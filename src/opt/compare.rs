@@ -2,24 +2,55 @@
 //! convergence (the examples `opt_box_push` and `opt_sysid` and their
 //! reduced-size tests use this).
 
-use super::{optimize, OptError, OptMethod, OptimizeOptions, OptimizeReport, Objective};
+use super::{optimize, Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport};
 
 /// Runs each of `methods` on `obj` with `base`'s options. `cem` gets the
 /// wall time `newton` took to reach the target cost (else that of the
 /// slowest other method that reached it, else `base.max_seconds`) as its
 /// time budget, and no iteration limit within it, so that it is compared
 /// at equal wall time.
-pub fn compare(obj: &Objective, methods: &[OptMethod], base: &OptimizeOptions) -> Result<Vec<OptimizeReport>, OptError> {
+pub fn compare(
+    obj: &Objective,
+    methods: &[OptMethod],
+    base: &OptimizeOptions,
+) -> Result<Vec<OptimizeReport>, OptError> {
     let mut out: Vec<OptimizeReport> = Vec::new();
     for m in methods.iter().filter(|m| **m != OptMethod::Cem) {
-        out.push(optimize(obj, &OptimizeOptions { method: *m, ..base.clone() })?);
+        out.push(optimize(
+            obj,
+            &OptimizeOptions {
+                method: *m,
+                ..base.clone()
+            },
+        )?);
     }
     if methods.contains(&OptMethod::Cem) {
-        let newton = out.iter().find(|r| r.method == "newton" && r.converged).map(|r| r.wall_seconds);
-        let slowest = out.iter().filter(|r| r.converged).map(|r| r.wall_seconds).fold(f64::NAN, f64::max);
-        let budget = newton.or((!slowest.is_nan()).then_some(slowest)).or(base.max_seconds);
-        let opts = OptimizeOptions { method: OptMethod::Cem, max_iterations: u64::MAX, max_seconds: budget, ..base.clone() };
-        let opts = if budget.is_none() { OptimizeOptions { max_iterations: base.max_iterations, ..opts } } else { opts };
+        let newton = out
+            .iter()
+            .find(|r| r.method == "newton" && r.converged)
+            .map(|r| r.wall_seconds);
+        let slowest = out
+            .iter()
+            .filter(|r| r.converged)
+            .map(|r| r.wall_seconds)
+            .fold(f64::NAN, f64::max);
+        let budget = newton
+            .or((!slowest.is_nan()).then_some(slowest))
+            .or(base.max_seconds);
+        let opts = OptimizeOptions {
+            method: OptMethod::Cem,
+            max_iterations: u64::MAX,
+            max_seconds: budget,
+            ..base.clone()
+        };
+        let opts = if budget.is_none() {
+            OptimizeOptions {
+                max_iterations: base.max_iterations,
+                ..opts
+            }
+        } else {
+            opts
+        };
         out.push(optimize(obj, &opts)?);
     }
     Ok(out)
@@ -27,7 +58,11 @@ pub fn compare(obj: &Objective, methods: &[OptMethod], base: &OptimizeOptions) -
 
 /// The first wall time at which a report's cost is at or below `level`.
 pub fn time_to(r: &OptimizeReport, level: f64) -> Option<f64> {
-    r.cost.iter().zip(&r.times).find(|(c, _)| **c <= level).map(|(_, t)| *t)
+    r.cost
+        .iter()
+        .zip(&r.times)
+        .find(|(c, _)| **c <= level)
+        .map(|(_, t)| *t)
 }
 
 /// The first iteration at which a report's cost is at or below `level`.
@@ -42,8 +77,12 @@ pub fn table(reports: &[OptimizeReport], level: f64) -> String {
         "| method | iterations | final cost | wall time (s) | iterations to {level:.0e} | time to {level:.0e} (s) |\n|---|---|---|---|---|---|\n"
     );
     for r in reports {
-        let it = iterations_to(r, level).map(|i| i.to_string()).unwrap_or_else(|| "not reached".into());
-        let t = time_to(r, level).map(|t| format!("{t:.3}")).unwrap_or_else(|| "not reached".into());
+        let it = iterations_to(r, level)
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| "not reached".into());
+        let t = time_to(r, level)
+            .map(|t| format!("{t:.3}"))
+            .unwrap_or_else(|| "not reached".into());
         s += &format!(
             "| {} | {} | {:.3e} | {:.3} | {} | {} |\n",
             r.method,
@@ -57,7 +96,9 @@ pub fn table(reports: &[OptimizeReport], level: f64) -> String {
     s
 }
 
-const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"];
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
 
 /// A self-contained SVG with two panels: cost (log scale) against
 /// iteration and against wall time, one curve per report.
@@ -65,9 +106,25 @@ pub fn convergence_svg(reports: &[OptimizeReport], title: &str) -> String {
     let (w, h, pad) = (440.0, 320.0, 60.0);
     let floor = 1e-16_f64;
     let logc = |c: f64| c.max(floor).log10();
-    let all: Vec<f64> = reports.iter().flat_map(|r| r.cost.iter().copied()).filter(|c| c.is_finite()).collect();
-    let ymax = all.iter().copied().map(logc).fold(f64::NEG_INFINITY, f64::max).ceil().max(-15.0);
-    let ymin = all.iter().copied().map(logc).fold(f64::INFINITY, f64::min).floor().min(ymax - 1.0);
+    let all: Vec<f64> = reports
+        .iter()
+        .flat_map(|r| r.cost.iter().copied())
+        .filter(|c| c.is_finite())
+        .collect();
+    let ymax = all
+        .iter()
+        .copied()
+        .map(logc)
+        .fold(f64::NEG_INFINITY, f64::max)
+        .ceil()
+        .max(-15.0);
+    let ymin = all
+        .iter()
+        .copied()
+        .map(logc)
+        .fold(f64::INFINITY, f64::min)
+        .floor()
+        .min(ymax - 1.0);
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
@@ -85,7 +142,11 @@ pub fn convergence_svg(reports: &[OptimizeReport], title: &str) -> String {
                 r.times.clone()
             }
         };
-        let xmax = reports.iter().flat_map(|r| xs(r)).fold(0.0_f64, f64::max).max(1e-9);
+        let xmax = reports
+            .iter()
+            .flat_map(|r| xs(r))
+            .fold(0.0_f64, f64::max)
+            .max(1e-9);
         let px = |x: f64| x0 + pad + (w - 1.5 * pad) * x / xmax;
         let py = |y: f64| 40.0 + (h - pad) * (ymax - y) / (ymax - ymin);
         // axes and ticks
@@ -112,9 +173,18 @@ pub fn convergence_svg(reports: &[OptimizeReport], title: &str) -> String {
         }
         for k in 0..=4 {
             let x = xmax * k as f64 / 4.0;
-            svg += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(x), py(ymin) + 16.0, fmt_tick(x));
+            svg += &format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                px(x),
+                py(ymin) + 16.0,
+                fmt_tick(x)
+            );
         }
-        svg += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{xlabel}</text>\n", px(xmax / 2.0), py(ymin) + 34.0);
+        svg += &format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{xlabel}</text>\n",
+            px(xmax / 2.0),
+            py(ymin) + 34.0
+        );
         svg += &format!(
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 {} {})\">cost</text>\n",
             x0 + 14.0,
@@ -130,7 +200,10 @@ pub fn convergence_svg(reports: &[OptimizeReport], title: &str) -> String {
                 .map(|(x, c)| format!("{:.1},{:.1}", px(*x), py(logc(*c))))
                 .collect();
             let color = COLORS[i % COLORS.len()];
-            svg += &format!("<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n", pts.join(" "));
+            svg += &format!(
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                pts.join(" ")
+            );
             if panel == 1 {
                 svg += &format!(
                     "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{}</text>\n",
@@ -158,5 +231,7 @@ fn fmt_tick(x: f64) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -117,7 +117,11 @@ pub enum HessianMethod {
 
 impl HessianMethod {
     /// All methods, in report order.
-    pub const ALL: [HessianMethod; 3] = [HessianMethod::Lift, HessianMethod::Unrolled, HessianMethod::Fd];
+    pub const ALL: [HessianMethod; 3] = [
+        HessianMethod::Lift,
+        HessianMethod::Unrolled,
+        HessianMethod::Fd,
+    ];
 
     /// The command-line name.
     pub fn name(&self) -> &'static str {
@@ -170,7 +174,13 @@ impl Objective {
     /// The objective of a scene's `[objective]`.
     pub fn from_scene(scene: &Scene) -> Result<Self, OptError> {
         let spec = scene.objective.as_ref().ok_or(OptError::NoObjective)?;
-        Self::new(&scene.world, &scene.initial, &scene.controls, scene.steps, spec)
+        Self::new(
+            &scene.world,
+            &scene.initial,
+            &scene.controls,
+            scene.steps,
+            spec,
+        )
     }
 
     /// An objective on a rollout of `steps` steps.
@@ -193,7 +203,9 @@ impl Objective {
             )));
         }
         if spec.weights.iter().any(|w| !(*w >= 0.0)) || !(spec.regularization >= 0.0) {
-            return Err(OptError::BadObjective("weights and regularization must be >= 0".into()));
+            return Err(OptError::BadObjective(
+                "weights and regularization must be >= 0".into(),
+            ));
         }
         let inputs = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
         Ok(Objective {
@@ -266,7 +278,14 @@ impl Objective {
     /// World, initial state and controls at offset δ.
     pub fn at(&self, delta: &[f64]) -> Result<(World<f64>, State<f64>, Controls<f64>), OptError> {
         self.check_len(delta);
-        Ok(seeded_rollout(&self.world, &self.initial, &self.controls, self.steps, &self.inputs, delta)?)
+        Ok(seeded_rollout(
+            &self.world,
+            &self.initial,
+            &self.controls,
+            self.steps,
+            &self.inputs,
+            delta,
+        )?)
     }
 
     /// The outputs `y(δ)` at the final state (f64).
@@ -279,13 +298,23 @@ impl Objective {
         let (w, x, us) = self.at(delta)?;
         let n = steps.iter().copied().max().unwrap_or(0);
         let traj = rollout(&w, &x, &us, n).map_err(DiffError::from)?;
-        Ok(steps.iter().map(|k| output_values(&w, &traj.states[*k], &self.outputs)).collect())
+        Ok(steps
+            .iter()
+            .map(|k| output_values(&w, &traj.states[*k], &self.outputs))
+            .collect())
     }
 
     /// The cost in any scalar, the rollout stepped plainly (`lift =
     /// false`) or by [`lift_step`] of order 2.
     fn cost_in<T: Scalar>(&self, deltas: &[T], lift: bool) -> Result<T, OptError> {
-        let (w, mut x, us) = seeded_rollout(&self.world, &self.initial, &self.controls, self.steps, &self.inputs, deltas)?;
+        let (w, mut x, us) = seeded_rollout(
+            &self.world,
+            &self.initial,
+            &self.controls,
+            self.steps,
+            &self.inputs,
+            deltas,
+        )?;
         let last = self.stages.iter().map(|s| s.0).max().unwrap_or(0);
         let mut c = T::zero();
         for k in 0..=last {
@@ -335,7 +364,15 @@ impl Objective {
                 .filter(|c| !matches!(self.inputs[*c], Input::Control { step, .. } if step >= *k))
                 .collect();
             let inputs: Vec<Input> = cols.iter().map(|c| self.inputs[*c]).collect();
-            let rj = rollout_jacobian(&w, &x, &us, *k, &inputs, Method::Ift, &DiffOptions::default())?;
+            let rj = rollout_jacobian(
+                &w,
+                &x,
+                &us,
+                *k,
+                &inputs,
+                Method::Ift,
+                &DiffOptions::default(),
+            )?;
             let (y, j) = names::output_rows(&w, &rj.last, &rj.jacobian, &self.outputs)?;
             es.extend(y.iter().zip(target).map(|(a, b)| a - b));
             for r in 0..j.nrows() {
@@ -347,9 +384,17 @@ impl Objective {
             }
         }
         let e = DVec::from_vec(es);
-        let j = if rows.is_empty() { DMat::zeros(0, n) } else { DMat::from_rows(&rows) };
+        let j = if rows.is_empty() {
+            DMat::zeros(0, n)
+        } else {
+            DMat::from_rows(&rows)
+        };
         let d = DVec::from_column_slice(delta);
-        let value = 0.5 * e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
+        let value = 0.5
+            * e.iter()
+                .zip(self.weights.iter().cycle())
+                .map(|(ei, wi)| wi * ei * ei)
+                .sum::<f64>()
             + 0.5 * self.regularization * d.norm_squared();
         if !value.is_finite() || !j.iter().all(|v| v.is_finite()) {
             return Err(OptError::NonFinite { what: "gradient" });
@@ -360,7 +405,12 @@ impl Objective {
     /// f(δ) and ∇f(δ) (`ift`).
     pub fn gradient(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
         let (value, e, j) = self.residuals(delta)?;
-        let we = DVec::from_iterator(e.len(), e.iter().zip(self.weights.iter().cycle()).map(|(ei, wi)| wi * ei));
+        let we = DVec::from_iterator(
+            e.len(),
+            e.iter()
+                .zip(self.weights.iter().cycle())
+                .map(|(ei, wi)| wi * ei),
+        );
         let g = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
         Ok((value, g))
     }
@@ -377,7 +427,11 @@ impl Objective {
         }
         let n = self.dim();
         let hessian = j.transpose() * wj + DMat::identity(n, n) * self.regularization;
-        Ok(Derivatives { value, gradient, hessian })
+        Ok(Derivatives {
+            value,
+            gradient,
+            hessian,
+        })
     }
 
     /// Value, gradient and Hessian at δ by `method` (module docs).
@@ -433,7 +487,11 @@ impl Objective {
         if !value.is_finite() || !gradient.iter().chain(hessian.iter()).all(|v| v.is_finite()) {
             return Err(OptError::NonFinite { what: "Hessian" });
         }
-        Ok(Derivatives { value, gradient, hessian })
+        Ok(Derivatives {
+            value,
+            gradient,
+            hessian,
+        })
     }
 
     fn fd_hessian(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
@@ -449,7 +507,11 @@ impl Objective {
             hessian.set_column(j, &((gp - gm) / (2.0 * FD_STEP)));
         }
         let sym = (&hessian + hessian.transpose()) * 0.5;
-        Ok(Derivatives { value, gradient, hessian: sym })
+        Ok(Derivatives {
+            value,
+            gradient,
+            hessian: sym,
+        })
     }
 
     /// The decision variables' values at δ, per group as written
@@ -478,7 +540,11 @@ impl Objective {
                     })
                     .collect(),
                 Input::Config(i) => {
-                    if let Some(r) = w.robots.iter().find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i)) {
+                    if let Some(r) = w
+                        .robots
+                        .iter()
+                        .find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i))
+                    {
                         x.q.rows(r.idx_q, r.nq).iter().copied().collect()
                     } else {
                         let b = &m.bodies[m.dof_body[i]];
@@ -513,7 +579,16 @@ fn model_value(w: &World<f64>, p: Param) -> f64 {
         Param::Shape(b, k) => match w.shapes[b].as_ref() {
             Some(Shape::Sphere { radius }) => *radius,
             Some(Shape::Box { half_extents }) => half_extents[k],
-            Some(Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length }) => {
+            Some(
+                Shape::Capsule {
+                    radius,
+                    half_length,
+                }
+                | Shape::Cylinder {
+                    radius,
+                    half_length,
+                },
+            ) => {
                 if k == 0 {
                     *radius
                 } else {
@@ -565,7 +640,13 @@ pub fn output_values<T: Scalar>(world: &World<T>, last: &State<T>, outputs: &[Ou
             | OutputField::LinkOrientation
             | OutputField::LinkVelocity
             | OutputField::LinkAngularVelocity => {
-                out.extend(names::link_quantity(&world.model, &last.q, &last.v, o.body, o.field));
+                out.extend(names::link_quantity(
+                    &world.model,
+                    &last.q,
+                    &last.v,
+                    o.body,
+                    o.field,
+                ));
             }
         }
     }

@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use argmin::core::observers::{Observe, ObserverMode};
-use argmin::core::{CostFunction, Error, Executor, Gradient, Hessian, State, TerminationReason, TerminationStatus, KV};
+use argmin::core::{
+    CostFunction, Error, Executor, Gradient, Hessian, State, TerminationReason, TerminationStatus,
+    KV,
+};
 use argmin::solver::gradientdescent::SteepestDescent;
 use argmin::solver::linesearch::condition::ArmijoCondition;
 use argmin::solver::linesearch::{BacktrackingLineSearch, MoreThuenteLineSearch};
@@ -32,8 +35,13 @@ pub enum OptMethod {
 
 impl OptMethod {
     /// All methods, in report order.
-    pub const ALL: [OptMethod; 5] =
-        [OptMethod::Newton, OptMethod::GaussNewton, OptMethod::Lbfgs, OptMethod::Gradient, OptMethod::Cem];
+    pub const ALL: [OptMethod; 5] = [
+        OptMethod::Newton,
+        OptMethod::GaussNewton,
+        OptMethod::Lbfgs,
+        OptMethod::Gradient,
+        OptMethod::Cem,
+    ];
 
     /// The command-line name.
     pub fn name(&self) -> &'static str {
@@ -241,7 +249,10 @@ impl<I: State<Float = f64>> Observe<I> for Recorder {
         s.bar.set_position(state.get_iter());
         s.bar.set_message(format!("cost {best:.3e}"));
         if s.grad_norm <= self.gradient_tolerance {
-            s.stop = Some(format!("gradient norm {:.3e} <= {:e}", s.grad_norm, self.gradient_tolerance));
+            s.stop = Some(format!(
+                "gradient norm {:.3e} <= {:e}",
+                s.grad_norm, self.gradient_tolerance
+            ));
             s.converged = true;
             return Err(Error::msg(STOP));
         }
@@ -262,8 +273,10 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
     let bar = if opts.progress {
         let b = indicatif::ProgressBar::new(opts.max_iterations);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} iterations {msg} {elapsed}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} iterations {msg} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     } else {
@@ -283,7 +296,11 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         converged: false,
         bar,
     }));
-    let problem = Problem { obj, method: opts.method, shared: shared.clone() };
+    let problem = Problem {
+        obj,
+        method: opts.method,
+        shared: shared.clone(),
+    };
     let recorder = Recorder {
         shared: shared.clone(),
         gradient_tolerance: opts.gradient_tolerance,
@@ -304,9 +321,15 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                 Ok(res) => {
                     iterations = res.state.get_iter();
                     termination = match res.state.get_termination_status() {
-                        TerminationStatus::Terminated(TerminationReason::TargetCostReached) => "target cost reached".into(),
-                        TerminationStatus::Terminated(TerminationReason::MaxItersReached) => "iteration limit".into(),
-                        TerminationStatus::Terminated(TerminationReason::SolverConverged) => "solver converged".into(),
+                        TerminationStatus::Terminated(TerminationReason::TargetCostReached) => {
+                            "target cost reached".into()
+                        }
+                        TerminationStatus::Terminated(TerminationReason::MaxItersReached) => {
+                            "iteration limit".into()
+                        }
+                        TerminationStatus::Terminated(TerminationReason::SolverConverged) => {
+                            "solver converged".into()
+                        }
                         TerminationStatus::Terminated(TerminationReason::SolverExit(msg)) => {
                             let s = shared.lock().unwrap_or_else(|e| e.into_inner());
                             error = Some(match &s.last_error {
@@ -403,7 +426,10 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
     let (cost, times) = (s.cost.clone(), s.times.clone());
     let converged_by_gradient = s.converged;
     drop(s);
-    let gradient_norm = obj.gradient(&delta).map(|(_, g)| g.norm()).unwrap_or(f64::NAN);
+    let gradient_norm = obj
+        .gradient(&delta)
+        .map(|(_, g)| g.norm())
+        .unwrap_or(f64::NAN);
     let converged = error.is_none()
         && (best <= target || converged_by_gradient || gradient_norm <= opts.gradient_tolerance);
     let solution = obj

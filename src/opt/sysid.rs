@@ -53,30 +53,66 @@ pub fn identify(
     let n = obj.dim();
     assert_eq!(guess_factor.len(), n, "one factor per parameter");
     let zero = vec![0.0; n];
-    let truth_values: Vec<f64> = obj.solution(&zero)?.into_iter().flat_map(|(_, v)| v).collect();
+    let truth_values: Vec<f64> = obj
+        .solution(&zero)?
+        .into_iter()
+        .flat_map(|(_, v)| v)
+        .collect();
     assert_eq!(truth_values.len(), n, "scalar parameters only");
     // samples
-    let ks: Vec<usize> = (1..=obj.steps()).filter(|k| k % every.max(1) == 0).collect();
+    let ks: Vec<usize> = (1..=obj.steps())
+        .filter(|k| k % every.max(1) == 0)
+        .collect();
     let mut rng = super::cem::Normal::new(seed);
     let data: Vec<(usize, Vec<f64>)> = obj
         .outputs_at(&zero, &ks)?
         .into_iter()
         .zip(&ks)
-        .map(|(y, k)| (*k, y.into_iter().map(|v| v + noise * rng.sample()).collect()))
+        .map(|(y, k)| {
+            (
+                *k,
+                y.into_iter().map(|v| v + noise * rng.sample()).collect(),
+            )
+        })
         .collect();
     // the wrong starting point
-    let delta_guess: Vec<f64> = truth_values.iter().zip(guess_factor).map(|(t, f)| t * (f - 1.0)).collect();
+    let delta_guess: Vec<f64> = truth_values
+        .iter()
+        .zip(guess_factor)
+        .map(|(t, f)| t * (f - 1.0))
+        .collect();
     let (w, x0, us) = obj.at(&delta_guess)?;
     let spec = truth.objective.clone().ok_or(OptError::NoObjective)?;
     let fit = Objective::new(&w, &x0, &us, obj.steps(), &spec)?.with_samples(data)?;
-    let guess: Vec<f64> = fit.solution(&zero)?.into_iter().flat_map(|(_, v)| v).collect();
-    let report = optimize(&fit, &OptimizeOptions { method: OptMethod::GaussNewton, ..opts.clone() })?;
-    let estimate: Vec<f64> = fit.solution(&report.delta)?.into_iter().flat_map(|(_, v)| v).collect();
-    let relative_error = estimate.iter().zip(&truth_values).map(|(e, t)| ((e - t) / t).abs()).collect();
+    let guess: Vec<f64> = fit
+        .solution(&zero)?
+        .into_iter()
+        .flat_map(|(_, v)| v)
+        .collect();
+    let report = optimize(
+        &fit,
+        &OptimizeOptions {
+            method: OptMethod::GaussNewton,
+            ..opts.clone()
+        },
+    )?;
+    let estimate: Vec<f64> = fit
+        .solution(&report.delta)?
+        .into_iter()
+        .flat_map(|(_, v)| v)
+        .collect();
+    let relative_error = estimate
+        .iter()
+        .zip(&truth_values)
+        .map(|(e, t)| ((e - t) / t).abs())
+        .collect();
     // Cramér–Rao at the estimate
     let (_, _, j) = fit.residuals(&report.delta)?;
     let info = j.transpose() * &j;
-    let cov = info.try_inverse().unwrap_or_else(|| crate::math::DMat::from_element(n, n, f64::INFINITY)) * (noise * noise);
+    let cov = info
+        .try_inverse()
+        .unwrap_or_else(|| crate::math::DMat::from_element(n, n, f64::INFINITY))
+        * (noise * noise);
     let crb_sigma: Vec<f64> = (0..n).map(|i| cov[(i, i)].max(0.0).sqrt()).collect();
     let z_score = estimate
         .iter()

@@ -40,10 +40,10 @@ use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
 
 use crate::contact::{FrictionCone, SolverKind};
-use crate::sim::validate::{self as limits, range_text};
 use crate::dynamics::urdf::{self, BaseJoint};
 use crate::geometry::{BundleOp, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
+use crate::sim::validate::{self as limits, range_text};
 use crate::sim::{Controls, State, World};
 
 mod objective;
@@ -182,7 +182,14 @@ impl<'a, 'i> Tab<'a, 'i> {
         path: String,
         keys: &'static [&'static str],
     ) -> Self {
-        Tab { cx, map, span, path, keys, used: Vec::new() }
+        Tab {
+            cx,
+            map,
+            span,
+            path,
+            keys,
+            used: Vec::new(),
+        }
     }
 
     fn child_path(&self, key: &str) -> String {
@@ -205,7 +212,11 @@ impl<'a, 'i> Tab<'a, 'i> {
     }
 
     fn missing(&self, key: &str) -> SceneError {
-        self.cx.error(self.span.clone(), &self.child_path(key), "missing required field")
+        self.cx.error(
+            self.span.clone(),
+            &self.child_path(key),
+            "missing required field",
+        )
     }
 
     fn finish(self) -> R<()> {
@@ -223,11 +234,16 @@ impl<'a, 'i> Tab<'a, 'i> {
     }
 
     fn f64_req(&mut self, key: &'a str) -> R<(f64, Range<usize>, String)> {
-        let Some((v, p)) = self.get(key) else { return Err(self.missing(key)) };
+        let Some((v, p)) = self.get(key) else {
+            return Err(self.missing(key));
+        };
         Ok((num(self.cx, v, &p)?, v.span(), p))
     }
 
-    fn vec_opt<const N: usize>(&mut self, key: &'a str) -> R<Option<([f64; N], Range<usize>, String)>> {
+    fn vec_opt<const N: usize>(
+        &mut self,
+        key: &'a str,
+    ) -> R<Option<([f64; N], Range<usize>, String)>> {
         match self.get(key) {
             None => Ok(None),
             Some((v, p)) => Ok(Some((nums::<N>(self.cx, v, &p)?, v.span(), p))),
@@ -254,21 +270,37 @@ impl<'a, 'i> Tab<'a, 'i> {
         }
     }
 
-    fn array_of_tables(&mut self, key: &'a str, keys: &'static [&'static str]) -> R<Vec<Tab<'a, 'i>>> {
-        let Some((v, p)) = self.get(key) else { return Ok(Vec::new()) };
+    fn array_of_tables(
+        &mut self,
+        key: &'a str,
+        keys: &'static [&'static str],
+    ) -> R<Vec<Tab<'a, 'i>>> {
+        let Some((v, p)) = self.get(key) else {
+            return Ok(Vec::new());
+        };
         let arr = array(self.cx, v, &p)?;
         arr.iter()
             .enumerate()
             .map(|(i, e)| match e.get_ref() {
                 DeValue::Table(t) => Ok(Tab::new(self.cx, t, e.span(), format!("{p}[{i}]"), keys)),
-                other => Err(type_error(self.cx, e, &format!("{p}[{i}]"), "a table", other)),
+                other => Err(type_error(
+                    self.cx,
+                    e,
+                    &format!("{p}[{i}]"),
+                    "a table",
+                    other,
+                )),
             })
             .collect()
     }
 }
 
 fn type_error(cx: &Cx, v: &Val, path: &str, want: &str, got: &DeValue) -> SceneError {
-    cx.error(v.span(), path, format!("expected {want}, found {}", got.type_str()))
+    cx.error(
+        v.span(),
+        path,
+        format!("expected {want}, found {}", got.type_str()),
+    )
 }
 
 fn array<'a, 'i>(cx: &Cx, v: &'a Val<'i>, path: &str) -> R<&'a DeArray<'i>> {
@@ -283,7 +315,8 @@ fn num(cx: &Cx, v: &Val, path: &str) -> R<f64> {
     let x = match v.get_ref() {
         DeValue::Float(f) => {
             let s: String = f.as_str().chars().filter(|c| *c != '_').collect();
-            s.parse::<f64>().map_err(|_| cx.error(v.span(), path, "not a number"))?
+            s.parse::<f64>()
+                .map_err(|_| cx.error(v.span(), path, "not a number"))?
         }
         DeValue::Integer(i) => {
             let s: String = i.as_str().chars().filter(|c| *c != '_').collect();
@@ -312,7 +345,11 @@ fn num(cx: &Cx, v: &Val, path: &str) -> R<f64> {
 fn nums<const N: usize>(cx: &Cx, v: &Val, path: &str) -> R<[f64; N]> {
     let a = array(cx, v, path)?;
     if a.len() != N {
-        return Err(cx.error(v.span(), path, format!("expected {N} numbers, found {}", a.len())));
+        return Err(cx.error(
+            v.span(),
+            path,
+            format!("expected {N} numbers, found {}", a.len()),
+        ));
     }
     let mut out = [0.0; N];
     for (i, e) in a.iter().enumerate() {
@@ -335,11 +372,24 @@ fn choose<T: Copy>(
     options: &[(&str, T)],
     default: T,
 ) -> R<T> {
-    let Some((s, span, path)) = found else { return Ok(default) };
-    options.iter().find(|(n, _)| *n == s).map(|(_, t)| *t).ok_or_else(|| {
-        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-        cx.error(span, &path, format!("unknown value `{s}` (expected one of: {})", names.join(", ")))
-    })
+    let Some((s, span, path)) = found else {
+        return Ok(default);
+    };
+    options
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            cx.error(
+                span,
+                &path,
+                format!(
+                    "unknown value `{s}` (expected one of: {})",
+                    names.join(", ")
+                ),
+            )
+        })
 }
 
 // The scene-file schema: the keys of every table and the names of every
@@ -348,7 +398,15 @@ fn choose<T: Copy>(
 // document each of them (`tests/docs.rs`, through `accepted_keys` and
 // `accepted_values`). A new key goes into its list here, then the docs.
 
-const ROOT_KEYS: &[&str] = &["sim", "solver_params", "body", "static", "robot", "control", "objective"];
+const ROOT_KEYS: &[&str] = &[
+    "sim",
+    "solver_params",
+    "body",
+    "static",
+    "robot",
+    "control",
+    "objective",
+];
 const SIM_KEYS: &[&str] = &[
     "dt",
     "steps",
@@ -373,9 +431,24 @@ const BODY_KEYS: &[&str] = &[
     "restitution",
     "shape",
 ];
-const STATIC_KEYS: &[&str] = &["name", "position", "orientation", "friction", "restitution", "shape"];
-const ROBOT_KEYS: &[&str] =
-    &["name", "urdf", "base", "base_position", "base_orientation", "q", "v", "ignore_joint_limits"];
+const STATIC_KEYS: &[&str] = &[
+    "name",
+    "position",
+    "orientation",
+    "friction",
+    "restitution",
+    "shape",
+];
+const ROBOT_KEYS: &[&str] = &[
+    "name",
+    "urdf",
+    "base",
+    "base_position",
+    "base_orientation",
+    "q",
+    "v",
+    "ignore_joint_limits",
+];
 const CONTROL_KEYS: &[&str] = &["target", "values", "per_step"];
 /// A shape table before its `type` is known.
 const SHAPE_TYPE_KEY: &[&str] = &["type"];
@@ -396,9 +469,18 @@ const SHAPE_KEYS: &[(&str, &[&str])] = &[
 /// One entry of a bundle's `parts`.
 const PART_KEYS: &[&str] = &["position", "orientation", "shape"];
 
-const FRICTION_CONES: &[(&str, FrictionCone)] = &[("exact", FrictionCone::Exact), ("pyramid", FrictionCone::Pyramid)];
-const BASES: &[(&str, BaseJoint)] = &[("fixed", BaseJoint::Fixed), ("floating", BaseJoint::Floating)];
-const BUNDLE_OPS: &[(&str, BundleOp)] = &[("union", BundleOp::Union), ("minkowski", BundleOp::Minkowski)];
+const FRICTION_CONES: &[(&str, FrictionCone)] = &[
+    ("exact", FrictionCone::Exact),
+    ("pyramid", FrictionCone::Pyramid),
+];
+const BASES: &[(&str, BaseJoint)] = &[
+    ("fixed", BaseJoint::Fixed),
+    ("floating", BaseJoint::Floating),
+];
+const BUNDLE_OPS: &[(&str, BundleOp)] = &[
+    ("union", BundleOp::Union),
+    ("minkowski", BundleOp::Minkowski),
+];
 
 /// The keys each table of a scene file accepts, from the lists the parser
 /// reads (for `tests/docs.rs`): `(table, keys)` with table `""` (the top
@@ -418,9 +500,17 @@ pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
         ("control".into(), CONTROL_KEYS),
         ("objective".into(), objective::OBJECTIVE_KEYS),
     ];
-    out.extend(SHAPE_KEYS.iter().map(|(ty, keys)| (format!("shape.{ty}"), *keys)));
+    out.extend(
+        SHAPE_KEYS
+            .iter()
+            .map(|(ty, keys)| (format!("shape.{ty}"), *keys)),
+    );
     out.push(("part".into(), PART_KEYS));
-    out.extend(SolverKind::ALL.iter().map(|k| (format!("solver_params.{}", k.name()), k.param_keys())));
+    out.extend(
+        SolverKind::ALL
+            .iter()
+            .map(|k| (format!("solver_params.{}", k.name()), k.param_keys())),
+    );
     out
 }
 
@@ -453,20 +543,33 @@ fn in_range(cx: &Cx, span: Range<usize>, path: &str, x: f64, r: (f64, f64), unit
         Err(cx.error(
             span,
             path,
-            format!("{x:e} is outside the simulable range {}{unit} (see docs/validation.md)", range_text(r)),
+            format!(
+                "{x:e} is outside the simulable range {}{unit} (see docs/validation.md)",
+                range_text(r)
+            ),
         ))
     }
 }
 
 /// The norm `n` of a vector field within `[lo, hi]`.
-fn norm_in_range(cx: &Cx, span: Range<usize>, path: &str, n: f64, r: (f64, f64), unit: &str) -> R<()> {
+fn norm_in_range(
+    cx: &Cx,
+    span: Range<usize>,
+    path: &str,
+    n: f64,
+    r: (f64, f64),
+    unit: &str,
+) -> R<()> {
     if n >= r.0 && n <= r.1 {
         Ok(())
     } else {
         Err(cx.error(
             span,
             path,
-            format!("its norm {n:e} is outside the simulable range {}{unit} (see docs/validation.md)", range_text(r)),
+            format!(
+                "its norm {n:e} is outside the simulable range {}{unit} (see docs/validation.md)",
+                range_text(r)
+            ),
         ))
     }
 }
@@ -534,13 +637,24 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         if let Some((v, p)) = sim.get("steps") {
             let x = num(cx, v, &p)?;
             if x < 0.0 || x.fract() != 0.0 || x > 1e9 {
-                return Err(cx.error(v.span(), &p, format!("must be a whole number >= 0, got {x}")));
+                return Err(cx.error(
+                    v.span(),
+                    &p,
+                    format!("must be a whole number >= 0, got {x}"),
+                ));
             }
             steps = x as usize;
         }
         if let Some((g, span, p)) = sim.vec_opt::<3>("gravity")? {
             let g = Vec3::from(g);
-            norm_in_range(cx, span, &p, limits::scaled_norm(g.as_slice()), (0.0, limits::GRAVITY_MAX), " m/s^2")?;
+            norm_in_range(
+                cx,
+                span,
+                &p,
+                limits::scaled_norm(g.as_slice()),
+                (0.0, limits::GRAVITY_MAX),
+                " m/s^2",
+            )?;
             world.set_gravity(g);
         }
         let solver = sim.str_opt("solver")?;
@@ -553,7 +667,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                         &path,
                         format!(
                             "solver `{name}` is not available in this build (available: {})",
-                            SolverKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                            SolverKind::ALL
+                                .iter()
+                                .map(|k| k.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     ))
                 }
@@ -562,22 +680,24 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                     return Err(cx.error(
                         span,
                         &path,
-                        format!("unknown solver `{name}` (expected one of: {})", names.join(", ")),
+                        format!(
+                            "unknown solver `{name}` (expected one of: {})",
+                            names.join(", ")
+                        ),
                     ));
                 }
             }
         }
         let fc = sim.str_opt("friction_cone")?;
-        world.friction_cone = choose(
-            cx,
-            fc,
-            FRICTION_CONES,
-            FrictionCone::Exact,
-        )?;
+        world.friction_cone = choose(cx, fc, FRICTION_CONES, FrictionCone::Exact)?;
         if let Some((v, p)) = sim.get("ccd") {
             world.ccd = boolean(cx, v, &p)?;
             if let Err(e) = world.check_supported() {
-                return Err(cx.error(v.span(), &p, format!("{e} (no backend of this build implements it)")));
+                return Err(cx.error(
+                    v.span(),
+                    &p,
+                    format!("{e} (no backend of this build implements it)"),
+                ));
             }
         }
         if let Some((v, p)) = sim.get("allow_initial_penetration") {
@@ -629,7 +749,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             let mut one = toml::Table::new();
             one.insert(key.to_string(), value.clone());
             if let Err(e) = world.backends.clone().set_from_toml(world.solver, one) {
-                return Err(cx.error(v.span(), &p, format!("{e} (backend `{}`)", world.solver.name())));
+                return Err(cx.error(
+                    v.span(),
+                    &p,
+                    format!("{e} (backend `{}`)", world.solver.name()),
+                ));
             }
             first.get_or_insert((v.span(), p.clone()));
             table.insert(key.to_string(), value);
@@ -666,7 +790,14 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let (pos, rot) = pose_fields(cx, &mut body)?;
         if let Some((span, p)) = &position_at {
             for (d, x) in pos.iter().enumerate() {
-                in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::POSITION_MAX, " m")?;
+                in_abs(
+                    cx,
+                    span.clone(),
+                    &format!("{p}[{d}]"),
+                    *x,
+                    limits::POSITION_MAX,
+                    " m",
+                )?;
             }
         }
         let vel = match body.vec_opt::<3>("velocity")? {
@@ -681,7 +812,14 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             None => [0.0; 3],
             Some((x, span, p)) => {
                 let n = limits::scaled_norm(&x);
-                norm_in_range(cx, span.clone(), &p, n, (0.0, limits::ANGULAR_SPEED_MAX), " rad/s")?;
+                norm_in_range(
+                    cx,
+                    span.clone(),
+                    &p,
+                    n,
+                    (0.0, limits::ANGULAR_SPEED_MAX),
+                    " rad/s",
+                )?;
                 if !(n * world.dt < 2.0) {
                     return Err(cx.error(
                         span,
@@ -710,7 +848,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let path = body.path.clone();
         body.finish()?;
         let (lspan, lpath) = position_at.unwrap_or((span.clone(), path.clone()));
-        located.push(Located { name: name.clone(), span: lspan, path: lpath });
+        located.push(Located {
+            name: name.clone(),
+            span: lspan,
+            path: lpath,
+        });
         world
             .add_body(&name, mass, inertia, shape, material)
             .map_err(|e| cx.error(span, &path, e.to_string()))?;
@@ -722,20 +864,34 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
 
     // [[static]]
     for mut st in root.array_of_tables("static", STATIC_KEYS)? {
-        let name = st.str_opt("name")?.map(|x| x.0.to_string()).unwrap_or_default();
+        let name = st
+            .str_opt("name")?
+            .map(|x| x.0.to_string())
+            .unwrap_or_default();
         let material = material(cx, &mut st, &name, &mut restitutions)?;
         let position_at = st.get("position").map(|(v, p)| (v.span(), p));
         let (pos, rot) = pose_fields(cx, &mut st)?;
         if let Some((span, p)) = &position_at {
             for (d, x) in pos.iter().enumerate() {
-                in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::POSITION_MAX, " m")?;
+                in_abs(
+                    cx,
+                    span.clone(),
+                    &format!("{p}[{d}]"),
+                    *x,
+                    limits::POSITION_MAX,
+                    " m",
+                )?;
             }
         }
         let shape = match st.table("shape", SHAPE_TYPE_KEY)? {
             None => return Err(st.missing("shape")),
             Some(t) => shape(cx, t, true)?,
         };
-        located.push(Located { name: name.clone(), span: st.span.clone(), path: st.path.clone() });
+        located.push(Located {
+            name: name.clone(),
+            span: st.span.clone(),
+            path: st.path.clone(),
+        });
         st.finish()?;
         world.statics.push(StaticGeometry {
             name,
@@ -747,23 +903,29 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
 
     // [[robot]]
     for mut r in root.array_of_tables("robot", ROBOT_KEYS)? {
-        let Some((name, _, _)) = r.str_opt("name")? else { return Err(r.missing("name")) };
+        let Some((name, _, _)) = r.str_opt("name")? else {
+            return Err(r.missing("name"));
+        };
         let name = name.to_string();
-        let Some((file, fspan, fpath)) = r.str_opt("urdf")? else { return Err(r.missing("urdf")) };
+        let Some((file, fspan, fpath)) = r.str_opt("urdf")? else {
+            return Err(r.missing("urdf"));
+        };
         let base_dir = Path::new(cx.file).parent().unwrap_or(Path::new("."));
-        let base = choose(
-            cx,
-            r.str_opt("base")?,
-            BASES,
-            BaseJoint::Fixed,
-        )?;
+        let base = choose(cx, r.str_opt("base")?, BASES, BaseJoint::Fixed)?;
         let urdf = urdf::load_file(base_dir.join(file), base)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
         let pos = match r.vec_opt::<3>("base_position")? {
             None => [0.0; 3],
             Some((x, span, p)) => {
                 for (d, c) in x.iter().enumerate() {
-                    in_abs(cx, span.clone(), &format!("{p}[{d}]"), *c, limits::POSITION_MAX, " m")?;
+                    in_abs(
+                        cx,
+                        span.clone(),
+                        &format!("{p}[{d}]"),
+                        *c,
+                        limits::POSITION_MAX,
+                        " m",
+                    )?;
                 }
                 x
             }
@@ -786,16 +948,31 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         if let Some((val, p)) = r.get("q") {
             let given = num_list(cx, val, &p)?;
             if given.len() != rq {
-                return Err(cx.error(val.span(), &p, format!("expected {rq} joint positions, found {}", given.len())));
+                return Err(cx.error(
+                    val.span(),
+                    &p,
+                    format!("expected {rq} joint positions, found {}", given.len()),
+                ));
             }
             for (i, x) in given.iter().enumerate() {
-                in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, limits::POSITION_MAX, "")?;
+                in_abs(
+                    cx,
+                    val.span(),
+                    &format!("{p}[{i}]"),
+                    *x,
+                    limits::POSITION_MAX,
+                    "",
+                )?;
             }
             robot_at = (val.span(), p.clone());
             if base == BaseJoint::Floating {
                 let n = given[3..7].iter().map(|x| x * x).sum::<f64>().sqrt();
                 if (n - 1.0).abs() > 1e-6 {
-                    return Err(cx.error(val.span(), &p, format!("the base quaternion q[3..7] must have unit norm, its norm is {n}")));
+                    return Err(cx.error(
+                        val.span(),
+                        &p,
+                        format!("the base quaternion q[3..7] must have unit norm, its norm is {n}"),
+                    ));
                 }
             }
             q0 = given;
@@ -805,10 +982,21 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             Some((val, p)) => {
                 let given = num_list(cx, val, &p)?;
                 if given.len() != rv {
-                    return Err(cx.error(val.span(), &p, format!("expected {rv} joint velocities, found {}", given.len())));
+                    return Err(cx.error(
+                        val.span(),
+                        &p,
+                        format!("expected {rv} joint velocities, found {}", given.len()),
+                    ));
                 }
                 for (i, x) in given.iter().enumerate() {
-                    in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, limits::SPEED_MAX, "")?;
+                    in_abs(
+                        cx,
+                        val.span(),
+                        &format!("{p}[{i}]"),
+                        *x,
+                        limits::SPEED_MAX,
+                        "",
+                    )?;
                 }
                 given
             }
@@ -830,7 +1018,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         if let Err(e) = world.check_supported() {
             return Err(cx.error(span, &path, e.to_string()));
         }
-        located.push(Located { name: name.clone(), span: robot_at.0, path: robot_at.1 });
+        located.push(Located {
+            name: name.clone(),
+            span: robot_at.0,
+            path: robot_at.1,
+        });
         q.extend_from_slice(&q0);
         v.extend_from_slice(&v0);
     }
@@ -845,7 +1037,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         };
         let (k, width) = if let Some(ri) = world.robot_index(target) {
             (world.robots[ri].idx_v, world.robots[ri].nv)
-        } else if let Some(bi) = world.model.body_index(target).filter(|&b| world.model.bodies[b].is_free_root()) {
+        } else if let Some(bi) = world
+            .model
+            .body_index(target)
+            .filter(|&b| world.model.bodies[b].is_free_root())
+        {
             (world.model.bodies[bi].idx_v, 6)
         } else {
             return Err(cx.error(tspan, &tpath, format!("no body or robot named `{target}`")));
@@ -856,7 +1052,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             (Some((val, p)), None) => {
                 let u = num_list(cx, val, &p)?;
                 if u.len() != width {
-                    return Err(cx.error(val.span(), &p, format!("expected {width} numbers, found {}", u.len())));
+                    return Err(cx.error(
+                        val.span(),
+                        &p,
+                        format!("expected {width} numbers, found {}", u.len()),
+                    ));
                 }
                 for (i, x) in u.iter().enumerate() {
                     in_abs(cx, val.span(), &format!("{p}[{i}]"), *x, CONTROL_MAX, "")?;
@@ -892,7 +1092,14 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                         ));
                     }
                     for (j, x) in u.iter().enumerate() {
-                        in_abs(cx, row.span(), &format!("{p}[{i}][{j}]"), *x, CONTROL_MAX, "")?;
+                        in_abs(
+                            cx,
+                            row.span(),
+                            &format!("{p}[{i}][{j}]"),
+                            *x,
+                            CONTROL_MAX,
+                            "",
+                        )?;
                     }
                     for d in 0..width {
                         ps[i][k + d] += u[d];
@@ -900,7 +1107,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                 }
             }
             (Some(_), Some((val, p))) => {
-                return Err(cx.error(val.span(), &p, "give either `values` or `per_step`, not both"))
+                return Err(cx.error(
+                    val.span(),
+                    &p,
+                    "give either `values` or `per_step`, not both",
+                ))
             }
             (None, None) => return Err(c.missing("values")),
         }
@@ -913,13 +1124,20 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
 
     let objective_table = root.table("objective", objective::OBJECTIVE_KEYS)?;
     root.finish()?;
-    let initial = State { q: DVec::from_vec(q), v: DVec::from_vec(v) };
+    let initial = State {
+        q: DVec::from_vec(q),
+        v: DVec::from_vec(v),
+    };
 
     // Options the backend does not implement, found only once every body is known.
     if let Some((a, b, _)) = world.restitution_pair() {
-        let e = world.check_supported().expect_err("a restitution pair is unsupported");
+        let e = world
+            .check_supported()
+            .expect_err("a restitution pair is unsupported");
         let at = locate(&restitutions, &a).or_else(|| locate(&restitutions, &b));
-        let (span, path) = at.map(|l| (l.span.clone(), l.path.clone())).unwrap_or((0..0, String::new()));
+        let (span, path) = at
+            .map(|l| (l.span.clone(), l.path.clone()))
+            .unwrap_or((0..0, String::new()));
         return Err(cx.error(span, &path, e.to_string()));
     }
     // Bodies that start inside each other.
@@ -928,7 +1146,9 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         if let Some(d) = g.deepest() {
             let robot = d.a.split('/').next().unwrap_or(&d.a);
             let at = locate(&located, &d.a).or_else(|| locate(&located, robot));
-            let (span, path) = at.map(|l| (l.span.clone(), l.path.clone())).unwrap_or((0..0, String::new()));
+            let (span, path) = at
+                .map(|l| (l.span.clone(), l.path.clone()))
+                .unwrap_or((0..0, String::new()));
             return Err(cx.error(
                 span,
                 &path,
@@ -959,24 +1179,38 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         Some(t) => Some(objective::read(cx, t, &world, steps)?),
         None => None,
     };
-    Ok(Scene { world, initial, controls, steps, objective })
+    Ok(Scene {
+        world,
+        initial,
+        controls,
+        steps,
+        objective,
+    })
 }
 
 /// The keys `[solver_params]` accepts under the backend `kind`: the shared
 /// ones and the backend's own ([`SolverKind::param_keys`]).
 fn solver_param_keys(kind: SolverKind) -> &'static [&'static str] {
-    static KEYS: std::sync::OnceLock<Vec<(SolverKind, &'static [&'static str])>> = std::sync::OnceLock::new();
+    static KEYS: std::sync::OnceLock<Vec<(SolverKind, &'static [&'static str])>> =
+        std::sync::OnceLock::new();
     let all = KEYS.get_or_init(|| {
         SolverKind::ALL
             .iter()
             .map(|k| {
                 let mut v: Vec<&'static str> = SOLVER_PARAMS_KEYS.to_vec();
-                v.extend(k.param_keys().iter().filter(|x| !SOLVER_PARAMS_KEYS.contains(x)));
+                v.extend(
+                    k.param_keys()
+                        .iter()
+                        .filter(|x| !SOLVER_PARAMS_KEYS.contains(x)),
+                );
                 (*k, &*Vec::leak(v))
             })
             .collect()
     });
-    all.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v).unwrap_or(SOLVER_PARAMS_KEYS)
+    all.iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, v)| *v)
+        .unwrap_or(SOLVER_PARAMS_KEYS)
 }
 
 /// A scene value as a `toml::Value` (for the backends' serde-read tuning).
@@ -993,7 +1227,10 @@ fn to_toml(cx: &Cx, v: &Val, path: &str) -> R<toml::Value> {
         }
         DeValue::Float(_) => toml::Value::Float(num(cx, v, path)?),
         DeValue::Array(a) => toml::Value::Array(
-            a.iter().enumerate().map(|(i, e)| to_toml(cx, e, &format!("{path}[{i}]"))).collect::<R<Vec<_>>>()?,
+            a.iter()
+                .enumerate()
+                .map(|(i, e)| to_toml(cx, e, &format!("{path}[{i}]")))
+                .collect::<R<Vec<_>>>()?,
         ),
         DeValue::Table(t) => {
             let mut out = toml::Table::new();
@@ -1003,7 +1240,15 @@ fn to_toml(cx: &Cx, v: &Val, path: &str) -> R<toml::Value> {
             }
             toml::Value::Table(out)
         }
-        other => return Err(type_error(cx, v, path, "a number, boolean, string, array or table", other)),
+        other => {
+            return Err(type_error(
+                cx,
+                v,
+                path,
+                "a number, boolean, string, array or table",
+                other,
+            ))
+        }
     })
 }
 
@@ -1032,7 +1277,9 @@ fn vec3_list<'a, 'i>(
     t: &mut Tab<'a, 'i>,
     key: &'a str,
 ) -> R<(Vec<Vec3<f64>>, &'a Val<'i>, String)> {
-    let Some((v, p)) = t.get(key) else { return Err(t.missing(key)) };
+    let Some((v, p)) = t.get(key) else {
+        return Err(t.missing(key));
+    };
     let list = array(cx, v, &p)?
         .iter()
         .enumerate()
@@ -1075,7 +1322,11 @@ fn inertia_matrix(cx: &Cx, v: &Val, path: &str) -> R<Mat3<f64>> {
         ));
     };
     if !crate::dynamics::model::is_spd(&m) {
-        return Err(cx.error(v.span(), path, "inertia must be symmetric positive definite"));
+        return Err(cx.error(
+            v.span(),
+            path,
+            "inertia must be symmetric positive definite",
+        ));
     }
     limits::check_inertia(&m).map_err(|msg| cx.error(v.span(), path, msg))?;
     Ok(m)
@@ -1083,7 +1334,12 @@ fn inertia_matrix(cx: &Cx, v: &Val, path: &str) -> R<Mat3<f64>> {
 
 /// `friction` and `restitution`; a positive restitution is recorded in
 /// `restitutions` (refused later if it combines to a positive value).
-fn material(cx: &Cx, t: &mut Tab, owner: &str, restitutions: &mut Vec<Located>) -> R<Material<f64>> {
+fn material(
+    cx: &Cx,
+    t: &mut Tab,
+    owner: &str,
+    restitutions: &mut Vec<Located>,
+) -> R<Material<f64>> {
     let mut m = Material::<f64>::default();
     if let Some((v, p)) = t.get("friction") {
         let x = num(cx, v, &p)?;
@@ -1096,10 +1352,18 @@ fn material(cx: &Cx, t: &mut Tab, owner: &str, restitutions: &mut Vec<Located>) 
     if let Some((v, p)) = t.get("restitution") {
         let x = num(cx, v, &p)?;
         if !(0.0..=1.0).contains(&x) {
-            return Err(cx.error(v.span(), &p, format!("restitution must be in [0, 1], got {x}")));
+            return Err(cx.error(
+                v.span(),
+                &p,
+                format!("restitution must be in [0, 1], got {x}"),
+            ));
         }
         if x > 0.0 {
-            restitutions.push(Located { name: owner.to_string(), span: v.span(), path: p });
+            restitutions.push(Located {
+                name: owner.to_string(),
+                span: v.span(),
+                path: p,
+            });
         }
         m.restitution = x;
     }
@@ -1122,29 +1386,45 @@ fn sizes3(cx: &Cx, x: [f64; 3], span: Range<usize>, p: &str, what: &str) -> R<Ve
         return Err(cx.error(span, p, format!("{what} must be > 0")));
     }
     for (d, c) in x.iter().enumerate() {
-        in_range(cx, span.clone(), &format!("{p}[{d}]"), *c, limits::SIZE, " m")?;
+        in_range(
+            cx,
+            span.clone(),
+            &format!("{p}[{d}]"),
+            *c,
+            limits::SIZE,
+            " m",
+        )?;
     }
     Ok(Vec3::from(x))
 }
 
 fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
-    let Some((ty, tspan, tpath)) = t.str_opt("type")? else { return Err(t.missing("type")) };
+    let Some((ty, tspan, tpath)) = t.str_opt("type")? else {
+        return Err(t.missing("type"));
+    };
     let Some(&(_, keys)) = SHAPE_KEYS.iter().find(|(n, _)| *n == ty) else {
         let names: Vec<&str> = SHAPE_KEYS.iter().map(|(n, _)| *n).collect();
         return Err(cx.error(
             tspan,
             &tpath,
-            format!("unknown shape type `{ty}` (expected one of: {})", names.join(", ")),
+            format!(
+                "unknown shape type `{ty}` (expected one of: {})",
+                names.join(", ")
+            ),
         ));
     };
     t.keys = keys;
     let s = match ty {
-        "sphere" => Shape::Sphere { radius: positive(cx, &mut t, "radius")? },
+        "sphere" => Shape::Sphere {
+            radius: positive(cx, &mut t, "radius")?,
+        },
         "box" => {
             let Some((h, span, p)) = t.vec_opt::<3>("half_extents")? else {
                 return Err(t.missing("half_extents"));
             };
-            Shape::Box { half_extents: sizes3(cx, h, span, &p, "half extents")? }
+            Shape::Box {
+                half_extents: sizes3(cx, h, span, &p, "half extents")?,
+            }
         }
         "capsule" => Shape::Capsule {
             radius: positive(cx, &mut t, "radius")?,
@@ -1160,15 +1440,24 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             if !(a > 0.0 && a < std::f64::consts::FRAC_PI_2) {
                 return Err(cx.error(span, &p, format!("must be in (0, pi/2) rad, got {a}")));
             }
-            Shape::Cone { height, half_angle: a }
+            Shape::Cone {
+                height,
+                half_angle: a,
+            }
         }
         "ellipsoid" => {
-            let Some((r, span, p)) = t.vec_opt::<3>("radii")? else { return Err(t.missing("radii")) };
-            Shape::Ellipsoid { radii: sizes3(cx, r, span, &p, "radii")? }
+            let Some((r, span, p)) = t.vec_opt::<3>("radii")? else {
+                return Err(t.missing("radii"));
+            };
+            Shape::Ellipsoid {
+                radii: sizes3(cx, r, span, &p, "radii")?,
+            }
         }
         "polytope" | "padded_polygon" => {
             let (normals, nval, np) = vec3_list(cx, &mut t, "normals")?;
-            let Some((ov, op)) = t.get("offsets") else { return Err(t.missing("offsets")) };
+            let Some((ov, op)) = t.get("offsets") else {
+                return Err(t.missing("offsets"));
+            };
             let offsets = num_list(cx, ov, &op)?;
             if offsets.len() != normals.len() {
                 return Err(cx.error(ov.span(), &op, "one offset per normal"));
@@ -1182,11 +1471,22 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             for (i, (n, b)) in normals.iter().zip(&offsets).enumerate() {
                 let len = n.amax();
                 let Some(u) = normalize_scaled([n.x, n.y, n.z]) else {
-                    return Err(cx.error(nval.span(), &format!("{np}[{i}]"), "normal must be non-zero"));
+                    return Err(cx.error(
+                        nval.span(),
+                        &format!("{np}[{i}]"),
+                        "normal must be non-zero",
+                    ));
                 };
                 // b / |n| without overflow: |n| = len * |n / len|
                 let b = b / len / (n / len).norm();
-                in_abs(cx, ov.span(), &format!("{op}[{i}]"), b, limits::SIZE.1, " m (offset / |normal|)")?;
+                in_abs(
+                    cx,
+                    ov.span(),
+                    &format!("{op}[{i}]"),
+                    b,
+                    limits::SIZE.1,
+                    " m (offset / |normal|)",
+                )?;
                 unit.push(u);
                 scaled.push(b);
             }
@@ -1194,14 +1494,20 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             if ty == "polytope" {
                 Shape::Polytope { normals, offsets }
             } else {
-                Shape::PaddedPolygon { normals, offsets, radius: positive(cx, &mut t, "radius")? }
+                Shape::PaddedPolygon {
+                    normals,
+                    offsets,
+                    radius: positive(cx, &mut t, "radius")?,
+                }
             }
         }
         "plane" => {
             if !is_static {
                 return Err(cx.error(tspan, &tpath, "a plane can only be static geometry"));
             }
-            let Some((n, span, p)) = t.vec_opt::<3>("normal")? else { return Err(t.missing("normal")) };
+            let Some((n, span, p)) = t.vec_opt::<3>("normal")? else {
+                return Err(t.missing("normal"));
+            };
             // Scaled normalization: the squares of [0, -1e300, 1] overflow.
             let Some(normal) = normalize_scaled(n) else {
                 return Err(cx.error(span, &p, "normal must be non-zero"));
@@ -1218,19 +1524,21 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
         }
         "bundle" => {
             let op = t.str_opt("op")?;
-            let op = choose(
-                cx,
-                op,
-                BUNDLE_OPS,
-                BundleOp::Union,
-            )?;
+            let op = choose(cx, op, BUNDLE_OPS, BundleOp::Union)?;
             let mut parts = Vec::new();
             for mut part in t.array_of_tables("parts", PART_KEYS)? {
                 let position_at = part.get("position").map(|(v, p)| (v.span(), p));
                 let (pos, rot) = pose_fields(cx, &mut part)?;
                 if let Some((span, p)) = &position_at {
                     for (d, x) in pos.iter().enumerate() {
-                        in_abs(cx, span.clone(), &format!("{p}[{d}]"), *x, limits::SIZE.1, " m")?;
+                        in_abs(
+                            cx,
+                            span.clone(),
+                            &format!("{p}[{d}]"),
+                            *x,
+                            limits::SIZE.1,
+                            " m",
+                        )?;
                     }
                 }
                 let inner = match part.table("shape", SHAPE_TYPE_KEY)? {

@@ -19,7 +19,7 @@
 //! [`SceneError`] located at the offending list entry, with its field path
 //! (`objective.wrt[0]`).
 
-use super::{array, num, num_list, type_error, Cx, Tab, R, SceneError};
+use super::{array, num, num_list, type_error, Cx, SceneError, Tab, R};
 use crate::diff::names::{self, OutputField};
 use crate::sim::World;
 use toml::de::DeValue;
@@ -43,8 +43,14 @@ pub struct ObjectiveSpec {
 }
 
 /// A list of strings (`of`, `wrt`) with each entry's span.
-fn string_list(cx: &Cx, t: &mut Tab, key: &'static str) -> R<Vec<(String, std::ops::Range<usize>, String)>> {
-    let Some((v, p)) = t.get(key) else { return Err(t.missing(key)) };
+fn string_list(
+    cx: &Cx,
+    t: &mut Tab,
+    key: &'static str,
+) -> R<Vec<(String, std::ops::Range<usize>, String)>> {
+    let Some((v, p)) = t.get(key) else {
+        return Err(t.missing(key));
+    };
     let a = array(cx, v, &p)?;
     if a.is_empty() {
         return Err(cx.error(v.span(), &p, "expected at least one NAME.FIELD"));
@@ -63,15 +69,22 @@ fn string_list(cx: &Cx, t: &mut Tab, key: &'static str) -> R<Vec<(String, std::o
 
 /// Reads and checks `[objective]` once the world is complete.
 pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<ObjectiveSpec> {
-    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError { cx.error(span, path, msg) };
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
     // of: each entry an output of grad
     let of = string_list(cx, &mut t, "of")?;
     let mut rows = 0;
     for (name, span, path) in &of {
         if name.contains(',') {
-            return Err(loc(span.clone(), path, "one NAME.FIELD per list entry (no commas)".into()));
+            return Err(loc(
+                span.clone(),
+                path,
+                "one NAME.FIELD per list entry (no commas)".into(),
+            ));
         }
-        let outs = names::parse_outputs(world, name).map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
+        let outs = names::parse_outputs(world, name)
+            .map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
         for o in &outs {
             if o.field == OutputField::RobotQ {
                 let r = &world.robots[o.body];
@@ -91,7 +104,9 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
         rows += names::output_labels(world, &outs).len();
     }
     // target: one per row
-    let Some((tv, tp)) = t.get("target") else { return Err(t.missing("target")) };
+    let Some((tv, tp)) = t.get("target") else {
+        return Err(t.missing("target"));
+    };
     let target = num_list(cx, tv, &tp)?;
     if target.len() != rows {
         return Err(loc(
@@ -99,7 +114,10 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             &tp,
             format!(
                 "expected one value per output row ({rows}: {}), found {}",
-                of.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>().join(", "),
+                of.iter()
+                    .map(|(n, _, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 target.len()
             ),
         ));
@@ -110,12 +128,23 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
         Some((wv, wp)) => {
             let w = num_list(cx, wv, &wp)?;
             if w.len() != rows {
-                return Err(loc(wv.span(), &wp, format!("expected one weight per output row ({rows}), found {}", w.len())));
+                return Err(loc(
+                    wv.span(),
+                    &wp,
+                    format!(
+                        "expected one weight per output row ({rows}), found {}",
+                        w.len()
+                    ),
+                ));
             }
             let entries = array(cx, wv, &wp)?;
             for (i, x) in w.iter().enumerate() {
                 if *x < 0.0 {
-                    return Err(loc(entries[i].span(), &format!("{wp}[{i}]"), format!("a weight must be >= 0, got {x}")));
+                    return Err(loc(
+                        entries[i].span(),
+                        &format!("{wp}[{i}]"),
+                        format!("a weight must be >= 0, got {x}"),
+                    ));
                 }
             }
             w
@@ -125,9 +154,14 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
     let wrt = string_list(cx, &mut t, "wrt")?;
     for (name, span, path) in &wrt {
         if name.contains(',') {
-            return Err(loc(span.clone(), path, "one NAME.FIELD per list entry (no commas)".into()));
+            return Err(loc(
+                span.clone(),
+                path,
+                "one NAME.FIELD per list entry (no commas)".into(),
+            ));
         }
-        names::parse_inputs(world, name, steps).map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
+        names::parse_inputs(world, name, steps)
+            .map_err(|e| loc(span.clone(), path, strip_item(&e.to_string())))?;
     }
     let regularization = match t.get("regularization") {
         None => 0.0,

@@ -30,8 +30,8 @@ pub mod validate;
 pub use failure::RolloutError;
 
 use crate::contact::{
-    with_backend, BackendParams, ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats,
-    SolverKind, SolverParams, StepProblem,
+    with_backend, BackendParams, ContactBackend, ContactImpulse, FrictionCone, SolveError,
+    SolveStats, SolverKind, SolverParams, StepProblem,
 };
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::{Model, ModelError};
@@ -152,7 +152,9 @@ impl<T: Scalar> World<T> {
             b.name = format!("{name}/{}", b.name);
         }
         let (idx_q, idx_v) = (self.model.nq, self.model.nv);
-        let first_body = self.model.append(&renamed.cast::<T>(), None, &base.cast::<T>())?;
+        let first_body = self
+            .model
+            .append(&renamed.cast::<T>(), None, &base.cast::<T>())?;
         for _ in 0..robot.bodies.len() {
             self.shapes.push(None);
             self.materials.push(Material::default());
@@ -192,9 +194,13 @@ impl<T: Scalar> World<T> {
         let first = self.robots[r].first_body;
         for c in &robot.collisions {
             let shape = match c.shape {
-                Shape::Cylinder { radius, half_length } => {
-                    Shape::Capsule { radius, half_length: (half_length - radius).max(0.0) }
-                }
+                Shape::Cylinder {
+                    radius,
+                    half_length,
+                } => Shape::Capsule {
+                    radius,
+                    half_length: (half_length - radius).max(0.0),
+                },
                 ref s => s.clone(),
             };
             self.link_shapes.push(AttachedShape {
@@ -256,7 +262,11 @@ impl<T: Scalar> World<T> {
         let c = |x: T| U::from_re(x.re());
         World {
             model: self.model.cast(),
-            shapes: self.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect(),
+            shapes: self
+                .shapes
+                .iter()
+                .map(|s| s.as_ref().map(|s| s.cast()))
+                .collect(),
             materials: self.materials.iter().map(|m| m.cast()).collect(),
             statics: self.statics.iter().map(|s| s.cast()).collect(),
             link_shapes: self.link_shapes.iter().map(|s| s.cast()).collect(),
@@ -297,17 +307,26 @@ impl<T: Scalar> State<T> {
             }
             q[b.idx_q + 3] = T::one();
         }
-        State { q, v: DVec::zeros(model.nv) }
+        State {
+            q,
+            v: DVec::zeros(model.nv),
+        }
     }
 
     /// Converts to another scalar through primal values.
     pub fn cast<U: Scalar>(&self) -> State<U> {
-        State { q: self.q.map(|x| U::from_re(x.re())), v: self.v.map(|x| U::from_re(x.re())) }
+        State {
+            q: self.q.map(|x| U::from_re(x.re())),
+            v: self.v.map(|x| U::from_re(x.re())),
+        }
     }
 
     /// True when every entry (all derivative parts included) is finite.
     pub fn is_finite(&self) -> bool {
-        self.q.iter().chain(self.v.iter()).all(|x| x.is_all_finite())
+        self.q
+            .iter()
+            .chain(self.v.iter())
+            .all(|x| x.is_all_finite())
     }
 }
 
@@ -398,11 +417,17 @@ pub fn step<T: Scalar>(
     u: &DVec<T>,
 ) -> Result<StepOutput<T>, SimError> {
     let m = &world.model;
-    for (what, got, expected) in
-        [("q", state.q.len(), m.nq), ("v", state.v.len(), m.nv), ("control", u.len(), m.nv)]
-    {
+    for (what, got, expected) in [
+        ("q", state.q.len(), m.nq),
+        ("v", state.v.len(), m.nv),
+        ("control", u.len(), m.nv),
+    ] {
         if got != expected {
-            return Err(SimError::Size { what, got, expected });
+            return Err(SimError::Size {
+                what,
+                got,
+                expected,
+            });
         }
     }
     if !state.is_finite() {
@@ -414,11 +439,18 @@ pub fn step<T: Scalar>(
     world.check_supported()?;
     let problem = world.problem(state, u);
     let sol = with_backend!(world.solver, world.backends, |b| b.solve(&problem)?);
-    let next = State { q: sol.q_next, v: sol.v_next };
+    let next = State {
+        q: sol.q_next,
+        v: sol.v_next,
+    };
     if !next.is_finite() {
         return Err(SimError::NonFinite { what: "next state" });
     }
-    Ok(StepOutput { state: next, contacts: sol.contacts, stats: sol.stats })
+    Ok(StepOutput {
+        state: next,
+        contacts: sol.contacts,
+        stats: sol.stats,
+    })
 }
 
 /// A simulated trajectory.
@@ -433,7 +465,9 @@ pub struct Trajectory<T: Scalar> {
 impl<T: Scalar> Trajectory<T> {
     /// The last state.
     pub fn last(&self) -> &State<T> {
-        self.states.last().expect("a trajectory holds at least the initial state")
+        self.states
+            .last()
+            .expect("a trajectory holds at least the initial state")
     }
 }
 
@@ -457,7 +491,11 @@ pub fn rollout_with<T: Scalar>(
                 stats.push(out.stats);
             }
             Err(error) => {
-                return Err(RolloutError { step: k, error, completed: Trajectory { states, stats } })
+                return Err(RolloutError {
+                    step: k,
+                    error,
+                    completed: Trajectory { states, stats },
+                })
             }
         }
         progress(k);

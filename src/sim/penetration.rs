@@ -73,21 +73,36 @@ impl Gaps {
 }
 
 /// Shapes of a world at a state: (owner body, name, shape, world pose, is a link).
-fn placed<'a>(world: &'a World<f64>, state: &State<f64>) -> Vec<(usize, &'a str, &'a Shape<f64>, Pose<f64>, bool)> {
+fn placed<'a>(
+    world: &'a World<f64>,
+    state: &State<f64>,
+) -> Vec<(usize, &'a str, &'a Shape<f64>, Pose<f64>, bool)> {
     let m = &world.model;
     let mut out = Vec::new();
     let lone = m.lone_free_bodies();
     for (i, s) in world.shapes.iter().enumerate() {
         if let (Some(s), true) = (s, lone[i]) {
             let k = m.bodies[i].idx_q;
-            out.push((i, m.bodies[i].name.as_str(), s, Pose::new(orientation(&state.q, k), position(&state.q, k)), false));
+            out.push((
+                i,
+                m.bodies[i].name.as_str(),
+                s,
+                Pose::new(orientation(&state.q, k), position(&state.q, k)),
+                false,
+            ));
         }
     }
     if !world.link_shapes.is_empty() {
         let mut data = m.data();
         crate::dynamics::kinematics::forward_kinematics(m, &mut data, &state.q, None);
         for ls in &world.link_shapes {
-            out.push((ls.body, m.bodies[ls.body].name.as_str(), &ls.shape, data.omi[ls.body] * ls.pose, true));
+            out.push((
+                ls.body,
+                m.bodies[ls.body].name.as_str(),
+                &ls.shape,
+                data.omi[ls.body] * ls.pose,
+                true,
+            ));
         }
     }
     out
@@ -102,7 +117,12 @@ pub fn gaps(world: &World<f64>, state: &State<f64>, threshold: f64) -> Gaps {
 /// As [`gaps`], with each pair's threshold raised by `threshold + reach_a +
 /// reach_b`, `reach = dt (‖ṗ‖ + ‖ω‖ R) + dt² ‖g‖` times `reach_scale` (0:
 /// no reach): the pairs a step could bring into contact.
-pub fn gaps_with_reach(world: &World<f64>, state: &State<f64>, threshold: f64, reach_scale: f64) -> Gaps {
+pub fn gaps_with_reach(
+    world: &World<f64>,
+    state: &State<f64>,
+    threshold: f64,
+    reach_scale: f64,
+) -> Gaps {
     let mut out = Gaps::default();
     if state.q.len() != world.model.nq || state.v.len() != world.model.nv || !state.is_finite() {
         return out;
@@ -122,18 +142,30 @@ pub fn gaps_with_reach(world: &World<f64>, state: &State<f64>, threshold: f64, r
             reach_scale * (h * (lin + ang * bounding_radius(s).unwrap_or(0.0)) + h * h * g)
         })
         .collect();
-    let mut measure = |a: usize, b_name: &str, list: Option<Vec<crate::collision::Contact<f64>>>, limit: f64| match list {
+    let mut measure = |a: usize,
+                       b_name: &str,
+                       list: Option<Vec<crate::collision::Contact<f64>>>,
+                       limit: f64| match list {
         None => out.unmeasured += 1,
         Some(list) => {
             let gap = list.iter().map(|c| c.gap).fold(f64::INFINITY, f64::min);
             if gap < limit {
-                out.pairs.push(PairGap { a: shapes[a].1.to_string(), b: b_name.to_string(), gap });
+                out.pairs.push(PairGap {
+                    a: shapes[a].1.to_string(),
+                    b: b_name.to_string(),
+                    gap,
+                });
             }
         }
     };
     for (k, (_, _, s, pose, _)) in shapes.iter().enumerate() {
         for st in &world.statics {
-            measure(k, &st.name, pair_contacts(*s, pose, &st.shape, &st.pose), threshold + reach[k]);
+            measure(
+                k,
+                &st.name,
+                pair_contacts(*s, pose, &st.shape, &st.pose),
+                threshold + reach[k],
+            );
         }
     }
     // Body–body and body–link pairs by sweep and prune on bounding balls;
@@ -146,14 +178,24 @@ pub fn gaps_with_reach(world: &World<f64>, state: &State<f64>, threshold: f64, r
             Some(r) => {
                 let c = pose.translation;
                 ids.push(k);
-                boxes.push(Aabb::ball([c.x, c.y, c.z], r + 0.5 * threshold.max(0.0) + reach[k]));
+                boxes.push(Aabb::ball(
+                    [c.x, c.y, c.z],
+                    r + 0.5 * threshold.max(0.0) + reach[k],
+                ));
             }
             None => unbounded.push(k),
         }
     }
-    let mut pairs: Vec<(usize, usize)> = sweep_and_prune(&boxes).into_iter().map(|(x, y)| (ids[x], ids[y])).collect();
+    let mut pairs: Vec<(usize, usize)> = sweep_and_prune(&boxes)
+        .into_iter()
+        .map(|(x, y)| (ids[x], ids[y]))
+        .collect();
     for &u in &unbounded {
-        pairs.extend((0..shapes.len()).filter(|&k| k != u && (!unbounded.contains(&k) || k > u)).map(|k| (u.min(k), u.max(k))));
+        pairs.extend(
+            (0..shapes.len())
+                .filter(|&k| k != u && (!unbounded.contains(&k) || k > u))
+                .map(|k| (u.min(k), u.max(k))),
+        );
     }
     for (x, y) in pairs {
         let (sx, sy) = (&shapes[x], &shapes[y]);
@@ -164,7 +206,12 @@ pub fn gaps_with_reach(world: &World<f64>, state: &State<f64>, threshold: f64, r
             continue; // two shapes of one body
         }
         let b_name = sy.1.to_string();
-        measure(x, &b_name, pair_contacts(sx.2, &sx.3, sy.2, &sy.3), threshold + reach[x] + reach[y]);
+        measure(
+            x,
+            &b_name,
+            pair_contacts(sx.2, &sx.3, sy.2, &sy.3),
+            threshold + reach[x] + reach[y],
+        );
     }
     out
 }

@@ -102,9 +102,18 @@ pub fn relaxation_gap(rho: f64, mass: f64, gravity: f64, dt: f64) -> Option<f64>
 
 /// `Err(message)` when a free body of this mass and bounding radius would
 /// float visibly above its support at rest ([`RELAXATION_GAP_FRACTION`]).
-pub fn check_relaxation_gap(kind: SolverKind, rho: f64, mass: f64, radius: f64, gravity: f64, dt: f64) -> Result<(), String> {
+pub fn check_relaxation_gap(
+    kind: SolverKind,
+    rho: f64,
+    mass: f64,
+    radius: f64,
+    gravity: f64,
+    dt: f64,
+) -> Result<(), String> {
     let interior_point = kind.relaxed();
-    let Some(s) = relaxation_gap(rho, mass, gravity, dt).filter(|_| interior_point) else { return Ok(()) };
+    let Some(s) = relaxation_gap(rho, mass, gravity, dt).filter(|_| interior_point) else {
+        return Ok(());
+    };
     if s <= RELAXATION_GAP_FRACTION * radius {
         return Ok(());
     }
@@ -128,7 +137,13 @@ pub fn implements(kind: SolverKind, feature: Feature) -> bool {
 
 /// `"[lo, hi]"` for messages.
 pub fn range_text(r: (f64, f64)) -> String {
-    let f = |x: f64| if x == 0.0 { "0".to_string() } else { format!("{x:e}") };
+    let f = |x: f64| {
+        if x == 0.0 {
+            "0".to_string()
+        } else {
+            format!("{x:e}")
+        }
+    };
     format!("[{}, {}]", f(r.0), f(r.1))
 }
 
@@ -175,7 +190,9 @@ pub fn check_inertia(m: &Mat3<f64>) -> Result<(), String> {
     let mut e: Vec<f64> = m.symmetric_eigenvalues().iter().copied().collect();
     e.sort_by(f64::total_cmp);
     if e[0] <= 0.0 {
-        return Err(format!("inertia must be positive definite (principal moments {e:?})"));
+        return Err(format!(
+            "inertia must be positive definite (principal moments {e:?})"
+        ));
     }
     if e[0] < MOMENT.0 || e[2] > MOMENT.1 {
         return Err(format!(
@@ -201,15 +218,28 @@ pub fn shape_sizes<T: Scalar>(shape: &Shape<T>) -> Vec<(&'static str, f64)> {
     fn walk<T: Scalar>(s: &Shape<T>, out: &mut Vec<(&'static str, f64)>) {
         match s {
             Shape::Sphere { radius } => out.push(("radius", radius.re())),
-            Shape::Box { half_extents } => out.extend(half_extents.iter().map(|x| ("half_extents", x.re()))),
-            Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
+            Shape::Box { half_extents } => {
+                out.extend(half_extents.iter().map(|x| ("half_extents", x.re())))
+            }
+            Shape::Capsule {
+                radius,
+                half_length,
+            }
+            | Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
                 out.push(("radius", radius.re()));
                 out.push(("half_length", half_length.re()));
             }
             Shape::Cone { height, .. } => out.push(("height", height.re())),
             Shape::Ellipsoid { radii } => out.extend(radii.iter().map(|x| ("radii", x.re()))),
-            Shape::Polytope { offsets, .. } => out.extend(offsets.iter().map(|x| ("offset", x.re()))),
-            Shape::PaddedPolygon { offsets, radius, .. } => {
+            Shape::Polytope { offsets, .. } => {
+                out.extend(offsets.iter().map(|x| ("offset", x.re())))
+            }
+            Shape::PaddedPolygon {
+                offsets, radius, ..
+            } => {
                 out.extend(offsets.iter().map(|x| ("offset", x.re())));
                 out.push(("radius", radius.re()));
             }
@@ -241,20 +271,36 @@ fn check_shape<T: Scalar>(owner: &str, shape: &Shape<T>) -> Result<(), SimError>
         }
     }
     if normals(shape).iter().any(|d| !(*d <= 1e-9)) {
-        return Err(out_of_range(format!("{owner}: plane normal"), f64::NAN, "a finite unit vector".into()));
+        return Err(out_of_range(
+            format!("{owner}: plane normal"),
+            f64::NAN,
+            "a finite unit vector".into(),
+        ));
     }
     if let Shape::Cone { half_angle, .. } = shape {
         let a = half_angle.re();
         if !(a > 0.0 && a < std::f64::consts::FRAC_PI_2) {
-            return Err(out_of_range(format!("{owner}: cone half_angle"), a, "(0, pi/2)".into()));
+            return Err(out_of_range(
+                format!("{owner}: cone half_angle"),
+                a,
+                "(0, pi/2)".into(),
+            ));
         }
     }
     Ok(())
 }
 
 fn check_material<T: Scalar>(owner: &str, m: &Material<T>) -> Result<(), SimError> {
-    check_in(|| format!("{owner}: friction"), m.friction.re(), (0.0, FRICTION_MAX))?;
-    check_in(|| format!("{owner}: restitution"), m.restitution.re(), (0.0, 1.0))
+    check_in(
+        || format!("{owner}: friction"),
+        m.friction.re(),
+        (0.0, FRICTION_MAX),
+    )?;
+    check_in(
+        || format!("{owner}: restitution"),
+        m.restitution.re(),
+        (0.0, 1.0),
+    )
 }
 
 impl<T: Scalar> World<T> {
@@ -264,17 +310,25 @@ impl<T: Scalar> World<T> {
     /// shape (links of the same robot excepted).
     pub fn restitution_pair(&self) -> Option<(String, String, f64)> {
         let e = |m: &Material<T>| m.restitution.re();
-        if !self.materials.iter().chain(self.statics.iter().map(|s| &s.material)).any(|m| e(m) > 0.0) {
+        if !self
+            .materials
+            .iter()
+            .chain(self.statics.iter().map(|s| &s.material))
+            .any(|m| e(m) > 0.0)
+        {
             return None;
         }
         // Bodies that carry collision geometry (free bodies' shapes and link shapes).
-        let mut colliding: Vec<usize> =
-            (0..self.shapes.len()).filter(|&i| self.shapes[i].is_some()).collect();
+        let mut colliding: Vec<usize> = (0..self.shapes.len())
+            .filter(|&i| self.shapes[i].is_some())
+            .collect();
         colliding.extend(self.link_shapes.iter().map(|s| s.body));
         colliding.sort_unstable();
         colliding.dedup();
         let robot_of = |i: usize| {
-            self.robots.iter().position(|r| (r.first_body..r.first_body + r.bodies).contains(&i))
+            self.robots
+                .iter()
+                .position(|r| (r.first_body..r.first_body + r.bodies).contains(&i))
         };
         let name = |i: usize| self.model.bodies[i].name.clone();
         let combine = |a: f64, b: f64| self.restitution_combine.apply(a, b);
@@ -310,7 +364,10 @@ impl<T: Scalar> World<T> {
     /// [`step`](super::step).
     pub fn check_supported(&self) -> Result<(), SimError> {
         let backend = self.solver.name();
-        if let (Some(r), false) = (self.robots.first(), implements(self.solver, Feature::Robots)) {
+        if let (Some(r), false) = (
+            self.robots.first(),
+            implements(self.solver, Feature::Robots),
+        ) {
             return Err(SimError::Unsupported {
                 backend,
                 feature: format!("articulated robots (robot `{}`; use `ipm`)", r.name),
@@ -371,10 +428,18 @@ impl<T: Scalar> World<T> {
         self.check_supported()?;
         check_in(|| "sim.dt".into(), self.dt.re(), DT)?;
         let g = self.gravity.map(|x| x.re());
-        check_in(|| "sim.gravity (norm)".into(), scaled_norm(g.as_slice()), (0.0, GRAVITY_MAX))?;
+        check_in(
+            || "sim.gravity (norm)".into(),
+            scaled_norm(g.as_slice()),
+            (0.0, GRAVITY_MAX),
+        )?;
         let m = &self.model;
         if state.q.len() != m.nq || state.v.len() != m.nv {
-            return Err(SimError::Size { what: "state", got: state.q.len() + state.v.len(), expected: m.nq + m.nv });
+            return Err(SimError::Size {
+                what: "state",
+                got: state.q.len() + state.v.len(),
+                expected: m.nq + m.nv,
+            });
         }
         if !state.is_finite() {
             return Err(SimError::NonFinite { what: "state" });
@@ -385,15 +450,39 @@ impl<T: Scalar> World<T> {
             if lone[i] {
                 check_in(|| format!("{owner}: mass"), b.inertia.mass.re(), MASS)?;
                 let inertia = b.inertia.inertia.map(|x| x.re());
-                check_inertia(&inertia).map_err(|msg| out_of_range(format!("{owner}: {msg}"), f64::NAN, "see sim::validate".into()))?;
+                check_inertia(&inertia).map_err(|msg| {
+                    out_of_range(
+                        format!("{owner}: {msg}"),
+                        f64::NAN,
+                        "see sim::validate".into(),
+                    )
+                })?;
                 let (kq, kv) = (b.idx_q, b.idx_v);
                 for d in 0..3 {
-                    check_abs(|| format!("{owner}: position[{d}]"), state.q[kq + d].re(), POSITION_MAX)?;
+                    check_abs(
+                        || format!("{owner}: position[{d}]"),
+                        state.q[kq + d].re(),
+                        POSITION_MAX,
+                    )?;
                 }
-                let vel = (0..3).map(|d| state.v[kv + d].re().powi(2)).sum::<f64>().sqrt();
-                check_in(|| format!("{owner}: speed |velocity|"), vel, (0.0, SPEED_MAX))?;
-                let w = (3..6).map(|d| state.v[kv + d].re().powi(2)).sum::<f64>().sqrt();
-                check_in(|| format!("{owner}: |angular_velocity|"), w, (0.0, ANGULAR_SPEED_MAX))?;
+                let vel = (0..3)
+                    .map(|d| state.v[kv + d].re().powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                check_in(
+                    || format!("{owner}: speed |velocity|"),
+                    vel,
+                    (0.0, SPEED_MAX),
+                )?;
+                let w = (3..6)
+                    .map(|d| state.v[kv + d].re().powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                check_in(
+                    || format!("{owner}: |angular_velocity|"),
+                    w,
+                    (0.0, ANGULAR_SPEED_MAX),
+                )?;
                 if !(w * self.dt.re() < 2.0) {
                     return Err(out_of_range(
                         format!("{owner}: |angular_velocity| * dt (rotation per step)"),
@@ -406,8 +495,21 @@ impl<T: Scalar> World<T> {
                 check_shape(&owner, s)?;
                 if let (true, Some(r)) = (lone[i], crate::collision::bounding_radius(s)) {
                     let g = scaled_norm(self.gravity.map(|x| x.re()).as_slice());
-                    check_relaxation_gap(self.solver, self.params.rho, b.inertia.mass.re(), r, g, self.dt.re())
-                        .map_err(|msg| out_of_range(format!("{owner}: {msg}"), b.inertia.mass.re(), format!("{:e}", MASS.0)))?;
+                    check_relaxation_gap(
+                        self.solver,
+                        self.params.rho,
+                        b.inertia.mass.re(),
+                        r,
+                        g,
+                        self.dt.re(),
+                    )
+                    .map_err(|msg| {
+                        out_of_range(
+                            format!("{owner}: {msg}"),
+                            b.inertia.mass.re(),
+                            format!("{:e}", MASS.0),
+                        )
+                    })?;
                 }
             }
             check_material(&owner, &self.materials[i])?;
@@ -420,15 +522,27 @@ impl<T: Scalar> World<T> {
             check_shape(&owner, &st.shape)?;
             check_material(&owner, &st.material)?;
             for d in 0..3 {
-                check_abs(|| format!("{owner}: position[{d}]"), st.pose.translation[d].re(), POSITION_MAX)?;
+                check_abs(
+                    || format!("{owner}: position[{d}]"),
+                    st.pose.translation[d].re(),
+                    POSITION_MAX,
+                )?;
             }
         }
         for r in &self.robots {
             for k in r.idx_v..r.idx_v + r.nv {
-                check_abs(|| format!("robot `{}`: v[{}]", r.name, k - r.idx_v), state.v[k].re(), SPEED_MAX)?;
+                check_abs(
+                    || format!("robot `{}`: v[{}]", r.name, k - r.idx_v),
+                    state.v[k].re(),
+                    SPEED_MAX,
+                )?;
             }
             for k in r.idx_q..r.idx_q + r.nq {
-                check_abs(|| format!("robot `{}`: q[{}]", r.name, k - r.idx_q), state.q[k].re(), POSITION_MAX)?;
+                check_abs(
+                    || format!("robot `{}`: q[{}]", r.name, k - r.idx_q),
+                    state.q[k].re(),
+                    POSITION_MAX,
+                )?;
             }
         }
         Ok(())

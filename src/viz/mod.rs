@@ -101,7 +101,12 @@ pub struct ErrorReport {
 /// by which `ipm` selects contact candidates, as `"a–b"` strings, and the
 /// bodies' names. Pairs without a closed form are not measured.
 pub fn bodies_near_contact(scene: &Scene, state: &State<f64>) -> (Vec<String>, Vec<String>) {
-    let g = crate::sim::penetration::gaps_with_reach(&scene.world, state, scene.world.solver.contact_margin(&scene.world.backends), 1.0);
+    let g = crate::sim::penetration::gaps_with_reach(
+        &scene.world,
+        state,
+        scene.world.solver.contact_margin(&scene.world.backends),
+        1.0,
+    );
     let mut bodies: Vec<String> = Vec::new();
     let mut pairs = Vec::new();
     for p in &g.pairs {
@@ -126,7 +131,10 @@ pub fn error_report(scene: &Scene, e: &RolloutError<f64>) -> ErrorReport {
     ErrorReport {
         step: e.step,
         kind: e.error.kind().to_string(),
-        message: format!("failed at step {}: {} ({near} at the start of the step)", e.step, e.error),
+        message: format!(
+            "failed at step {}: {} ({near} at the start of the step)",
+            e.step, e.error
+        ),
         bodies,
     }
 }
@@ -181,7 +189,8 @@ pub fn run_report(
         Err(e) => (&e.completed, 1, Some(error_report(scene, e))),
     };
     let (last, stats) = (traj.last().clone(), &traj.stats[..]);
-    let geometric = |s: &State<f64>| crate::sim::penetration::gaps(&scene.world, s, 0.0).max_penetration();
+    let geometric =
+        |s: &State<f64>| crate::sim::penetration::gaps(&scene.world, s, 0.0).max_penetration();
     let max_penetration = stats
         .iter()
         .map(|s| s.max_penetration)
@@ -191,7 +200,10 @@ pub fn run_report(
         steps: stats.len(),
         dt: scene.world.dt,
         solver: scene.world.solver.name().to_string(),
-        r#final: FinalReport { bodies: body_reports(scene, &last), robots: robot_reports(scene, &last) },
+        r#final: FinalReport {
+            bodies: body_reports(scene, &last),
+            robots: robot_reports(scene, &last),
+        },
         stats: StatsReport {
             mean_iterations: stats.iter().map(|s| s.iterations as f64).sum::<f64>() / n + 0.0, // not -0.0 for no step
             max_iterations: stats.iter().map(|s| s.iterations).max().unwrap_or(0),
@@ -238,7 +250,10 @@ pub fn trajectory_json(scene: &Scene, traj: &Trajectory<f64>) -> serde_json::Val
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory is written, flushed to disk and renamed over `path`.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
@@ -282,11 +297,16 @@ pub fn html_viewer(trajectory: &str) -> Result<String, ViewError> {
             .and_then(|b| b.as_array())
             .ok_or_else(|| ViewError::Shape(format!("frame {k}: missing `bodies`")))?;
         for b in bodies {
-            let ok = b.get("position").and_then(|p| p.as_array()).is_some_and(|p| {
-                p.len() == 3 && p.iter().all(|x| x.as_f64().is_some_and(f64::is_finite))
-            });
+            let ok = b
+                .get("position")
+                .and_then(|p| p.as_array())
+                .is_some_and(|p| {
+                    p.len() == 3 && p.iter().all(|x| x.as_f64().is_some_and(f64::is_finite))
+                });
             if !ok {
-                return Err(ViewError::Shape(format!("frame {k}: a body without a finite 3-vector `position`")));
+                return Err(ViewError::Shape(format!(
+                    "frame {k}: a body without a finite 3-vector `position`"
+                )));
             }
         }
     }

@@ -233,7 +233,11 @@ impl nalgebra::ComplexField for Counted {
         Counted(self.0 * self.0)
     }
     fn argument(self) -> Self {
-        Counted(if self.0 >= 0.0 { 0.0 } else { std::f64::consts::PI })
+        Counted(if self.0 >= 0.0 {
+            0.0
+        } else {
+            std::f64::consts::PI
+        })
     }
     fn norm1(self) -> Self {
         Counted(self.0.abs())
@@ -284,8 +288,10 @@ impl nalgebra::ComplexField for Counted {
     fn try_sqrt(self) -> Option<Self> {
         (self.0 >= 0.0).then(|| Counted(self.0.sqrt()))
     }
-    unary!(floor, ceil, round, trunc, fract, recip, sin, cos, tan, asin, acos, atan, sinh, cosh,
-           tanh, asinh, acosh, atanh, log2, log10, ln, ln_1p, sqrt, exp, exp2, exp_m1, cbrt);
+    unary!(
+        floor, ceil, round, trunc, fract, recip, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh,
+        asinh, acosh, atanh, log2, log10, ln, ln_1p, sqrt, exp, exp2, exp_m1, cbrt
+    );
 }
 
 impl nalgebra::RealField for Counted {
@@ -317,12 +323,21 @@ impl nalgebra::RealField for Counted {
     fn max_value() -> Option<Self> {
         Some(Counted(f64::MAX))
     }
-    konst!(pi = std::f64::consts::PI, two_pi = std::f64::consts::TAU,
-           frac_pi_2 = std::f64::consts::FRAC_PI_2, frac_pi_3 = std::f64::consts::FRAC_PI_3,
-           frac_pi_4 = std::f64::consts::FRAC_PI_4, frac_pi_6 = std::f64::consts::FRAC_PI_6,
-           frac_pi_8 = std::f64::consts::FRAC_PI_8, frac_1_pi = std::f64::consts::FRAC_1_PI,
-           frac_2_pi = std::f64::consts::FRAC_2_PI,
-           frac_2_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI, e = std::f64::consts::E,
-           log2_e = std::f64::consts::LOG2_E, log10_e = std::f64::consts::LOG10_E,
-           ln_2 = std::f64::consts::LN_2, ln_10 = std::f64::consts::LN_10);
+    konst!(
+        pi = std::f64::consts::PI,
+        two_pi = std::f64::consts::TAU,
+        frac_pi_2 = std::f64::consts::FRAC_PI_2,
+        frac_pi_3 = std::f64::consts::FRAC_PI_3,
+        frac_pi_4 = std::f64::consts::FRAC_PI_4,
+        frac_pi_6 = std::f64::consts::FRAC_PI_6,
+        frac_pi_8 = std::f64::consts::FRAC_PI_8,
+        frac_1_pi = std::f64::consts::FRAC_1_PI,
+        frac_2_pi = std::f64::consts::FRAC_2_PI,
+        frac_2_sqrt_pi = std::f64::consts::FRAC_2_SQRT_PI,
+        e = std::f64::consts::E,
+        log2_e = std::f64::consts::LOG2_E,
+        log10_e = std::f64::consts::LOG10_E,
+        ln_2 = std::f64::consts::LN_2,
+        ln_10 = std::f64::consts::LN_10
+    );
 }

@@ -136,7 +136,10 @@ impl<T: Scalar> ConicProblem<T> {
 }
 
 /// Rows of one shape placed at a pose: `G` block (p, α, ε columns) and `h`.
-fn place<T: Scalar>(l: &LocalCone<T>, pose: &Pose<T>) -> (nalgebra::MatrixXx3<T>, DMatrix<T>, DMatrix<T>, DVector<T>) {
+fn place<T: Scalar>(
+    l: &LocalCone<T>,
+    pose: &Pose<T>,
+) -> (nalgebra::MatrixXx3<T>, DMatrix<T>, DMatrix<T>, DVector<T>) {
     let r = so3::to_matrix(&pose.rotation);
     let my = l.m.columns(0, 3);
     let gp = -(my * r.transpose());
@@ -167,7 +170,13 @@ pub fn assemble<T: Scalar>(
     let n = 4 + a.n_aux + b.n_aux;
     let layout = ConeLayout {
         n_orthant: 1 + a.layout.n_orthant + b.layout.n_orthant,
-        soc: a.layout.soc.iter().chain(b.layout.soc.iter()).copied().collect(),
+        soc: a
+            .layout
+            .soc
+            .iter()
+            .chain(b.layout.soc.iter())
+            .copied()
+            .collect(),
     };
     let m = layout.dim();
     let mut g = DMatrix::zeros(m, n);
@@ -186,7 +195,10 @@ pub fn assemble<T: Scalar>(
     let mut rows_b: Vec<usize> = (1 + oa..1 + oa + ob).collect();
     rows_b.extend(1 + oa + ob + sa..1 + oa + ob + sa + sb);
     owner.resize(m, Owner::A);
-    for (blk, rows, eps_col, who) in [(&pa, &rows_a, 4, Owner::A), (&pb, &rows_b, 4 + a.n_aux, Owner::B)] {
+    for (blk, rows, eps_col, who) in [
+        (&pa, &rows_a, 4, Owner::A),
+        (&pb, &rows_b, 4 + a.n_aux, Owner::B),
+    ] {
         let (gp, ga, ge, hh) = blk;
         for (i, &dst) in rows.iter().enumerate() {
             for j in 0..3 {
@@ -200,7 +212,13 @@ pub fn assemble<T: Scalar>(
             owner[dst] = who;
         }
     }
-    ConicProblem { g, h, layout, owner, n_aux_a: a.n_aux }
+    ConicProblem {
+        g,
+        h,
+        layout,
+        owner,
+        n_aux_a: a.n_aux,
+    }
 }
 
 /// Result of a proximity query.
@@ -246,7 +264,9 @@ pub fn problem<T: Scalar>(
     check_finite(shape_a, pose_a)?;
     check_finite(shape_b, pose_b)?;
     if matches!(shape_a, Shape::Plane { .. }) && matches!(shape_b, Shape::Plane { .. }) {
-        return Err(ProximityError::InvalidShape("half-space against half-space"));
+        return Err(ProximityError::InvalidShape(
+            "half-space against half-space",
+        ));
     }
     let a = lower(shape_a)?;
     let b = lower(shape_b)?;
@@ -281,13 +301,23 @@ fn normal_of(db: &Vec3<f64>) -> Option<Vec3<f64>> {
 }
 
 /// Solves an assembled problem and reads off α, p and the dual normal.
-pub fn solve_problem(pr: &ConicProblem<f64>, params: &ConicParams) -> Result<Proximity, ProximityError> {
+pub fn solve_problem(
+    pr: &ConicProblem<f64>,
+    params: &ConicParams,
+) -> Result<Proximity, ProximityError> {
     with_workspace(|ws| {
         let n = pr.g.ncols();
         ws.c.clear();
         ws.c.resize(n, 0.0);
         ws.c[3] = 1.0;
-        let st = solve::solve_conic_in(&mut ws.solver, &ws.c, pr.g.as_slice(), pr.h.as_slice(), &pr.layout, params)?;
+        let st = solve::solve_conic_in(
+            &mut ws.solver,
+            &ws.c,
+            pr.g.as_slice(),
+            pr.h.as_slice(),
+            &pr.layout,
+            params,
+        )?;
         let (x, s, z) = (ws.solver.x(), ws.solver.s(), ws.solver.z());
         let (da, db) = dalpha_dr(pr.g.as_slice(), &pr.owner, z);
         let alpha = x[3];
@@ -385,7 +415,9 @@ impl ConicWorkspace {
         let m = 1 + ra + rb;
         self.layout.n_orthant = 1 + oa + ob;
         self.layout.soc.clear();
-        self.layout.soc.extend(a.soc_dims.iter().chain(b.soc_dims.iter()));
+        self.layout
+            .soc
+            .extend(a.soc_dims.iter().chain(b.soc_dims.iter()));
         self.g.clear();
         self.g.resize(m * n, 0.0);
         self.h.clear();
@@ -398,13 +430,24 @@ impl ConicWorkspace {
         // destination rows: orthant rows of a, of b, then SOC rows of a, of b
         for (rows, pose, n_orth, soc_start, eps_col, who) in [
             (a, pose_a, oa, 1 + oa + ob, 4, Owner::A),
-            (b, pose_b, ob, 1 + oa + ob + (ra - oa), 4 + n_aux_a, Owner::B),
+            (
+                b,
+                pose_b,
+                ob,
+                1 + oa + ob + (ra - oa),
+                4 + n_aux_a,
+                Owner::B,
+            ),
         ] {
             let r = so3::to_matrix(&pose.rotation);
             let t = &pose.translation;
             let orth_start = if who == Owner::A { 1 } else { 1 + oa };
             for i in 0..rows.n_rows() {
-                let dst = if i < n_orth { orth_start + i } else { soc_start + i - n_orth };
+                let dst = if i < n_orth {
+                    orth_start + i
+                } else {
+                    soc_start + i - n_orth
+                };
                 let row = rows.row(i);
                 // G_p = −M_y R_ᵀ, h = G_p r
                 let mut gp = [0.0; 3];
@@ -435,7 +478,9 @@ impl ConicWorkspace {
         check_finite(shape_a, pose_a)?;
         check_finite(shape_b, pose_b)?;
         if matches!(shape_a, Shape::Plane { .. }) && matches!(shape_b, Shape::Plane { .. }) {
-            return Err(ProximityError::InvalidShape("half-space against half-space"));
+            return Err(ProximityError::InvalidShape(
+                "half-space against half-space",
+            ));
         }
         primitive::lower_into(shape_a, &mut self.rows_a)?;
         primitive::lower_into(shape_b, &mut self.rows_b)?;
@@ -444,7 +489,14 @@ impl ConicWorkspace {
         self.c.clear();
         self.c.resize(n, 0.0);
         self.c[3] = 1.0;
-        let st = solve::solve_conic_in(&mut self.solver, &self.c, &self.g, &self.h, &self.layout, params)?;
+        let st = solve::solve_conic_in(
+            &mut self.solver,
+            &self.c,
+            &self.g,
+            &self.h,
+            &self.layout,
+            params,
+        )?;
         let (x, s, z) = (self.solver.x(), self.solver.s(), self.solver.z());
         debug_assert_eq!((x.len(), z.len()), (n, m));
         let (da, db) = dalpha_dr(&self.g, &self.owner, z);
@@ -456,7 +508,13 @@ impl ConicWorkspace {
             normal: None,
             dalpha_dr_a: Vec3::zeros(),
             dalpha_dr_b: Vec3::zeros(),
-            solution: ConicSolution { x: DVector::zeros(0), s: DVector::zeros(0), z: DVector::zeros(0), iters: 0, gap: 0.0 },
+            solution: ConicSolution {
+                x: DVector::zeros(0),
+                s: DVector::zeros(0),
+                z: DVector::zeros(0),
+                iters: 0,
+                gap: 0.0,
+            },
         });
         out.alpha = alpha;
         out.phi = alpha - 1.0;
@@ -501,7 +559,10 @@ pub fn proximity<T: Scalar>(
     pose_b: &Pose<T>,
     params: &ConicParams,
 ) -> Result<Proximity, ProximityError> {
-    with_workspace(|ws| ws.proximity(shape_a, pose_a, shape_b, pose_b, params).cloned())
+    with_workspace(|ws| {
+        ws.proximity(shape_a, pose_a, shape_b, pose_b, params)
+            .cloned()
+    })
 }
 
 /// One proximity of a pair of convex parts.
@@ -520,9 +581,13 @@ pub struct PartProximity {
 /// (recursively), anything else is one part.
 pub fn convex_parts<T: Scalar>(shape: &Shape<T>, pose: &Pose<T>) -> Vec<(Shape<T>, Pose<T>)> {
     match shape {
-        Shape::Bundle { parts, op: BundleOp::Union } => {
-            parts.iter().flat_map(|(s, p)| convex_parts(s, &(*pose * *p))).collect()
-        }
+        Shape::Bundle {
+            parts,
+            op: BundleOp::Union,
+        } => parts
+            .iter()
+            .flat_map(|(s, p)| convex_parts(s, &(*pose * *p)))
+            .collect(),
         _ => vec![(shape.clone(), *pose)],
     }
 }
@@ -554,7 +619,11 @@ pub fn proximity_parts<T: Scalar>(
     for (i, (sa, qa)) in pa.iter().enumerate() {
         for (j, (sb, qb)) in pb.iter().enumerate() {
             let proximity = proximity(sa, qa, sb, qb, params)?;
-            out.push(PartProximity { part_a: i, part_b: j, proximity });
+            out.push(PartProximity {
+                part_a: i,
+                part_b: j,
+                proximity,
+            });
         }
     }
     Ok(out)

@@ -123,7 +123,10 @@ impl<T: Scalar> RowSink<T> for Builder<T> {
 
 impl<T: Scalar> Builder<T> {
     fn finish(self) -> LocalCone<T> {
-        let layout = ConeLayout { n_orthant: self.orth.len() / self.ncols, soc: self.soc_dims };
+        let layout = ConeLayout {
+            n_orthant: self.orth.len() / self.ncols,
+            soc: self.soc_dims,
+        };
         let n_orth = layout.n_orthant;
         let nc = self.ncols;
         let rows = n_orth + self.soc.len() / nc;
@@ -134,7 +137,11 @@ impl<T: Scalar> Builder<T> {
                 self.soc[(i - n_orth) * nc + j]
             }
         });
-        LocalCone { m, layout, n_aux: nc - 4 }
+        LocalCone {
+            m,
+            layout,
+            n_aux: nc - 4,
+        }
     }
 }
 
@@ -218,7 +225,12 @@ const E: usize = 4; // first auxiliary column
 /// assert_eq!(c.m[(0, 3)], 2.0);
 /// ```
 pub fn lower<T: Scalar>(shape: &Shape<T>) -> Result<LocalCone<T>, ProximityError> {
-    let mut b = Builder { ncols: 4, orth: Vec::new(), soc: Vec::new(), soc_dims: Vec::new() };
+    let mut b = Builder {
+        ncols: 4,
+        orth: Vec::new(),
+        soc: Vec::new(),
+        soc_dims: Vec::new(),
+    };
     lower_into(shape, &mut b)?;
     Ok(b.finish())
 }
@@ -236,7 +248,10 @@ pub fn lower<T: Scalar>(shape: &Shape<T>) -> Result<LocalCone<T>, ProximityError
 /// assert_eq!((rows.n_orthant(), rows.n_rows()), (6, 6));
 /// assert_eq!(rows.row(2), &[0.0, -1.0, 0.0, 2.0]);
 /// ```
-pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Result<(), ProximityError> {
+pub fn lower_into<T: Scalar, S: RowSink<T>>(
+    shape: &Shape<T>,
+    b: &mut S,
+) -> Result<(), ProximityError> {
     let one = T::one();
     let quarter = T::from_re(0.25);
     match shape {
@@ -246,7 +261,12 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Resu
         }
         Shape::Ellipsoid { radii } => {
             b.begin(0);
-            b.soc(&[&[(A, one)], &[(0, one / radii[0])], &[(1, one / radii[1])], &[(2, one / radii[2])]]);
+            b.soc(&[
+                &[(A, one)],
+                &[(0, one / radii[0])],
+                &[(1, one / radii[1])],
+                &[(2, one / radii[2])],
+            ]);
         }
         Shape::Box { half_extents } => {
             b.begin(0);
@@ -257,7 +277,9 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Resu
         }
         Shape::Polytope { normals, offsets } => {
             if normals.len() != offsets.len() || normals.is_empty() {
-                return Err(ProximityError::InvalidShape("polytope: one offset per normal"));
+                return Err(ProximityError::InvalidShape(
+                    "polytope: one offset per normal",
+                ));
             }
             b.begin(0);
             for (n, o) in normals.iter().zip(offsets) {
@@ -268,13 +290,24 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Resu
             b.begin(0);
             b.orth(&[(A, *offset), (0, -normal.x), (1, -normal.y), (2, -normal.z)]);
         }
-        Shape::Capsule { radius, half_length } => {
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => {
             b.begin(1);
             b.orth(&[(A, *half_length), (E, -one)]);
             b.orth(&[(A, *half_length), (E, one)]);
-            b.soc(&[&[(A, *radius)], &[(0, one)], &[(1, one)], &[(2, one), (E, -one)]]);
+            b.soc(&[
+                &[(A, *radius)],
+                &[(0, one)],
+                &[(1, one)],
+                &[(2, one), (E, -one)],
+            ]);
         }
-        Shape::Cylinder { radius, half_length } => {
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => {
             b.begin(0);
             b.orth(&[(A, *half_length), (2, -one)]);
             b.orth(&[(A, *half_length), (2, one)]);
@@ -284,11 +317,21 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Resu
             let t = half_angle.tan();
             b.begin(0);
             b.orth(&[(2, one), (A, *height * quarter)]);
-            b.soc(&[&[(A, t * *height * T::from_re(0.75)), (2, -t)], &[(0, one)], &[(1, one)]]);
+            b.soc(&[
+                &[(A, t * *height * T::from_re(0.75)), (2, -t)],
+                &[(0, one)],
+                &[(1, one)],
+            ]);
         }
-        Shape::PaddedPolygon { normals, offsets, radius } => {
+        Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius,
+        } => {
             if normals.len() != offsets.len() || normals.is_empty() {
-                return Err(ProximityError::InvalidShape("padded polygon: one offset per normal"));
+                return Err(ProximityError::InvalidShape(
+                    "padded polygon: one offset per normal",
+                ));
             }
             b.begin(2);
             for (n, o) in normals.iter().zip(offsets) {
@@ -301,9 +344,19 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(shape: &Shape<T>, b: &mut S) -> Resu
                 &[(2, one)],
             ]);
         }
-        Shape::Bundle { parts, op: BundleOp::Minkowski } => minkowski(parts, b)?,
-        Shape::Bundle { op: BundleOp::Union, .. } => return Err(ProximityError::NotConvex),
-        Shape::Points { .. } => return Err(ProximityError::InvalidShape("point clouds have no conic form")),
+        Shape::Bundle {
+            parts,
+            op: BundleOp::Minkowski,
+        } => minkowski(parts, b)?,
+        Shape::Bundle {
+            op: BundleOp::Union,
+            ..
+        } => return Err(ProximityError::NotConvex),
+        Shape::Points { .. } => {
+            return Err(ProximityError::InvalidShape(
+                "point clouds have no conic form",
+            ))
+        }
     }
     Ok(())
 }
@@ -316,7 +369,10 @@ fn minkowski<T: Scalar, S: RowSink<T>>(
     if parts.is_empty() {
         return Err(ProximityError::InvalidShape("empty Minkowski bundle"));
     }
-    let lowered: Vec<LocalCone<T>> = parts.iter().map(|(s, _)| lower(s)).collect::<Result<_, _>>()?;
+    let lowered: Vec<LocalCone<T>> = parts
+        .iter()
+        .map(|(s, _)| lower(s))
+        .collect::<Result<_, _>>()?;
     let n = parts.len();
     // auxiliary columns: z_1..z_{n-1}, then each part's ε
     let mut eps_off = Vec::with_capacity(n);
@@ -326,8 +382,15 @@ fn minkowski<T: Scalar, S: RowSink<T>>(
         off += l.n_aux;
     }
     let ncols = off;
-    let rots: Vec<_> = parts.iter().map(|(_, p)| so3::to_matrix(&p.rotation)).collect();
-    let t_sum = parts.iter().fold(crate::math::Vec3::zeros(), |acc, (_, p)| acc + p.translation);
+    let rots: Vec<_> = parts
+        .iter()
+        .map(|(_, p)| so3::to_matrix(&p.rotation))
+        .collect();
+    let t_sum = parts
+        .iter()
+        .fold(crate::math::Vec3::zeros(), |acc, (_, p)| {
+            acc + p.translation
+        });
     let rn = &rots[n - 1];
 
     // Maps one part's rows into bundle columns.
@@ -399,7 +462,14 @@ fn push_params<'a, T: Scalar>(shape: &'a mut Shape<T>, v: &mut Vec<&'a mut T>) {
     match shape {
         Shape::Sphere { radius } => v.push(radius),
         Shape::Box { half_extents } => v.extend(half_extents.iter_mut()),
-        Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
+        Shape::Capsule {
+            radius,
+            half_length,
+        }
+        | Shape::Cylinder {
+            radius,
+            half_length,
+        } => {
             v.push(radius);
             v.push(half_length);
         }
@@ -414,7 +484,11 @@ fn push_params<'a, T: Scalar>(shape: &'a mut Shape<T>, v: &mut Vec<&'a mut T>) {
             }
             v.extend(offsets.iter_mut());
         }
-        Shape::PaddedPolygon { normals, offsets, radius } => {
+        Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius,
+        } => {
             for n in normals.iter_mut() {
                 v.extend(n.iter_mut());
             }
@@ -450,17 +524,26 @@ pub fn shape_params_finite<T: Scalar>(shape: &Shape<T>) -> bool {
     match shape {
         Shape::Sphere { radius } => f(radius),
         Shape::Box { half_extents } => fv(half_extents),
-        Shape::Capsule { radius, half_length } | Shape::Cylinder { radius, half_length } => {
-            f(radius) && f(half_length)
+        Shape::Capsule {
+            radius,
+            half_length,
         }
+        | Shape::Cylinder {
+            radius,
+            half_length,
+        } => f(radius) && f(half_length),
         Shape::Cone { height, half_angle } => f(height) && f(half_angle),
         Shape::Ellipsoid { radii } => fv(radii),
         Shape::Polytope { normals, offsets } => normals.iter().all(fv) && offsets.iter().all(f),
-        Shape::PaddedPolygon { normals, offsets, radius } => {
-            normals.iter().all(fv) && offsets.iter().all(f) && f(radius)
-        }
+        Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius,
+        } => normals.iter().all(fv) && offsets.iter().all(f) && f(radius),
         Shape::Plane { normal, offset } => fv(normal) && f(offset),
-        Shape::Bundle { parts, .. } => parts.iter().all(|(s, p)| shape_params_finite(s) && fv(&p.translation)),
+        Shape::Bundle { parts, .. } => parts
+            .iter()
+            .all(|(s, p)| shape_params_finite(s) && fv(&p.translation)),
         Shape::Points { .. } => true,
     }
 }

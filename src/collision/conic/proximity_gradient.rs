@@ -200,8 +200,10 @@ pub fn proximity_gradient(
     J.view_mut((0, n + m), (n, m)).copy_from(&pr.g.transpose());
     J.view_mut((n, 0), (m, n)).copy_from(&pr.g);
     J.view_mut((n, n), (m, m)).fill_with_identity();
-    J.view_mut((n + m, n), (m, m)).copy_from(&pr.layout.arrow(z));
-    J.view_mut((n + m, n + m), (m, m)).copy_from(&pr.layout.arrow(s));
+    J.view_mut((n + m, n), (m, m))
+        .copy_from(&pr.layout.arrow(z));
+    J.view_mut((n + m, n + m), (m, m))
+        .copy_from(&pr.layout.arrow(s));
     // Row equilibration (the complementarity rows mix O(1) and O(μ)
     // entries) and two rounds of iterative refinement of every solve.
     let row_scale: Vec<f64> = (0..n + 2 * m)
@@ -249,7 +251,10 @@ pub fn proximity_gradient(
             residual: f64::INFINITY,
         })?;
         if dw.iter().any(|v| !v.is_finite()) {
-            return Err(ProximityError::NoConvergence { iters: prox.solution.iters, residual: f64::NAN });
+            return Err(ProximityError::NoConvergence {
+                iters: prox.solution.iters,
+                residual: f64::NAN,
+            });
         }
         dalpha_ift[k] = dw[3];
         for j in 0..3 {
@@ -259,7 +264,17 @@ pub fn proximity_gradient(
             dz[(j, k)] = dw[n + m + j];
         }
     }
-    Ok((prox, ProximityJacobian { dalpha_envelope, dalpha_ift, dpoint, dz, n_params_a, n_params_b }))
+    Ok((
+        prox,
+        ProximityJacobian {
+            dalpha_envelope,
+            dalpha_ift,
+            dpoint,
+            dz,
+            n_params_a,
+            n_params_b,
+        },
+    ))
 }
 
 /// α* as a `T` whose derivative parts are the exact first derivatives with

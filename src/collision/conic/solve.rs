@@ -553,7 +553,13 @@ impl Scaling {
         // every w finite and positive ⇔ every w and 1/w finite (w = √· is
         // NaN or ≥ 0) ⇔ their sum is finite
         let mut sum = 0.0;
-        for (((w, wi), si), zi) in self.w.iter_mut().zip(self.wi.iter_mut()).zip(&s[..no]).zip(&z[..no]) {
+        for (((w, wi), si), zi) in self
+            .w
+            .iter_mut()
+            .zip(self.wi.iter_mut())
+            .zip(&s[..no])
+            .zip(&z[..no])
+        {
             *w = (si / zi).sqrt();
             *wi = 1.0 / *w;
             sum += *w + *wi;
@@ -833,7 +839,14 @@ pub fn solve_conic(
     assert_eq!(G.nrows(), layout.dim(), "G has one row per cone coordinate");
     assert_eq!(G.ncols(), c.len(), "G has one column per variable");
     let mut ws = SolverWorkspace::new();
-    let st = solve_conic_in(&mut ws, c.as_slice(), G.as_slice(), h.as_slice(), layout, params)?;
+    let st = solve_conic_in(
+        &mut ws,
+        c.as_slice(),
+        G.as_slice(),
+        h.as_slice(),
+        layout,
+        params,
+    )?;
     Ok(ConicSolution {
         x: DVector::from_column_slice(ws.x()),
         s: DVector::from_column_slice(ws.s()),
@@ -865,7 +878,11 @@ pub fn solve_conic_in(
     let m = layout.dim();
     let n = c.len();
     assert_eq!(h.len(), m, "h has one entry per cone coordinate");
-    assert_eq!(G.len(), m * n, "G is m × n with one row per cone coordinate, one column per variable");
+    assert_eq!(
+        G.len(),
+        m * n,
+        "G is m × n with one row per cone coordinate, one column per variable"
+    );
     ws.resize(m, n);
     // row-major copy of G
     for (i, row) in ws.g.chunks_exact_mut(n).enumerate() {
@@ -895,7 +912,11 @@ fn solve_retry<C: Cols>(
         // contact) is retried once with a more conservative fraction to the
         // boundary.
         Err(ProximityError::NoConvergence { .. }) if params.tau > 0.9 => {
-            let retry = ConicParams { tau: 0.9, max_iters: params.max_iters * 2, ..*params };
+            let retry = ConicParams {
+                tau: 0.9,
+                max_iters: params.max_iters * 2,
+                ..*params
+            };
             solve_once(cols, ws, c, h, layout, &retry)
         }
         Err(e) => Err(e),
@@ -1005,11 +1026,21 @@ impl<'a> ScalingView<'a> {
         let (no, soc, wb) = (self.no, self.soc, self.wb);
         let (eta, eta_inv, q) = (self.eta, self.eta_inv, self.q);
         let mut st = no;
-        soc.iter().zip(eta.iter().zip(eta_inv).zip(q)).map(move |(&d, ((&eta, &eta_inv), &q))| {
-            let blk = (st, SocW { wb: &wb[st - no..st - no + d], eta, eta_inv, q });
-            st += d;
-            blk
-        })
+        soc.iter()
+            .zip(eta.iter().zip(eta_inv).zip(q))
+            .map(move |(&d, ((&eta, &eta_inv), &q))| {
+                let blk = (
+                    st,
+                    SocW {
+                        wb: &wb[st - no..st - no + d],
+                        eta,
+                        eta_inv,
+                        q,
+                    },
+                );
+                st += d;
+                blk
+            })
     }
 }
 
@@ -1105,7 +1136,11 @@ impl<C: Cols> Kkt<'_, C> {
         {
             let (w_o, wi_o) = W.orth();
             let (bz_o, bc_o, dz_o, ds_o) = (&bz[..no], &bc[..no], &mut dz[..no], &mut ds[..no]);
-            let (ez_o, ec_o) = if RES { (&mut ez[..no], &mut ec[..no]) } else { (&mut [][..], &mut [][..]) };
+            let (ez_o, ec_o) = if RES {
+                (&mut ez[..no], &mut ec[..no])
+            } else {
+                (&mut [][..], &mut [][..])
+            };
             for (i, row) in self.G[..no * n].chunks_exact(n).enumerate() {
                 let (w, wi) = (w_o[i], wi_o[i]);
                 let gdx = dotn(cols, row, dx);
@@ -1252,7 +1287,13 @@ impl<C: Cols> Kkt<'_, C> {
 /// Largest step along `(Δs, Δz)` keeping `(s, z)` in the cone, whether
 /// every entry of the direction is finite, and `(sᵀΔz + zᵀΔs, ΔsᵀΔz)`.
 #[inline(always)]
-fn step_pass(W: &ScalingView<'_>, s: &[f64], z: &[f64], ds: &[f64], dz: &[f64]) -> (f64, bool, f64, f64) {
+fn step_pass(
+    W: &ScalingView<'_>,
+    s: &[f64],
+    z: &[f64],
+    ds: &[f64],
+    dz: &[f64],
+) -> (f64, bool, f64, f64) {
     let no = W.no;
     let mut t = f64::INFINITY;
     let mut finite = true;
@@ -1287,7 +1328,8 @@ fn step_pass(W: &ScalingView<'_>, s: &[f64], z: &[f64], ds: &[f64], dz: &[f64]) 
 }
 
 #[doc(hidden)]
-pub static STATS: [std::sync::atomic::AtomicUsize; 24] = [const { std::sync::atomic::AtomicUsize::new(0) }; 24];
+pub static STATS: [std::sync::atomic::AtomicUsize; 24] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 24];
 
 fn solve_once<C: Cols>(
     cols: C,
@@ -1299,15 +1341,41 @@ fn solve_once<C: Cols>(
 ) -> Result<SolveStats, ProximityError> {
     let (m, n) = (layout.dim(), cols.n());
     let no = layout.n_orthant;
-    let SolverWorkspace { vn, vm, g, wig, chol, scaling } = ws;
+    let SolverWorkspace {
+        vn,
+        vm,
+        g,
+        wig,
+        chol,
+        scaling,
+    } = ws;
     let [x, bx, dx, dx_a, ex, cx] = vn;
     let [s, z, bz, lambda, ll, ds, dz, ds_a, dz_a, bc, u, ez, ec, t1, t2] = vm;
     let (x, bx, dx, dx_a) = (&mut x[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
     let (ex, cx) = (&mut ex[..n], &mut cx[..n]);
-    let (s, z, bz, lambda, ll) = (&mut s[..m], &mut z[..m], &mut bz[..m], &mut lambda[..m], &mut ll[..m]);
+    let (s, z, bz, lambda, ll) = (
+        &mut s[..m],
+        &mut z[..m],
+        &mut bz[..m],
+        &mut lambda[..m],
+        &mut ll[..m],
+    );
     let (ds, dz, ds_a, dz_a) = (&mut ds[..m], &mut dz[..m], &mut ds_a[..m], &mut dz_a[..m]);
-    let (bc, u, ez, ec, t1, t2) = (&mut bc[..m], &mut u[..m], &mut ez[..m], &mut ec[..m], &mut t1[..m], &mut t2[..m]);
-    let (G, wig, chol, c, h) = (&g[..m * n], &mut wig[..m * n], &mut chol[..n * n], &c[..n], &h[..m]);
+    let (bc, u, ez, ec, t1, t2) = (
+        &mut bc[..m],
+        &mut u[..m],
+        &mut ez[..m],
+        &mut ec[..m],
+        &mut t1[..m],
+        &mut t2[..m],
+    );
+    let (G, wig, chol, c, h) = (
+        &g[..m * n],
+        &mut wig[..m * n],
+        &mut chol[..n * n],
+        &c[..n],
+        &h[..m],
+    );
     let nu = layout.degree() as f64;
     let no_conv = |iters: usize, residual: f64| ProximityError::NoConvergence { iters, residual };
 
@@ -1385,7 +1453,8 @@ fn solve_once<C: Cols>(
                     off = fmax(off, amax(t));
                 })
             }
-            let centred = residual <= params.tol_residual && (off <= params.centering_tolerance * mu_c || last_dx <= 1e-14);
+            let centred = residual <= params.tol_residual
+                && (off <= params.centering_tolerance * mu_c || last_dx <= 1e-14);
             if centred || done >= params.centering {
                 if residual <= 1e3 * params.tol_residual {
                     return Ok(SolveStats { iters: iter, gap });
@@ -1419,7 +1488,12 @@ fn solve_once<C: Cols>(
             return fail(iter, residual);
         }
         let W = scaling.view(layout);
-        for (((l, q), zi), w) in lambda[..no].iter_mut().zip(&mut ll[..no]).zip(&z[..no]).zip(W.w) {
+        for (((l, q), zi), w) in lambda[..no]
+            .iter_mut()
+            .zip(&mut ll[..no])
+            .zip(&z[..no])
+            .zip(W.w)
+        {
             *l = zi * w;
             *q = *l * *l;
         }
@@ -1461,7 +1535,9 @@ fn solve_once<C: Cols>(
                     Rhs::Affine => (0..no).for_each(|i| put(i, -ll[i])),
                     Rhs::Corrector(smu) => {
                         let (ds_a, dz_a) = (&ds_a[..no], &dz_a[..no]);
-                        (0..no).for_each(|i| put(i, (-ll[i] - (ds_a[i] * wi[i]) * (dz_a[i] * w[i])) + smu))
+                        (0..no).for_each(|i| {
+                            put(i, (-ll[i] - (ds_a[i] * wi[i]) * (dz_a[i] * w[i])) + smu)
+                        })
                     }
                     Rhs::Centering(mu_c) => (0..no).for_each(|i| put(i, mu_c - ll[i])),
                 }
@@ -1507,7 +1583,16 @@ fn solve_once<C: Cols>(
             let r0 = if fused {
                 kkt.back_pass::<false, true>(dx, bz, bc, ds, dz, t1, t2, (bx, ex, ez, ec))
             } else {
-                kkt.back_pass::<false, false>(dx, bz, bc, ds, dz, t1, t2, (&[], &mut [], &mut [], &mut []))
+                kkt.back_pass::<false, false>(
+                    dx,
+                    bz,
+                    bc,
+                    ds,
+                    dz,
+                    t1,
+                    t2,
+                    (&[], &mut [], &mut [], &mut []),
+                )
             };
             if rounds == 0 {
                 return;
@@ -1526,10 +1611,20 @@ fn solve_once<C: Cols>(
                     STATS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     break;
                 }
-                STATS[1 + (mu.log10().clamp(-14.0, 2.0) + 14.0) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                STATS[1 + (mu.log10().clamp(-14.0, 2.0) + 14.0) as usize]
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 kkt.u_pass(ez, ec, u, t1);
                 kkt.solve_dx::<true>(ex, u, dx, cx);
-                kkt.back_pass::<true, false>(cx, ez, ec, ds, dz, t1, u, (&[], &mut [], &mut [], &mut []));
+                kkt.back_pass::<true, false>(
+                    cx,
+                    ez,
+                    ec,
+                    ds,
+                    dz,
+                    t1,
+                    u,
+                    (&[], &mut [], &mut [], &mut []),
+                );
             }
         };
 
@@ -1537,7 +1632,14 @@ fn solve_once<C: Cols>(
         let (sigma, t_a) = if let Some((mu_c, done)) = centering {
             // pure centering step towards s ∘ z = μ_c e
             centering = Some((mu_c, done + 1));
-            newton(Rhs::Centering(mu_c), params.refinement, dx, ds, dz, (&[], &[]));
+            newton(
+                Rhs::Centering(mu_c),
+                params.refinement,
+                dx,
+                ds,
+                dz,
+                (&[], &[]),
+            );
             last_dx = amax(dx);
             (1.0, 0.0)
         } else {
@@ -1550,7 +1652,14 @@ fn solve_once<C: Cols>(
             let rho = (gap + t_a * cross + t_a * t_a * dd) / gap;
             let sigma = rho.clamp(0.0, 1.0).powi(3);
             // corrector
-            newton(Rhs::Corrector(sigma * mu), params.refinement, dx, ds, dz, (ds_a, dz_a));
+            newton(
+                Rhs::Corrector(sigma * mu),
+                params.refinement,
+                dx,
+                ds,
+                dz,
+                (ds_a, dz_a),
+            );
             (sigma, t_a)
         };
         let (t_max, finite, _, _) = step_pass(&W, s, z, ds, dz);

@@ -25,7 +25,11 @@ use nalgebra::Matrix3;
 /// ```
 #[inline]
 pub fn jordan<T: Scalar>(x: &Vec3<T>, y: &Vec3<T>) -> Vec3<T> {
-    Vec3::new(x.dot(y), x[0] * y[1] + y[0] * x[1], x[0] * y[2] + y[0] * x[2])
+    Vec3::new(
+        x.dot(y),
+        x[0] * y[1] + y[0] * x[1],
+        x[0] * y[2] + y[0] * x[2],
+    )
 }
 
 /// Arrow matrix `Arw(x)` with `Arw(x) y = x ∘ y`.

@@ -55,7 +55,12 @@ pub const PARALLEL_CAPSULES: f64 = 0.995;
 /// along another then stalls the step's Newton iteration. Such a pair is
 /// treated as a pair without a closed form (the conic program's
 /// central-path witness point moves smoothly along the line contact).
-pub fn near_parallel_capsules<T: crate::Scalar>(sa: &Shape<T>, pa: &Pose<T>, sb: &Shape<T>, pb: &Pose<T>) -> bool {
+pub fn near_parallel_capsules<T: crate::Scalar>(
+    sa: &Shape<T>,
+    pa: &Pose<T>,
+    sb: &Shape<T>,
+    pb: &Pose<T>,
+) -> bool {
     if !matches!((sa, sb), (Shape::Capsule { .. }, Shape::Capsule { .. })) {
         return false;
     }
@@ -82,8 +87,17 @@ pub struct PartPair {
 /// this build collides it. Called by `ipm`, `single_level` and `bilevel`
 /// before they solve anything, so the run stops at its first step with
 /// this error instead of letting the cloud pass through everything.
-pub fn refuse_point_clouds<T: crate::Scalar>(backend: &'static str, p: &crate::contact::StepProblem<'_, T>) -> Result<(), crate::contact::SolveError> {
-    let cloud = p.shapes.iter().flatten().chain(p.statics.iter().map(|s| &s.shape)).chain(p.link_shapes.iter().map(|l| &l.shape)).any(has_points);
+pub fn refuse_point_clouds<T: crate::Scalar>(
+    backend: &'static str,
+    p: &crate::contact::StepProblem<'_, T>,
+) -> Result<(), crate::contact::SolveError> {
+    let cloud = p
+        .shapes
+        .iter()
+        .flatten()
+        .chain(p.statics.iter().map(|s| &s.shape))
+        .chain(p.link_shapes.iter().map(|l| &l.shape))
+        .any(has_points);
     if cloud {
         Err(crate::contact::SolveError::Unsupported {
             backend,
@@ -107,10 +121,19 @@ pub fn has_points<T: crate::Scalar>(shape: &Shape<T>) -> bool {
 /// poses) that may be closer than `limit` (module docs). A part pair whose
 /// proximity cannot be computed is kept (the step then fails on it with a
 /// typed error instead of ignoring it).
-pub fn near_part_pairs(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Pose<f64>, limit: f64) -> Vec<PartPair> {
+pub fn near_part_pairs(
+    sa: &Shape<f64>,
+    pa: &Pose<f64>,
+    sb: &Shape<f64>,
+    pb: &Pose<f64>,
+    limit: f64,
+) -> Vec<PartPair> {
     let parts_a = convex_parts(sa, pa);
     let parts_b = convex_parts(sb, pb);
-    let params = ConicParams { tol_gap: 1e-8, ..ConicParams::default() };
+    let params = ConicParams {
+        tol_gap: 1e-8,
+        ..ConicParams::default()
+    };
     let mut out = Vec::new();
     for (ka, (sa, pa)) in parts_a.iter().enumerate() {
         let ra = conic_bounding_radius(sa);
@@ -131,7 +154,12 @@ pub fn near_part_pairs(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Po
             }
             let axis = match proximity(sa, pa, sb, pb, &params) {
                 Ok(pr) => {
-                    let r_in = conic_inradius(sa) + if matches!(sb, Shape::Plane { .. }) { 0.0 } else { conic_inradius(sb) };
+                    let r_in = conic_inradius(sa)
+                        + if matches!(sb, Shape::Plane { .. }) {
+                            0.0
+                        } else {
+                            conic_inradius(sb)
+                        };
                     let near = if limit <= 0.0 {
                         pr.alpha < 1.0
                     } else {
@@ -144,7 +172,12 @@ pub fn near_part_pairs(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Po
                 }
                 Err(_) => 0,
             };
-            out.push(PartPair { part_a: ka, part_b: kb, feature: ka * parts_b.len() + kb, axis });
+            out.push(PartPair {
+                part_a: ka,
+                part_b: kb,
+                feature: ka * parts_b.len() + kb,
+                axis,
+            });
         }
     }
     out

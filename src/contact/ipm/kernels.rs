@@ -26,7 +26,6 @@
 use crate::collision::kernels::*;
 use crate::{kernel, Scalar};
 
-
 /// Quaternion product `a ⊗ b`.
 #[kernel]
 pub fn quat_mul<T: Scalar>(a: [T; 4], b: [T; 4]) -> [T; 4] {
@@ -52,7 +51,15 @@ pub fn pose_after<T: Scalar>(q: [T; 7], d: [T; 6], v: [T; 6], h: T) -> [T; 7] {
     let r0: [T; 4] = quat_mul(p0, [q[3], q[4], q[5], q[6]]);
     let p1: [T; 4] = phi([h * v[3], h * v[4], h * v[5]]);
     let r1: [T; 4] = quat_mul(p1, r0);
-    [q[0] + d[0] + h * v[0], q[1] + d[1] + h * v[1], q[2] + d[2] + h * v[2], r1[0], r1[1], r1[2], r1[3]]
+    [
+        q[0] + d[0] + h * v[0],
+        q[1] + d[1] + h * v[1],
+        q[2] + d[2] + h * v[2],
+        r1[0],
+        r1[1],
+        r1[2],
+        r1[3],
+    ]
 }
 
 /// `L(x)ᵀ m` with `L(x) = c 𝟙 + u uᵀ / c + [u]×`, `u = x/2`,
@@ -63,13 +70,25 @@ pub fn phi_rotation_t<T: Scalar>(x: [T; 3], m: [T; 3]) -> [T; 3] {
     let c = sqrt(1 - dot3(u, u));
     let um = dot3(u, m) / c;
     let w: [T; 3] = cross3(u, m);
-    [c * m[0] + u[0] * um - w[0], c * m[1] + u[1] * um - w[1], c * m[2] + u[2] * um - w[2]]
+    [
+        c * m[0] + u[0] * um - w[0],
+        c * m[1] + u[1] * um - w[1],
+        c * m[2] + u[2] * um - w[2],
+    ]
 }
 
 /// `Wᵀ f` of one side of a contact (without the side's sign): lever arm
 /// `r`, frame `(n, t1, t2)`, `L(hω)ᵀ` on the normal row's moment.
 #[kernel(jacobian, inline)]
-pub fn side_impulse<T: Scalar>(r: [T; 3], w: [T; 3], h: T, n: [T; 3], t1: [T; 3], t2: [T; 3], f: [T; 3]) -> [T; 6] {
+pub fn side_impulse<T: Scalar>(
+    r: [T; 3],
+    w: [T; 3],
+    h: T,
+    n: [T; 3],
+    t1: [T; 3],
+    t2: [T; 3],
+    f: [T; 3],
+) -> [T; 6] {
     let rn: [T; 3] = cross3(r, n);
     let mn: [T; 3] = phi_rotation_t([h * w[0], h * w[1], h * w[2]], rn);
     let m1: [T; 3] = cross3(r, t1);
@@ -110,7 +129,11 @@ pub fn contact_rows<T: Scalar>(
     let ob = [vb[3], vb[4], vb[5]];
     let xa: [T; 3] = cross3(oa, ra);
     let xb: [T; 3] = cross3(ob, rb);
-    let vt = [va[0] + xa[0] - (vb[0] + xb[0]), va[1] + xa[1] - (vb[1] + xb[1]), va[2] + xa[2] - (vb[2] + xb[2])];
+    let vt = [
+        va[0] + xa[0] - (vb[0] + xb[0]),
+        va[1] + xa[1] - (vb[1] + xb[1]),
+        va[2] + xa[2] - (vb[2] + xb[2]),
+    ];
     let wa: [T; 6] = side_impulse(ra, oa, h, n, t1, t2, f);
     let wb: [T; 6] = side_impulse(rb, ob, h, n, t1, t2, f);
     [
@@ -197,7 +220,14 @@ pub fn contact_box_plane<T: Scalar>(
 ) -> [T; 15] {
     let pa: [T; 7] = pose_after(qa, da, va, h);
     let pb: [T; 7] = pose_after(qb, db, vb, h);
-    let c: [T; 10] = box_plane(pa, sa, [sel[0], sel[1], sel[2]], pb, [sb[0], sb[1], sb[2]], sb[3]);
+    let c: [T; 10] = box_plane(
+        pa,
+        sa,
+        [sel[0], sel[1], sel[2]],
+        pb,
+        [sb[0], sb[1], sb[2]],
+        sb[3],
+    );
     contact_rows(pa, va, pb, vb, h, c, e, f)
 }
 
@@ -373,7 +403,14 @@ pub fn contact_box_sphere_outside<T: Scalar>(
 ) -> [T; 15] {
     let pa: [T; 7] = pose_after(qa, da, va, h);
     let pb: [T; 7] = pose_after(qb, db, vb, h);
-    let cf: [T; 10] = sphere_box_outside(pb, sb[0], pa, sa, [sel[0], sel[1], sel[2]], [sel[3], sel[4], sel[5]]);
+    let cf: [T; 10] = sphere_box_outside(
+        pb,
+        sb[0],
+        pa,
+        sa,
+        [sel[0], sel[1], sel[2]],
+        [sel[3], sel[4], sel[5]],
+    );
     let c: [T; 10] = flip(cf);
     contact_rows(pa, va, pb, vb, h, c, e, f)
 }
@@ -397,7 +434,14 @@ pub fn contact_box_sphere_inside<T: Scalar>(
 ) -> [T; 15] {
     let pa: [T; 7] = pose_after(qa, da, va, h);
     let pb: [T; 7] = pose_after(qb, db, vb, h);
-    let cf: [T; 10] = sphere_box_inside(pb, sb[0], pa, sa, [sel[0], sel[1], sel[2]], [sel[3], sel[4], sel[5]]);
+    let cf: [T; 10] = sphere_box_inside(
+        pb,
+        sb[0],
+        pa,
+        sa,
+        [sel[0], sel[1], sel[2]],
+        [sel[3], sel[4], sel[5]],
+    );
     let c: [T; 10] = flip(cf);
     contact_rows(pa, va, pb, vb, h, c, e, f)
 }

@@ -14,10 +14,10 @@
 //! residual itself is evaluated in `T`.
 
 use super::residual::{Candidate, ConicParts, Partner};
+use crate::collision::conic::convex_parts;
 use crate::collision::conic::ConicParams;
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
-use crate::collision::conic::convex_parts;
 use crate::contact::silico::bilevel::{conic_contact, conic_contact_with, inner_params};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
@@ -66,9 +66,16 @@ pub struct Kinematics<S: Scalar> {
     pub w_b: Option<Matrix3x6<S>>,
 }
 
-pub(crate) fn pose_after<S: Scalar>(q: &[S; 7], v: &[S; 6], h: S) -> Result<Pose<S>, crate::math::RetractionError> {
+pub(crate) fn pose_after<S: Scalar>(
+    q: &[S; 7],
+    v: &[S; 6],
+    h: S,
+) -> Result<Pose<S>, crate::math::RetractionError> {
     let q1 = integrate(q, v, h)?;
-    Ok(Pose::new(Quat::new(q1[3], q1[4], q1[5], q1[6]), Vec3::new(q1[0], q1[1], q1[2])))
+    Ok(Pose::new(
+        Quat::new(q1[3], q1[4], q1[5], q1[6]),
+        Vec3::new(q1[0], q1[1], q1[2]),
+    ))
 }
 
 /// `L(x)`: the world-frame rotation increment of `φ(x)` per unit change of
@@ -80,7 +87,9 @@ pub(crate) fn pose_after<S: Scalar>(q: &[S; 7], v: &[S; 6], h: S) -> Result<Pose
 /// use dualsim::math::{Mat3, Vec3};
 /// assert_eq!(phi_rotation_jacobian(&Vec3::<f64>::zeros()).unwrap(), Mat3::identity());
 /// ```
-pub fn phi_rotation_jacobian<S: Scalar>(x: &Vec3<S>) -> Result<Mat3<S>, crate::math::RetractionError> {
+pub fn phi_rotation_jacobian<S: Scalar>(
+    x: &Vec3<S>,
+) -> Result<Mat3<S>, crate::math::RetractionError> {
     let c = phi_scalar(x, S::one())?;
     let u = x * S::from_re(0.5);
     Ok(Mat3::identity() * c + u * u.transpose() / c + skew(&u))
@@ -102,7 +111,11 @@ pub(crate) fn side<S: Scalar>(
     for (row, dir) in frame.iter().enumerate() {
         // The normal row is ∂φ/∂v⁺ / h (variationally consistent with the
         // gap at q⁺); the friction rows are ∂v_t/∂v⁺.
-        let moment = if row == 0 { lt * r.cross(dir) } else { r.cross(dir) };
+        let moment = if row == 0 {
+            lt * r.cross(dir)
+        } else {
+            r.cross(dir)
+        };
         for d in 0..3 {
             w[(row, d)] = dir[d] * sign;
             w[(row, 3 + d)] = moment[d] * sign;
@@ -130,7 +143,10 @@ pub fn shape_pair_contact<S: Scalar>(
         }),
         Some(cp) => {
             let part = |s: &Shape<S>, pose: &Pose<S>, k: usize| {
-                convex_parts(s, pose).into_iter().nth(k).ok_or(SolveError::Singular("no such convex part"))
+                convex_parts(s, pose)
+                    .into_iter()
+                    .nth(k)
+                    .ok_or(SolveError::Singular("no such convex part"))
             };
             let (sa, qa) = part(shape_a, pa, cp.part_a)?;
             let (sb, qb) = part(sb, pb, cp.part_b)?;
@@ -168,12 +184,18 @@ pub fn contact_kinematics<S: Scalar>(
     body_a: usize,
     body_b: usize,
 ) -> Result<Kinematics<S>, SolveError> {
-    let pa = pose_after(qa, va, h).map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
-    let pair = |sb: &Shape<S>, pb: &Pose<S>| shape_pair_contact(shape_a, &pa, sb, pb, feature, parts);
+    let pa = pose_after(qa, va, h).map_err(|source| DynamicsError::Retraction {
+        body: body_a,
+        source,
+    })?;
+    let pair =
+        |sb: &Shape<S>, pb: &Pose<S>| shape_pair_contact(shape_a, &pa, sb, pb, feature, parts);
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
-            let pb = pose_after(q, v, h)
-                .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
+            let pb = pose_after(q, v, h).map_err(|source| DynamicsError::Retraction {
+                body: body_b,
+                source,
+            })?;
             (pair(shape, &pb)?, Some((pb, v)))
         }
         Other::Static { shape, pose } => (pair(shape, pose)?, None),
@@ -181,17 +203,31 @@ pub fn contact_kinematics<S: Scalar>(
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
     let frame = [&n, &t1, &t2];
-    let (mut vt, w_a) = side(&pa, va, h, &contact.point_a, frame, S::one())
-        .map_err(|source| DynamicsError::Retraction { body: body_a, source })?;
+    let (mut vt, w_a) = side(&pa, va, h, &contact.point_a, frame, S::one()).map_err(|source| {
+        DynamicsError::Retraction {
+            body: body_a,
+            source,
+        }
+    })?;
     let mut w_b = None;
     if let Some((pb, vb)) = pb {
-        let (vtb, wb) = side(&pb, vb, h, &contact.point_b, frame, -S::one())
-            .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
+        let (vtb, wb) = side(&pb, vb, h, &contact.point_b, frame, -S::one()).map_err(|source| {
+            DynamicsError::Retraction {
+                body: body_b,
+                source,
+            }
+        })?;
         vt += vtb;
         w_b = Some(wb);
     }
     let y = Vec3::new(contact.gap, t1.dot(&vt), t2.dot(&vt));
-    Ok(Kinematics { contact, tangents: (t1, t2), y, w_a, w_b })
+    Ok(Kinematics {
+        contact,
+        tangents: (t1, t2),
+        y,
+        w_a,
+        w_b,
+    })
 }
 
 /// The slices of body `i` in `q` and `v`.
@@ -220,24 +256,54 @@ pub fn contact_jacobian<T: Scalar>(
     let ba = &p.model.bodies[cand.a];
     let qa: [D; 7] = core::array::from_fn(|k| c(p.q[ba.idx_q + k]));
     let va_d: [D; 6] = core::array::from_fn(|k| D::from_re(va[k]).derivative(k));
-    let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes").cast::<D>();
+    let shape_a = p.shapes[cand.a]
+        .as_ref()
+        .expect("candidate bodies have shapes")
+        .cast::<D>();
     let h = c(p.h);
     let fd = f.map(D::from_re);
     let shape_b;
     let (other, jb) = match cand.b {
         Partner::Body(j) => {
             let bb = &p.model.bodies[j];
-            shape_b = p.shapes[j].as_ref().expect("candidate bodies have shapes").cast::<D>();
+            shape_b = p.shapes[j]
+                .as_ref()
+                .expect("candidate bodies have shapes")
+                .cast::<D>();
             let q: [D; 7] = core::array::from_fn(|k| c(p.q[bb.idx_q + k]));
             let v: [D; 6] = core::array::from_fn(|k| D::from_re(vb[k]).derivative(6 + k));
-            (Other::Body { shape: &shape_b, q, v }, j)
+            (
+                Other::Body {
+                    shape: &shape_b,
+                    q,
+                    v,
+                },
+                j,
+            )
         }
         Partner::Static(j) => {
             shape_b = p.statics[j].shape.cast::<D>();
-            (Other::Static { shape: &shape_b, pose: p.statics[j].pose.cast::<D>() }, cand.a)
+            (
+                Other::Static {
+                    shape: &shape_b,
+                    pose: p.statics[j].pose.cast::<D>(),
+                },
+                cand.a,
+            )
         }
     };
-    let kin = contact_kinematics(&shape_a, &qa, &va_d, &other, h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
+    let kin = contact_kinematics(
+        &shape_a,
+        &qa,
+        &va_d,
+        &other,
+        h,
+        cand.feature,
+        cand.parts,
+        cand.axis,
+        cand.a,
+        jb,
+    )?;
     let grad = |x: &D| -> nalgebra::SVector<f64, 12> { x.eps.unwrap_generic(Const::<12>, U1) };
     let mut ka = Matrix3x6::zeros();
     let mut kb = Matrix3x6::zeros();
@@ -249,7 +315,10 @@ pub fn contact_jacobian<T: Scalar>(
         }
     }
     let mut gm = [[Matrix6::zeros(); 2]; 2];
-    let gens = [Some(kin.w_a.transpose() * fd), kin.w_b.map(|w| w.transpose() * fd)];
+    let gens = [
+        Some(kin.w_a.transpose() * fd),
+        kin.w_b.map(|w| w.transpose() * fd),
+    ];
     for (i, gen) in gens.iter().enumerate() {
         let Some(gen) = gen else { continue };
         for r in 0..6 {

@@ -176,18 +176,20 @@ pub mod residual;
 pub mod robot;
 pub mod solve;
 
-use self::residual::{body_pose, Candidate, CandidateKey, ConicParts, Island, Law, Partner, Unit, UnitKind};
+use self::conic_pairs::near_part_pairs;
+use self::residual::{
+    body_pose, Candidate, CandidateKey, ConicParts, Island, Law, Partner, Unit, UnitKind,
+};
 use self::robot::robot_units;
 use super::{ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution};
 use crate::collision::broad_phase::{sweep_and_prune, Aabb};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::pair_contacts;
 use crate::contact::silico::pairs::conic_bounding_radius;
-use crate::geometry::Shape;
-use crate::math::Pose;
-use self::conic_pairs::near_part_pairs;
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
+use crate::geometry::Shape;
 use crate::math::DVec;
+use crate::math::Pose;
 use crate::Scalar;
 
 /// Tuning of the interior point (the shared `SolverParams` carry ρ, the
@@ -321,8 +323,11 @@ pub fn check_params(p: &Params) -> Result<(), String> {
             return Err(format!("`{k}` must be a finite number > 0, got {x}"));
         }
     }
-    let non_negative =
-        [("margin", p.margin), ("recenter_below", p.recenter_below), ("exact_jacobian_below", p.exact_jacobian_below)];
+    let non_negative = [
+        ("margin", p.margin),
+        ("recenter_below", p.recenter_below),
+        ("exact_jacobian_below", p.exact_jacobian_below),
+    ];
     for (k, x) in non_negative {
         if !(x >= 0.0 && x.is_finite()) {
             return Err(format!("`{k}` must be a finite number >= 0, got {x}"));
@@ -337,7 +342,9 @@ pub fn check_params(p: &Params) -> Result<(), String> {
     ];
     for (k, n, lo, hi) in counts {
         if n < lo || n > hi {
-            return Err(format!("`{k}` must be a whole number in [{lo}, {hi}], got {n}"));
+            return Err(format!(
+                "`{k}` must be a whole number in [{lo}, {hi}], got {n}"
+            ));
         }
     }
     Ok(())
@@ -417,14 +424,21 @@ pub fn detect<T: Scalar>(
     // closed form) its pairs of convex parts that may come within `limit`
     // (`conic_pairs`). Never skipped.
     let smoothing = conic_pairs::smoothing(p.params.rho);
-    let mut push = |a: usize, link: Option<usize>, b: Partner, sa: &Shape<T>, pa: &Pose<T>, sb: &Shape<T>, pb: &Pose<T>, limit: f64| {
+    let mut push = |a: usize,
+                    link: Option<usize>,
+                    b: Partner,
+                    sa: &Shape<T>,
+                    pa: &Pose<T>,
+                    sb: &Shape<T>,
+                    pb: &Pose<T>,
+                    limit: f64| {
         let mu = match b {
-            Partner::Body(j) => {
-                p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction)
-            }
-            Partner::Static(j) => {
-                p.friction_combine.apply(p.materials[a].friction, p.statics[j].material.friction)
-            }
+            Partner::Body(j) => p
+                .friction_combine
+                .apply(p.materials[a].friction, p.materials[j].friction),
+            Partner::Static(j) => p
+                .friction_combine
+                .apply(p.materials[a].friction, p.statics[j].material.friction),
         };
         let law = if mu.re() <= 0.0 {
             Law::Frictionless
@@ -434,18 +448,36 @@ pub fn detect<T: Scalar>(
                 FrictionCone::Pyramid => Law::Pyramid,
             }
         };
-        let closed = if conic_pairs::near_parallel_capsules(sa, pa, sb, pb) { None } else { pair_contacts(sa, pa, sb, pb) };
+        let closed = if conic_pairs::near_parallel_capsules(sa, pa, sb, pb) {
+            None
+        } else {
+            pair_contacts(sa, pa, sb, pb)
+        };
         match closed {
             Some(list) => {
                 for (feature, c) in list.iter().enumerate() {
                     if c.gap.re() < limit {
                         let axis = least_aligned_axis(&c.normal);
-                        out.push(Candidate { a, link, b, feature, mu, law, axis, parts: None });
+                        out.push(Candidate {
+                            a,
+                            link,
+                            b,
+                            feature,
+                            mu,
+                            law,
+                            axis,
+                            parts: None,
+                        });
                     }
                 }
             }
             None => {
-                let (sa, pa, sb, pb) = (sa.cast::<f64>(), pa.cast::<f64>(), sb.cast::<f64>(), pb.cast::<f64>());
+                let (sa, pa, sb, pb) = (
+                    sa.cast::<f64>(),
+                    pa.cast::<f64>(),
+                    sb.cast::<f64>(),
+                    pb.cast::<f64>(),
+                );
                 for pp in near_part_pairs(&sa, &pa, &sb, &pb, limit) {
                     out.push(Candidate {
                         a,
@@ -455,7 +487,11 @@ pub fn detect<T: Scalar>(
                         mu,
                         law,
                         axis: pp.axis,
-                        parts: Some(ConicParts { part_a: pp.part_a, part_b: pp.part_b, smoothing }),
+                        parts: Some(ConicParts {
+                            part_a: pp.part_a,
+                            part_b: pp.part_b,
+                            smoothing,
+                        }),
                     });
                 }
             }
@@ -466,7 +502,16 @@ pub fn detect<T: Scalar>(
         let Some(sa) = &p.shapes[i] else { continue };
         let pose = body_pose(p, q, i);
         for (j, st) in p.statics.iter().enumerate() {
-            push(i, None, Partner::Static(j), sa, &pose, &st.shape, &st.pose, margin + reach[i]);
+            push(
+                i,
+                None,
+                Partner::Static(j),
+                sa,
+                &pose,
+                &st.shape,
+                &st.pose,
+                margin + reach[i],
+            );
         }
     }
     // Robot link shapes against static geometry and free bodies (every
@@ -489,14 +534,32 @@ pub fn detect<T: Scalar>(
             let pose = data.omi[ls.body] * ls.pose;
             let r = link_reach.get(k).copied().unwrap_or(0.0);
             for (j, st) in p.statics.iter().enumerate() {
-                push(ls.body, Some(k), Partner::Static(j), &ls.shape, &pose, &st.shape, &st.pose, margin + r);
+                push(
+                    ls.body,
+                    Some(k),
+                    Partner::Static(j),
+                    &ls.shape,
+                    &pose,
+                    &st.shape,
+                    &st.pose,
+                    margin + r,
+                );
             }
             for j in 0..nb {
                 let Some(sb) = &p.shapes[j] else { continue };
                 if !lone[j] {
                     continue;
                 }
-                push(ls.body, Some(k), Partner::Body(j), &ls.shape, &pose, sb, &body_pose(p, q, j), margin + r + reach[j]);
+                push(
+                    ls.body,
+                    Some(k),
+                    Partner::Body(j),
+                    &ls.shape,
+                    &pose,
+                    sb,
+                    &body_pose(p, q, j),
+                    margin + r + reach[j],
+                );
             }
         }
     }
@@ -516,7 +579,16 @@ pub fn detect<T: Scalar>(
     for (bi, bj) in sweep_and_prune(&boxes) {
         let (i, j) = (ids[bi], ids[bj]);
         let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
-        push(i, None, Partner::Body(j), sa, &body_pose(p, q, i), sb, &body_pose(p, q, j), margin + reach[i] + reach[j]);
+        push(
+            i,
+            None,
+            Partner::Body(j),
+            sa,
+            &body_pose(p, q, i),
+            sb,
+            &body_pose(p, q, j),
+            margin + reach[i] + reach[j],
+        );
     }
     out
 }
@@ -524,7 +596,10 @@ pub fn detect<T: Scalar>(
 /// Splits candidates into islands of units (free bodies, robots)
 /// connected by contact. Unit layout: units in order of their first body,
 /// a free body's 6 velocities, a robot's joint velocities in `v` order.
-pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidate<T>>) -> Vec<Island<T>> {
+pub fn islands<T: Scalar>(
+    model: &crate::dynamics::Model<T>,
+    cands: Vec<Candidate<T>>,
+) -> Vec<Island<T>> {
     fn find(parent: &mut [usize], mut i: usize) -> usize {
         while parent[i] != i {
             parent[i] = parent[parent[i]];
@@ -536,7 +611,11 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
     // The unit of each body: a lone free body is its own unit; the links of a
     // robot unit share their root's.
     let mut unit_root: Vec<usize> = (0..nb).collect();
-    let robots = if cands.iter().any(|c| c.link.is_some()) { robot_units(model) } else { Vec::new() };
+    let robots = if cands.iter().any(|c| c.link.is_some()) {
+        robot_units(model)
+    } else {
+        Vec::new()
+    };
     for r in &robots {
         for &b in &r.bodies {
             unit_root[b] = r.root;
@@ -545,7 +624,10 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
     let mut parent: Vec<usize> = (0..nb).collect();
     for c in &cands {
         if let Partner::Body(j) = c.b {
-            let (ra, rb) = (find(&mut parent, unit_root[c.a]), find(&mut parent, unit_root[j]));
+            let (ra, rb) = (
+                find(&mut parent, unit_root[c.a]),
+                find(&mut parent, unit_root[j]),
+            );
             if ra != rb {
                 parent[ra.max(rb)] = ra.min(rb);
             }
@@ -557,7 +639,11 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
         let root = find(&mut parent, unit_root[c.a]);
         if island_of[root] == usize::MAX {
             island_of[root] = out.len();
-            out.push(Island { units: Vec::new(), contacts: Vec::new(), local: Vec::new() });
+            out.push(Island {
+                units: Vec::new(),
+                contacts: Vec::new(),
+                local: Vec::new(),
+            });
         }
         out[island_of[root]].contacts.push(c);
     }
@@ -590,7 +676,11 @@ pub fn islands<T: Scalar>(model: &crate::dynamics::Model<T>, cands: Vec<Candidat
             UnitKind::Body(_) => local[i] = u,
         }
         let n = dofs.len();
-        isl.units.push(Unit { kind, dofs, offset: dims[k] });
+        isl.units.push(Unit {
+            kind,
+            dofs,
+            offset: dims[k],
+        });
         dims[k] += n;
     }
     for isl in &mut out {
@@ -637,20 +727,48 @@ impl Ipm {
         // Articulated joints (robots) take their own explicit step; a
         // robot with a contact candidate on a link is a unit of an island
         // and its velocity is solved for with the contacts.
-        crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_free);
+        crate::dynamics::articulated::articulated_velocity(
+            p.model,
+            p.q,
+            p.v,
+            p.u,
+            p.h,
+            &mut v_free,
+        );
         let zero_reach = vec![0.0; p.model.bodies.len()];
         let mut total_iters = 0;
         let mut round = 0;
-        let mut warm = Warm { v: None, xs: Vec::new() };
+        let mut warm = Warm {
+            v: None,
+            xs: Vec::new(),
+        };
         loop {
             if cands.is_empty() {
                 // Exactly the free-flight step.
                 let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
-                let stats = SolveStats { iterations: ff_iters, ..Default::default() };
-                let penetrating = if more_rounds { detect(p, &q_next, &zero_reach, &[], 0.0) } else { Vec::new() };
+                let stats = SolveStats {
+                    iterations: ff_iters,
+                    ..Default::default()
+                };
+                let penetrating = if more_rounds {
+                    detect(p, &q_next, &zero_reach, &[], 0.0)
+                } else {
+                    Vec::new()
+                };
                 if penetrating.is_empty() || round >= params.max_candidate_rounds {
-                    let sol = StepSolution { q_next, v_next: v_free, contacts: Vec::new(), stats };
-                    return Ok((sol, Structure { candidates: Vec::new(), xs: Vec::new() }));
+                    let sol = StepSolution {
+                        q_next,
+                        v_next: v_free,
+                        contacts: Vec::new(),
+                        stats,
+                    };
+                    return Ok((
+                        sol,
+                        Structure {
+                            candidates: Vec::new(),
+                            xs: Vec::new(),
+                        },
+                    ));
                 }
                 cands = penetrating;
                 round += 1;
@@ -660,7 +778,11 @@ impl Ipm {
             total_iters += sol.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
             // and solve again.
-            let found = if more_rounds { detect(p, &sol.q_next, &zero_reach, &[], 0.0) } else { Vec::new() };
+            let found = if more_rounds {
+                detect(p, &sol.q_next, &zero_reach, &[], 0.0)
+            } else {
+                Vec::new()
+            };
             let extra: Vec<_> = found
                 .into_iter()
                 .filter(|c| !cands.iter().any(|d| d.key() == c.key()))
@@ -677,7 +799,13 @@ impl Ipm {
                             .expect("every candidate was solved")
                     })
                     .collect();
-                return Ok((sol, Structure { candidates: cands, xs }));
+                return Ok((
+                    sol,
+                    Structure {
+                        candidates: cands,
+                        xs,
+                    },
+                ));
             }
             cands.extend(extra);
             round += 1;
@@ -706,7 +834,11 @@ impl Ipm {
     ) -> Result<StepSolution<T>, SolveError> {
         let params = &self.params;
         let mut v_next = v_free;
-        let mut stats = SolveStats { iterations: 0, contacts: cands.len(), ..Default::default() };
+        let mut stats = SolveStats {
+            iterations: 0,
+            contacts: cands.len(),
+            ..Default::default()
+        };
         let mut contacts = Vec::new();
         let mut new_xs = Vec::new();
         for island in islands(p.model, cands.to_vec()) {
@@ -719,7 +851,12 @@ impl Ipm {
             let x0 = island
                 .contacts
                 .iter()
-                .map(|c| warm.xs.iter().find(|(key, _)| *key == c.key()).map(|w| w.1.clone()))
+                .map(|c| {
+                    warm.xs
+                        .iter()
+                        .find(|(key, _)| *key == c.key())
+                        .map(|w| w.1.clone())
+                })
                 .collect();
             let sol = solve::solve_island(p, &island, v0, x0, params)?;
             for (c, x) in island.contacts.iter().zip(&sol.xs) {
@@ -749,7 +886,15 @@ impl Ipm {
             }
         }
         let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
-        *warm = Warm { v: Some(v_next.clone()), xs: new_xs };
-        Ok(StepSolution { q_next, v_next, contacts, stats })
+        *warm = Warm {
+            v: Some(v_next.clone()),
+            xs: new_xs,
+        };
+        Ok(StepSolution {
+            q_next,
+            v_next,
+            contacts,
+            stats,
+        })
     }
 }

@@ -23,10 +23,10 @@
 
 use num_dual::Dual64;
 
-use crate::contact::Param;
 use crate::collision::kernels::{selectors, PairKernel};
 use crate::contact::ipm::kernels::*;
 use crate::contact::ipm::residual::{Candidate, Law, Partner};
+use crate::contact::Param;
 use crate::contact::{SolveError, StepProblem};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Pose, Quat, Vec3};
@@ -62,14 +62,20 @@ fn pose_array(p: &Pose<f64>) -> [f64; 7] {
 }
 
 fn array_pose(q: &[f64; 7]) -> Pose<f64> {
-    Pose::new(Quat::new(q[3], q[4], q[5], q[6]), Vec3::new(q[0], q[1], q[2]))
+    Pose::new(
+        Quat::new(q[3], q[4], q[5], q[6]),
+        Vec3::new(q[0], q[1], q[2]),
+    )
 }
 
 /// Shape sizes in the kernels' layout (`None`: not a kernel shape).
 fn sizes(s: &Shape<f64>) -> Option<[f64; 4]> {
     Some(match s {
         Shape::Sphere { radius } => [*radius, 0.0, 0.0, 0.0],
-        Shape::Capsule { radius, half_length } => [*radius, *half_length, 0.0, 0.0],
+        Shape::Capsule {
+            radius,
+            half_length,
+        } => [*radius, *half_length, 0.0, 0.0],
         Shape::Box { half_extents } => [half_extents.x, half_extents.y, half_extents.z, 0.0],
         Shape::Plane { normal, offset } => [normal.x, normal.y, normal.z, *offset],
         _ => return None,
@@ -89,11 +95,20 @@ fn n_sizes(s: &Shape<f64>) -> usize {
 fn kernel_of(k: &PairKernel) -> (ContactKernel, [f64; 6]) {
     match *k {
         PairKernel::SpherePlane => (contact_sphere_plane_jacobian, [0.0; 6]),
-        PairKernel::CapsulePlane(s) => (contact_capsule_plane_jacobian, [s, 0.0, 0.0, 0.0, 0.0, 0.0]),
-        PairKernel::BoxPlane(s) => (contact_box_plane_jacobian, [s[0], s[1], s[2], 0.0, 0.0, 0.0]),
+        PairKernel::CapsulePlane(s) => {
+            (contact_capsule_plane_jacobian, [s, 0.0, 0.0, 0.0, 0.0, 0.0])
+        }
+        PairKernel::BoxPlane(s) => (
+            contact_box_plane_jacobian,
+            [s[0], s[1], s[2], 0.0, 0.0, 0.0],
+        ),
         PairKernel::SphereSphere => (contact_sphere_sphere_jacobian, [0.0; 6]),
         PairKernel::CapsuleSphere { sel, flip } => (
-            if flip { contact_sphere_capsule_jacobian } else { contact_capsule_sphere_jacobian },
+            if flip {
+                contact_sphere_capsule_jacobian
+            } else {
+                contact_capsule_sphere_jacobian
+            },
             [sel[0], sel[1], 0.0, 0.0, 0.0, 0.0],
         ),
         PairKernel::CapsuleCapsule(sel) => (contact_capsule_capsule_jacobian, sel),
@@ -111,9 +126,21 @@ fn kernel_of(k: &PairKernel) -> (ContactKernel, [f64; 6]) {
 
 /// Value and Jacobian (`n × (n + 5)`: `x`, `y`, `μ`, `κ`) of the law's
 /// local rows.
-fn local_rows(law: Law, x: &DVec<f64>, y: &Vec3<f64>, mu: f64, kappa: f64) -> (DVec<f64>, DMat<f64>) {
-    fn pack<const N: usize, const M: usize>(v: [f64; N], j: [[f64; M]; N]) -> (DVec<f64>, DMat<f64>) {
-        (DVec::from_column_slice(&v), DMat::from_fn(N, M, |r, c| j[r][c]))
+fn local_rows(
+    law: Law,
+    x: &DVec<f64>,
+    y: &Vec3<f64>,
+    mu: f64,
+    kappa: f64,
+) -> (DVec<f64>, DMat<f64>) {
+    fn pack<const N: usize, const M: usize>(
+        v: [f64; N],
+        j: [[f64; M]; N],
+    ) -> (DVec<f64>, DMat<f64>) {
+        (
+            DVec::from_column_slice(&v),
+            DMat::from_fn(N, M, |r, c| j[r][c]),
+        )
     }
     let yy = [y.x, y.y, y.z];
     match law {
@@ -189,36 +216,72 @@ pub fn kernel_partials(
             return Ok(None);
         }
         let ba = &model.bodies[cand.a];
-        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?;
+        let shape_a = p.shapes[cand.a]
+            .as_ref()
+            .ok_or(SolveError::Singular("candidate body without shape"))?;
         let qa: [f64; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
         let va: [f64; 6] = core::array::from_fn(|k| y[ba.idx_v + k]);
         let (shape_b, qb, vb, kb, fb, jb) = match cand.b {
             Partner::Body(j) => {
                 let bb = &model.bodies[j];
-                let s = p.shapes[j].as_ref().ok_or(SolveError::Singular("candidate body without shape"))?;
+                let s = p.shapes[j]
+                    .as_ref()
+                    .ok_or(SolveError::Singular("candidate body without shape"))?;
                 let q: [f64; 7] = core::array::from_fn(|k| p.q[bb.idx_q + k]);
                 let v: [f64; 6] = core::array::from_fn(|k| y[bb.idx_v + k]);
                 (s, q, v, Some(bb.idx_v), p.materials[j].friction, Some(j))
             }
             Partner::Static(j) => {
                 let st = &p.statics[j];
-                (&st.shape, pose_array(&st.pose), [0.0; 6], None, st.material.friction, None)
+                (
+                    &st.shape,
+                    pose_array(&st.pose),
+                    [0.0; 6],
+                    None,
+                    st.material.friction,
+                    None,
+                )
             }
         };
         let pa1 = pose_after(qa, [0.0; 6], va, h);
         let pb1 = pose_after(qb, [0.0; 6], vb, h);
-        let Some(pk) = selectors(shape_a, &array_pose(&pa1), shape_b, &array_pose(&pb1), cand.feature) else {
+        let Some(pk) = selectors(
+            shape_a,
+            &array_pose(&pa1),
+            shape_b,
+            &array_pose(&pb1),
+            cand.feature,
+        ) else {
             return Ok(None);
         };
-        let (Some(sa), Some(sb)) = (sizes(shape_a), sizes(shape_b)) else { return Ok(None) };
+        let (Some(sa), Some(sb)) = (sizes(shape_a), sizes(shape_b)) else {
+            return Ok(None);
+        };
         let (kern, sel) = kernel_of(&pk);
         let n = cand.law.size();
         let x = y.rows(off, n).into_owned();
         let f = cand.law.impulse(&x);
         let mut e = [0.0; 3];
         e[cand.axis] = 1.0;
-        let (kv_out, jk) = kern(qa, [0.0; 6], va, qb, [0.0; 6], vb, h, [sa[0], sa[1], sa[2]], sb, sel, e, [f.x, f.y, f.z]);
-        if kv_out.iter().chain(jk.iter().flatten()).any(|v| !v.is_finite()) {
+        let (kv_out, jk) = kern(
+            qa,
+            [0.0; 6],
+            va,
+            qb,
+            [0.0; 6],
+            vb,
+            h,
+            [sa[0], sa[1], sa[2]],
+            sb,
+            sel,
+            e,
+            [f.x, f.y, f.z],
+        );
+        if kv_out
+            .iter()
+            .chain(jk.iter().flatten())
+            .any(|v| !v.is_finite())
+        {
             return Ok(None);
         }
         let fa = p.materials[cand.a].friction;
@@ -226,15 +289,23 @@ pub fn kernel_partials(
         let yk = Vec3::new(kv_out[0], kv_out[1], kv_out[2]);
         let (_, jl) = local_rows(cand.law, &x, &yk, mu, kappa);
         // ∂μ/∂(friction of a, of b).
-        let dmu_a = p.friction_combine.apply(Dual64::from_re(fa).derivative(), Dual64::from_re(fb)).eps;
-        let dmu_b = p.friction_combine.apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative()).eps;
+        let dmu_a = p
+            .friction_combine
+            .apply(Dual64::from_re(fa).derivative(), Dual64::from_re(fb))
+            .eps;
+        let dmu_b = p
+            .friction_combine
+            .apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative())
+            .eps;
         let (ka, na) = (ba.idx_v, n_sizes(shape_a));
         let nbz = n_sizes(shape_b);
         for (col, prm) in params.iter().enumerate() {
             // Kernel input direction (one input) and friction derivative.
             let input = match *prm {
                 Param::Q(i) if (ka..ka + 6).contains(&i) => Some(DA + i - ka),
-                Param::Q(i) if kb.is_some_and(|k| (k..k + 6).contains(&i)) => Some(DB + i - kb.unwrap_or(0)),
+                Param::Q(i) if kb.is_some_and(|k| (k..k + 6).contains(&i)) => {
+                    Some(DB + i - kb.unwrap_or(0))
+                }
                 Param::Dt => Some(H),
                 Param::Shape(b, k) if b == cand.a && k < na => Some(SA + k),
                 Param::Shape(b, k) if Some(b) == jb && k < nbz => Some(SB + k),

@@ -10,13 +10,15 @@
 
 use super::cone::{arrow, jordan, nt_scaling};
 use super::kinematics::{contact_kinematics, Other};
+use super::robot::{candidate_kinematics, robot_dynamics, RobotUnit};
 use crate::collision::Contact;
 use crate::contact::{SolveError, StepProblem};
-use crate::dynamics::free::{body_residual, orientation, position, rotational_jacobian, world_inertia, DynamicsError};
+use crate::dynamics::free::{
+    body_residual, orientation, position, rotational_jacobian, world_inertia, DynamicsError,
+};
 use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 use nalgebra::{Matrix3x6, Matrix3xX, Matrix6, Vector6};
-use super::robot::{candidate_kinematics, robot_dynamics, RobotUnit};
 
 /// A contact's friction law and with it the layout of its local unknowns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +128,15 @@ pub fn local_residual<T: Scalar>(
     corrector: Option<&DVec<T>>,
     nt: bool,
 ) -> DVec<T> {
-    let r = local_residual_fixed(law, x.as_slice(), y, mu, kappa, corrector.map(|d| d.as_slice()), nt);
+    let r = local_residual_fixed(
+        law,
+        x.as_slice(),
+        y,
+        mu,
+        kappa,
+        corrector.map(|d| d.as_slice()),
+        nt,
+    );
     DVec::from_column_slice(&r.as_slice()[..law.size()])
 }
 
@@ -366,7 +376,8 @@ pub fn body_dynamics<T: Scalar>(
         jac[(d, d)] = m;
     }
     let err = |source| DynamicsError::Retraction { body: i, source };
-    jac.fixed_view_mut::<3, 3>(3, 3).copy_from(&rotational_jacobian(&iw, &w1, p.h).map_err(err)?);
+    jac.fixed_view_mut::<3, 3>(3, 3)
+        .copy_from(&rotational_jacobian(&iw, &w1, p.h).map_err(err)?);
     Ok((r, jac))
 }
 
@@ -504,8 +515,16 @@ pub fn evaluate<T: Scalar>(
                     Partner::Body(j) => Some(island.local[j]),
                     Partner::Static(_) => None,
                 };
-                let vb = lb.map(|lb| local_v(v, island.units[lb].offset)).unwrap_or([T::zero(); 6]);
-                let kin = candidate_kinematics(p, ru, cand, &v.as_slice()[ua.offset..ua.offset + ua.size()], vb)?;
+                let vb = lb
+                    .map(|lb| local_v(v, island.units[lb].offset))
+                    .unwrap_or([T::zero(); 6]);
+                let kin = candidate_kinematics(
+                    p,
+                    ru,
+                    cand,
+                    &v.as_slice()[ua.offset..ua.offset + ua.size()],
+                    vb,
+                )?;
                 let mut blocks = vec![(la, kin.w)];
                 if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
                     blocks.push((lb, Matrix3xX::from_fn(6, |i, j| wb[(i, j)])));
@@ -515,7 +534,9 @@ pub fn evaluate<T: Scalar>(
             UnitKind::Body(_) => {
                 let ba = &p.model.bodies[cand.a];
                 let qa: [T; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
-                let shape_a = p.shapes[cand.a].as_ref().expect("candidate bodies have shapes");
+                let shape_a = p.shapes[cand.a]
+                    .as_ref()
+                    .expect("candidate bodies have shapes");
                 let (other, lb, jb) = match cand.b {
                     Partner::Body(j) => {
                         let bb = &p.model.bodies[j];
@@ -531,12 +552,26 @@ pub fn evaluate<T: Scalar>(
                         )
                     }
                     Partner::Static(j) => (
-                        Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose },
+                        Other::Static {
+                            shape: &p.statics[j].shape,
+                            pose: p.statics[j].pose,
+                        },
                         None,
                         cand.a,
                     ),
                 };
-                let kin = contact_kinematics(shape_a, &qa, &local_v(v, ua.offset), &other, p.h, cand.feature, cand.parts, cand.axis, cand.a, jb)?;
+                let kin = contact_kinematics(
+                    shape_a,
+                    &qa,
+                    &local_v(v, ua.offset),
+                    &other,
+                    p.h,
+                    cand.feature,
+                    cand.parts,
+                    cand.axis,
+                    cand.a,
+                    jb,
+                )?;
                 let dynw = |w: &Matrix3x6<T>| Matrix3xX::from_fn(6, |i, j| w[(i, j)]);
                 let mut blocks = vec![(la, dynw(&kin.w_a))];
                 if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
@@ -552,7 +587,16 @@ pub fn evaluate<T: Scalar>(
             let mut seg = r_dyn.rows_mut(u.offset, u.size());
             seg -= gen;
         }
-        contacts.push(ContactEval { contact, tangents, y, blocks });
+        contacts.push(ContactEval {
+            contact,
+            tangents,
+            y,
+            blocks,
+        });
     }
-    Ok(Eval { r_dyn, jac, contacts })
+    Ok(Eval {
+        r_dyn,
+        jac,
+        contacts,
+    })
 }

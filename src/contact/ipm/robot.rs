@@ -95,7 +95,11 @@ pub fn robot_units<T: Scalar>(model: &Model<T>) -> Vec<RobotUnit> {
         let u = match out.iter().position(|u| u.root == r) {
             Some(u) => u,
             None => {
-                out.push(RobotUnit { root: r, bodies: Vec::new(), dofs: Vec::new() });
+                out.push(RobotUnit {
+                    root: r,
+                    bodies: Vec::new(),
+                    dofs: Vec::new(),
+                });
                 out.len() - 1
             }
         };
@@ -168,8 +172,12 @@ pub fn robot_contact_kinematics<S: Scalar>(
         v_full[d] = v_unit[l];
         local[d] = l;
     }
-    let q_next = configuration::integrate(model, q, &v_full, h)
-        .map_err(|source| DynamicsError::Retraction { body: unit.root, source })?;
+    let q_next = configuration::integrate(model, q, &v_full, h).map_err(|source| {
+        DynamicsError::Retraction {
+            body: unit.root,
+            source,
+        }
+    })?;
     // Forward kinematics of the unit's links only (parents come first).
     let mut omi = vec![Pose::identity(); model.bodies.len()];
     let mut os = vec![Vec6::zeros(); model.nv];
@@ -181,15 +189,30 @@ pub fn robot_contact_kinematics<S: Scalar>(
         } * body.placement;
         let qj = &q_next.as_slice()[body.idx_q..body.idx_q + body.joint.nq()];
         omi[b] = omp * joint_transform(&body.joint, qj);
-        motion_subspace(&body.joint, &omp, &omi[b], qj, &mut os[body.idx_v..body.idx_v + body.joint.nv()]);
+        motion_subspace(
+            &body.joint,
+            &omp,
+            &omi[b],
+            qj,
+            &mut os[body.idx_v..body.idx_v + body.joint.nv()],
+        );
     }
     let pose_a = omi[ls.body] * ls.pose;
     let (contact, pb) = match other {
         Other::Body { shape, q, v } => {
-            let pb = pose_after(q, v, h).map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
-            (shape_pair_contact(&ls.shape, &pose_a, shape, &pb, feature, parts)?, Some((pb, v)))
+            let pb = pose_after(q, v, h).map_err(|source| DynamicsError::Retraction {
+                body: body_b,
+                source,
+            })?;
+            (
+                shape_pair_contact(&ls.shape, &pose_a, shape, &pb, feature, parts)?,
+                Some((pb, v)),
+            )
         }
-        Other::Static { shape, pose } => (shape_pair_contact(&ls.shape, &pose_a, shape, pose, feature, parts)?, None),
+        Other::Static { shape, pose } => (
+            shape_pair_contact(&ls.shape, &pose_a, shape, pose, feature, parts)?,
+            None,
+        ),
     };
     let n = contact.normal;
     let (t1, t2) = tangent_basis_from(&n, axis);
@@ -248,13 +271,24 @@ pub fn robot_contact_kinematics<S: Scalar>(
     }
     let mut w_b = None;
     if let Some((pb, vb)) = pb {
-        let (vpb, wb) = side(&pb, vb, h, &contact.point_b, [&n, &t1, &t2], -S::one())
-            .map_err(|source| DynamicsError::Retraction { body: body_b, source })?;
+        let (vpb, wb) =
+            side(&pb, vb, h, &contact.point_b, [&n, &t1, &t2], -S::one()).map_err(|source| {
+                DynamicsError::Retraction {
+                    body: body_b,
+                    source,
+                }
+            })?;
         vp += vpb;
         w_b = Some(wb);
     }
     let y = Vec3::new(contact.gap, t1.dot(&vp), t2.dot(&vp));
-    Ok(RobotKinematics { contact, tangents: (t1, t2), y, w, w_b })
+    Ok(RobotKinematics {
+        contact,
+        tangents: (t1, t2),
+        y,
+        w,
+        w_b,
+    })
 }
 
 /// [`robot_contact_kinematics`] of candidate `cand` (a link shape against
@@ -269,14 +303,39 @@ pub fn candidate_kinematics<T: Scalar>(
 ) -> Result<RobotKinematics<T>, SolveError> {
     let ls = &p.link_shapes[cand.link.expect("a link-shape candidate")];
     let (other, jb) = match cand.b {
-        Partner::Static(j) => (Other::Static { shape: &p.statics[j].shape, pose: p.statics[j].pose }, cand.a),
+        Partner::Static(j) => (
+            Other::Static {
+                shape: &p.statics[j].shape,
+                pose: p.statics[j].pose,
+            },
+            cand.a,
+        ),
         Partner::Body(j) => {
             let k = p.model.bodies[j].idx_q;
             let shape = p.shapes[j].as_ref().expect("candidate bodies have shapes");
-            (Other::Body { shape, q: core::array::from_fn(|d| p.q[k + d]), v: v_body }, j)
+            (
+                Other::Body {
+                    shape,
+                    q: core::array::from_fn(|d| p.q[k + d]),
+                    v: v_body,
+                },
+                j,
+            )
         }
     };
-    robot_contact_kinematics(p.model, p.q, unit, v_unit, p.h, ls, &other, cand.feature, cand.parts, cand.axis, jb)
+    robot_contact_kinematics(
+        p.model,
+        p.q,
+        unit,
+        v_unit,
+        p.h,
+        ls,
+        &other,
+        cand.feature,
+        cand.parts,
+        cand.axis,
+        jb,
+    )
 }
 
 /// Exact primal Jacobians of a robot-link contact at unit velocity
@@ -305,7 +364,10 @@ pub fn robot_contact_jacobian<T: Scalar>(
             (Some(p.statics[j].pose.cast::<D>()), None)
         }
         Partner::Body(j) => {
-            shape_b = p.shapes[j].as_ref().expect("candidate bodies have shapes").cast::<D>();
+            shape_b = p.shapes[j]
+                .as_ref()
+                .expect("candidate bodies have shapes")
+                .cast::<D>();
             let k = p.model.bodies[j].idx_q;
             let qb: [D; 7] = core::array::from_fn(|d| c(p.q[k + d]));
             (None, Some((j, qb)))
@@ -316,8 +378,10 @@ pub fn robot_contact_jacobian<T: Scalar>(
     let nb = if body.is_some() { 6 } else { 0 };
     let sizes = if body.is_some() { vec![n, 6] } else { vec![n] };
     let mut ks: Vec<Matrix3xX<f64>> = sizes.iter().map(|&m| Matrix3xX::zeros(m)).collect();
-    let mut gs: Vec<Vec<DMat<f64>>> =
-        sizes.iter().map(|&a| sizes.iter().map(|&b| DMat::zeros(a, b)).collect()).collect();
+    let mut gs: Vec<Vec<DMat<f64>>> = sizes
+        .iter()
+        .map(|&a| sizes.iter().map(|&b| DMat::zeros(a, b)).collect())
+        .collect();
     // Column `col` of all n + nb velocities: (side, index within side).
     let side_of = |col: usize| if col < n { (0, col) } else { (1, col - n) };
     let grad = |x: &D| -> nalgebra::SVector<f64, B> { x.eps.unwrap_generic(Const::<B>, U1) };
@@ -325,16 +389,45 @@ pub fn robot_contact_jacobian<T: Scalar>(
         let width = B.min(n + nb - start);
         let seed = |col: usize, x: f64| {
             let x = D::from_re(x);
-            if col >= start && col < start + width { x.derivative(col - start) } else { x }
+            if col >= start && col < start + width {
+                x.derivative(col - start)
+            } else {
+                x
+            }
         };
         let v: Vec<D> = (0..n).map(|l| seed(l, v_unit[l])).collect();
         let vb: [D; 6] = core::array::from_fn(|d| seed(n + d, v_body[d]));
         let (other, jb) = match (&static_pose, &body) {
-            (Some(pose), _) => (Other::Static { shape: &shape_b, pose: *pose }, cand.a),
-            (None, Some((j, qb))) => (Other::Body { shape: &shape_b, q: *qb, v: vb }, *j),
+            (Some(pose), _) => (
+                Other::Static {
+                    shape: &shape_b,
+                    pose: *pose,
+                },
+                cand.a,
+            ),
+            (None, Some((j, qb))) => (
+                Other::Body {
+                    shape: &shape_b,
+                    q: *qb,
+                    v: vb,
+                },
+                *j,
+            ),
             (None, None) => unreachable!(),
         };
-        let kin = robot_contact_kinematics(&model, &q, unit, &v, c(p.h), &ls, &other, cand.feature, cand.parts, cand.axis, jb)?;
+        let kin = robot_contact_kinematics(
+            &model,
+            &q,
+            unit,
+            &v,
+            c(p.h),
+            &ls,
+            &other,
+            cand.feature,
+            cand.parts,
+            cand.axis,
+            jb,
+        )?;
         let mut gens: Vec<DVec<D>> = vec![kin.w.transpose() * fd];
         if let Some(wb) = kin.w_b {
             let g6 = wb.transpose() * fd;

@@ -1,15 +1,18 @@
 //! Mehrotra predictor–corrector on one island (see the [module docs](super)).
 
 use super::cone::{orthant_step, soc_step};
-use super::residual::{evaluate, local_jacobian_with, local_residual, local_residual_fixed, Eval, Island, Law, UnitKind};
+use super::kinematics::contact_jacobian;
+use super::residual::{
+    evaluate, local_jacobian_with, local_residual, local_residual_fixed, Eval, Island, Law,
+    UnitKind,
+};
 use super::robot::robot_contact_jacobian;
-use crate::scalar::safe_norm;
 use super::Params;
 use crate::contact::{SolveError, StepProblem};
-use crate::math::{DMat, DVec, Vec3};
-use crate::Scalar;
-use super::kinematics::contact_jacobian;
 use crate::linalg::SmallLu;
+use crate::math::{DMat, DVec, Vec3};
+use crate::scalar::safe_norm;
+use crate::Scalar;
 use nalgebra::{Matrix3, Matrix3x6, Matrix3xX, Matrix6, SMatrix, SVector};
 
 /// The result of one island's solve.
@@ -71,7 +74,12 @@ fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: 
             comp_max = comp_max.max(d);
         }
     }
-    Measures { eq, comp_dev, comp_max, merit }
+    Measures {
+        eq,
+        comp_dev,
+        comp_max,
+        merit,
+    }
 }
 
 /// Mean complementarity `ν = (Σ zᵢsᵢ + Σ zᵀs) / degree` of `x + α dx`.
@@ -153,7 +161,8 @@ impl<T: Scalar> ReducedLu<T> {
             ReducedLu::Faer(lu) => {
                 use faer::linalg::solvers::Solve;
                 // T is f64 here (only f64 systems are factored by faer).
-                let b = faer::Mat::<f64>::from_fn(rhs.nrows(), rhs.ncols(), |i, j| rhs[(i, j)].re());
+                let b =
+                    faer::Mat::<f64>::from_fn(rhs.nrows(), rhs.ncols(), |i, j| rhs[(i, j)].re());
                 let x = lu.solve(&b);
                 if !x.col_iter().all(|c| c.iter().all(|e| e.is_finite())) {
                     return None;
@@ -261,12 +270,18 @@ impl<T: Scalar> LocalLu<T> {
 
     /// `A_c⁻¹ C_c dy`.
     fn ainv_c_times(&self, dy: &Vec3<T>) -> DVec<T> {
-        with_local!(self, |_lu, ac| DVec::from_column_slice((ac * dy).as_slice()))
+        with_local!(self, |_lu, ac| DVec::from_column_slice(
+            (ac * dy).as_slice()
+        ))
     }
 
     /// `A_c⁻¹ C_c` as a dynamic matrix.
     fn ainv_c(&self) -> DMat<T> {
-        with_local!(self, |_lu, ac| DMat::from_column_slice(ac.nrows(), 3, ac.as_slice()))
+        with_local!(self, |_lu, ac| DMat::from_column_slice(
+            ac.nrows(),
+            3,
+            ac.as_slice()
+        ))
     }
 
     /// `E A_c⁻¹ C_c` (3 × 3): the impulse response to `dy`.
@@ -320,13 +335,15 @@ fn factor<T: Scalar>(
 ) -> Result<Factored<T>, SolveError> {
     let mut r = DMat::zeros(island.dim(), island.dim());
     for (u, j) in island.units.iter().zip(&ev.jac) {
-        r.view_mut((u.offset, u.offset), (u.size(), u.size())).copy_from(j);
+        r.view_mut((u.offset, u.offset), (u.size(), u.size()))
+            .copy_from(j);
     }
     let mut local = Vec::with_capacity(xs.len());
     let mut k_blocks = Vec::with_capacity(xs.len());
     let lift = |m: &DMat<f64>| m.map(T::from_re);
     for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
-        let lu = LocalLu::new(cand.law, x.as_slice(), cand.mu, nt).ok_or(SolveError::Singular("contact block"))?;
+        let lu = LocalLu::new(cand.law, x.as_slice(), cand.mu, nt)
+            .ok_or(SolveError::Singular("contact block"))?;
         let n3 = lu.n3(cand.law);
         // Exact primal K and geometric stiffness G of the contact.
         let f = cand.law.impulse(x).map(|e| e.re());
@@ -366,7 +383,9 @@ fn factor<T: Scalar>(
             continue;
         }
         // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
-        let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la].kind {
+        let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la]
+            .kind
+        {
             UnitKind::Robot(ru) => {
                 let lb = ce.blocks.get(1).map(|b| b.0);
                 let vb: [f64; 6] = match lb {
@@ -378,7 +397,13 @@ fn factor<T: Scalar>(
                 };
                 let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &vb, &f)?;
                 let units = std::iter::once(la).chain(lb);
-                (units.zip(k.iter()).map(|(u, k)| (u, k.map(T::from_re))).collect(), g)
+                (
+                    units
+                        .zip(k.iter())
+                        .map(|(u, k)| (u, k.map(T::from_re)))
+                        .collect(),
+                    g,
+                )
             }
             UnitKind::Body(_) => {
                 let lb = ce.blocks.get(1).map(|b| b.0);
@@ -412,7 +437,11 @@ fn factor<T: Scalar>(
         local.push(lu);
         k_blocks.push(ks);
     }
-    Ok(Factored { reduced: ReducedLu::new(r), local, k_blocks })
+    Ok(Factored {
+        reduced: ReducedLu::new(r),
+        local,
+        k_blocks,
+    })
 }
 
 /// Newton direction for the local residuals `rc` (dynamics residual from
@@ -427,7 +456,9 @@ fn direction<T: Scalar>(
     let mut rhs = -ev.r_dyn.clone();
     let mut ainv_r = Vec::with_capacity(rc.len());
     for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
-        let u = f.local[c].solve_vec(&rc[c]).ok_or(SolveError::Singular("contact block"))?;
+        let u = f.local[c]
+            .solve_vec(&rc[c])
+            .ok_or(SolveError::Singular("contact block"))?;
         let eu = cand.law.impulse(&u);
         for (lw, w) in &ce.blocks {
             let un = &island.units[*lw];
@@ -436,7 +467,10 @@ fn direction<T: Scalar>(
         }
         ainv_r.push(u);
     }
-    let dv = f.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?;
+    let dv = f
+        .reduced
+        .solve(&rhs)
+        .ok_or(SolveError::Singular("reduced system"))?;
     let mut dxs = Vec::with_capacity(rc.len());
     for c in 0..ev.contacts.len() {
         let mut dy = Vec3::zeros();
@@ -465,7 +499,15 @@ fn local_residuals<T: Scalar>(
         .zip(&ev.contacts)
         .enumerate()
         .map(|(c, ((cand, x), ce))| {
-            local_residual(cand.law, x, &ce.y, cand.mu, kappa, corrector.map(|d| &d[c]), nt)
+            local_residual(
+                cand.law,
+                x,
+                &ce.y,
+                cand.mu,
+                kappa,
+                corrector.map(|d| &d[c]),
+                nt,
+            )
         })
         .collect()
 }
@@ -497,8 +539,12 @@ pub fn solve_island<T: Scalar>(
     // (pyramid).
     let mut ev = evaluate(p, island, &v, &xs)?;
     let scale = T::from_re(params.initial_scale);
-    for (((x, ce), cand), _) in
-        xs.iter_mut().zip(&ev.contacts).zip(&island.contacts).zip(&warm).filter(|w| !*w.1)
+    for (((x, ce), cand), _) in xs
+        .iter_mut()
+        .zip(&ev.contacts)
+        .zip(&island.contacts)
+        .zip(&warm)
+        .filter(|w| !*w.1)
     {
         let y = ce.y;
         if y[0].re() > x[1].re() {
@@ -533,7 +579,11 @@ pub fn solve_island<T: Scalar>(
     // iteration makes progress, exact once a step is short (see
     // `Params::exact_jacobian_below`). Decided on primal values, so a dual
     // scalar follows the f64 iterates exactly.
-    let mut lin = if params.exact_jacobian_below > 1.0 { Linearization::Exact } else { Linearization::ClosedForm };
+    let mut lin = if params.exact_jacobian_below > 1.0 {
+        Linearization::Exact
+    } else {
+        Linearization::ClosedForm
+    };
     loop {
         let m = measures(island, &ev, &xs, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
@@ -553,7 +603,11 @@ pub fn solve_island<T: Scalar>(
                         break;
                     }
                 }
-                let l = if k + 2 >= max_steps { Linearization::Exact } else { lin };
+                let l = if k + 2 >= max_steps {
+                    Linearization::Exact
+                } else {
+                    lin
+                };
                 k += 1;
                 let fac = factor(p, island, &ev, &v, &xs, false, l)?;
                 let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
@@ -563,7 +617,9 @@ pub fn solve_island<T: Scalar>(
                 }
                 let v_t = &v + &dv;
                 let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d).collect();
-                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else { break };
+                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else {
+                    break;
+                };
                 v = v_t;
                 xs = xs_t;
                 ev = ev_t;
@@ -578,8 +634,14 @@ pub fn solve_island<T: Scalar>(
                 let (dv, dxs) = direction(island, &ev, &fac, &r)?;
                 let tangent = |d: T| d - T::from_re(d.re());
                 let v_t = &v + dv.map(tangent);
-                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d.map(tangent)).collect();
-                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else { break };
+                let xs_t: Vec<DVec<T>> = xs
+                    .iter()
+                    .zip(&dxs)
+                    .map(|(x, d)| x + d.map(tangent))
+                    .collect();
+                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else {
+                    break;
+                };
                 v = v_t;
                 xs = xs_t;
                 ev = ev_t;
@@ -596,7 +658,15 @@ pub fn solve_island<T: Scalar>(
             });
         }
         if iter >= sp.max_iterations && sp.accept_at_cap {
-            return Ok(IslandSolution { v, xs, eval: ev, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: true });
+            return Ok(IslandSolution {
+                v,
+                xs,
+                eval: ev,
+                iterations: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+                capped: true,
+            });
         }
         if iter >= sp.max_iterations {
             return Err(SolveError::MaxIterations {
@@ -614,13 +684,21 @@ pub fn solve_island<T: Scalar>(
         let alpha_aff = boundary_step(island, &xs, &dx_aff).min(1.0);
         let nu = mean_comp(island, &xs, None);
         let nu_aff = mean_comp(island, &xs, Some((&dx_aff, alpha_aff)));
-        let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
+        let sigma = if nu > 0.0 {
+            (nu_aff / nu).clamp(0.0, 1.0).powi(3)
+        } else {
+            0.0
+        };
         let kappa = (sigma * nu).max(rho);
         // Corrector (centering + second-order term). Once the target has
         // reached ρ the affine term `dz ∘ ds` is of the order of ρ itself
         // and would keep the iterate off the central point, so the final
         // phase takes pure Newton steps on r_ρ.
-        let second_order = if sigma * nu > rho { Some(dx_aff.as_slice()) } else { None };
+        let second_order = if sigma * nu > rho {
+            Some(dx_aff.as_slice())
+        } else {
+            None
+        };
         let merit0 = measures(island, &ev, &xs, kappa).merit;
         // Backtracking line search on ‖r_κ‖² along the corrector; when it
         // finds no sufficient decrease (the second-order term can make the
@@ -697,7 +775,9 @@ pub fn solve_island<T: Scalar>(
         }
         let Some((v_n, xs_n, ev_n)) = step_taken.or(fallback.map(|f| f.1)) else {
             // Every trial point failed to evaluate.
-            return Err(SolveError::Singular("line search: no trial point could be evaluated"));
+            return Err(SolveError::Singular(
+                "line search: no trial point could be evaluated",
+            ));
         };
         v = v_n;
         xs = xs_n;
@@ -766,7 +846,9 @@ impl IslandJacobian {
         // A_c⁻¹ B_c on the non-zero columns of B_c: (columns, values).
         let mut ainv_b = Vec::with_capacity(bc.len());
         for (c, (cand, ce)) in island.contacts.iter().zip(&self.ev.contacts).enumerate() {
-            let cols: Vec<usize> = (0..m).filter(|&j| bc[c].column(j).iter().any(|x| *x != 0.0)).collect();
+            let cols: Vec<usize> = (0..m)
+                .filter(|&j| bc[c].column(j).iter().any(|x| *x != 0.0))
+                .collect();
             let b = DMat::from_fn(bc[c].nrows(), cols.len(), |i, j| bc[c][(i, cols[j])]);
             let u = self.fac.local[c].solve_mat(&b).ok_or_else(singular)?;
             let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
@@ -781,10 +863,17 @@ impl IslandJacobian {
             ainv_b.push((cols, u));
         }
         let xv = if m > rhs.nrows() {
-            let inv = self.fac.reduced.try_inverse().ok_or(SolveError::Singular("reduced system"))?;
+            let inv = self
+                .fac
+                .reduced
+                .try_inverse()
+                .ok_or(SolveError::Singular("reduced system"))?;
             inv * rhs
         } else {
-            self.fac.reduced.solve(&rhs).ok_or(SolveError::Singular("reduced system"))?
+            self.fac
+                .reduced
+                .solve(&rhs)
+                .ok_or(SolveError::Singular("reduced system"))?
         };
         if !contacts {
             return Ok((xv, None));

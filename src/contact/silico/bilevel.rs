@@ -19,7 +19,9 @@ use std::any::TypeId;
 
 use super::pairs::{conic_candidates, pair_mu};
 use crate::collision::conic::primitive::shape_params_mut;
-use crate::collision::conic::{problem, proximity, proximity_gradient, ConicParams, Owner, ProximityError};
+use crate::collision::conic::{
+    problem, proximity, proximity_gradient, ConicParams, Owner, ProximityError,
+};
 use crate::collision::{direction_or_z, Contact};
 use crate::contact::ipm::residual::{Candidate, ConicParts};
 use crate::contact::ipm::{Ipm, Params, Structure};
@@ -31,7 +33,10 @@ use crate::Scalar;
 /// Tolerances of the inner collision solves (converged: duality measure
 /// 1e-10 and residuals 1e-10).
 pub fn inner_params() -> ConicParams {
-    ConicParams { tol_gap: 1e-10, ..ConicParams::default() }
+    ConicParams {
+        tol_gap: 1e-10,
+        ..ConicParams::default()
+    }
 }
 
 /// The tangent `(δr, δω)` of `pose` at its primal value (`δω` world
@@ -76,7 +81,8 @@ pub fn conic_contact_with<S: Scalar>(
     alpha_ift: bool,
 ) -> Result<Contact<S>, ProximityError> {
     let params = *params;
-    let is_primal = TypeId::of::<S>() == TypeId::of::<f64>() || TypeId::of::<S>() == TypeId::of::<f32>();
+    let is_primal =
+        TypeId::of::<S>() == TypeId::of::<f64>() || TypeId::of::<S>() == TypeId::of::<f32>();
     let (prox, jac) = if is_primal {
         (proximity(sa, pa, sb, pb, &params)?, None)
     } else {
@@ -87,9 +93,15 @@ pub fn conic_contact_with<S: Scalar>(
     // The derivative parts of the poses and shape parameters (θ of
     // `proximity_gradient`), when the scalar has them.
     let theta: Option<Vec<S>> = jac.as_ref().map(|_| {
-        let mut theta: Vec<S> = pose_tangent(pa).into_iter().chain(pose_tangent(pb)).collect();
+        let mut theta: Vec<S> = pose_tangent(pa)
+            .into_iter()
+            .chain(pose_tangent(pb))
+            .collect();
         let (mut ca, mut cb) = (sa.clone(), sb.clone());
-        for v in shape_params_mut(&mut ca).into_iter().chain(shape_params_mut(&mut cb)) {
+        for v in shape_params_mut(&mut ca)
+            .into_iter()
+            .chain(shape_params_mut(&mut cb))
+        {
             theta.push(*v - S::from_re(v.re()));
         }
         theta
@@ -134,7 +146,12 @@ pub fn conic_contact_with<S: Scalar>(
         }
     }
     let (normal, _) = direction_or_z(&da);
-    Ok(Contact { gap: alpha - S::one(), point_a: point, point_b: point, normal })
+    Ok(Contact {
+        gap: alpha - S::one(),
+        point_a: point,
+        point_b: point,
+        normal,
+    })
 }
 
 /// The `bilevel` backend: `ipm` with conic contact kinematics.
@@ -147,7 +164,9 @@ pub struct Bilevel {
 impl Bilevel {
     /// The `ipm` solver it runs.
     pub fn ipm(&self) -> Ipm {
-        Ipm { params: self.params }
+        Ipm {
+            params: self.params,
+        }
     }
 
     /// Candidates: every pair of convex parts of [`conic_candidates`].
@@ -162,7 +181,11 @@ impl Bilevel {
                 mu: pair_mu(p, c.a, c.b),
                 law: c.law,
                 axis: c.axis,
-                parts: Some(ConicParts { part_a: c.part_a, part_b: c.part_b, smoothing: inner_params().tol_gap }),
+                parts: Some(ConicParts {
+                    part_a: c.part_a,
+                    part_b: c.part_b,
+                    smoothing: inner_params().tol_gap,
+                }),
             })
             .collect()
     }
@@ -174,7 +197,8 @@ impl Bilevel {
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         SolveError::refuse_link_shapes("bilevel", p)?;
         crate::contact::ipm::conic_pairs::refuse_point_clouds("bilevel", p)?;
-        self.ipm().solve_structured_from(p, self.candidates(p), false)
+        self.ipm()
+            .solve_structured_from(p, self.candidates(p), false)
     }
 }
 
@@ -202,12 +226,23 @@ impl ContactBackend for Bilevel {
         Ok(self.solve_structured(p)?.0)
     }
 
-    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
+    fn solve_root(
+        &self,
+        p: &StepProblem<'_, f64>,
+    ) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
         let (sol, st) = self.solve_structured(p)?;
-        Ok((crate::contact::backend::stacked_root(&sol.v_next, &st.xs), st.candidates))
+        Ok((
+            crate::contact::backend::stacked_root(&sol.v_next, &st.xs),
+            st.candidates,
+        ))
     }
 
-    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Vec<Candidate<f64>>, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Vec<Candidate<f64>>,
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
         self.ipm().residual(p, s, y)
     }
 

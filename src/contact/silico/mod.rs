@@ -18,4 +18,3 @@
 pub mod bilevel;
 pub mod pairs;
 pub mod single_level;
-

@@ -52,8 +52,15 @@ pub fn conic_bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
             let b: Vec<f64> = offsets.iter().map(|x| x.re()).collect();
             polytope_radius(&n, &b, false)
         }
-        Shape::PaddedPolygon { normals, offsets, radius } => {
-            let n: Vec<Vec3<f64>> = normals.iter().map(|v| Vec3::new(v.x.re(), v.y.re(), 0.0)).collect();
+        Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius,
+        } => {
+            let n: Vec<Vec3<f64>> = normals
+                .iter()
+                .map(|v| Vec3::new(v.x.re(), v.y.re(), 0.0))
+                .collect();
             let b: Vec<f64> = offsets.iter().map(|x| x.re()).collect();
             polytope_radius(&n, &b, true).map(|r| r + radius.re())
         }
@@ -80,7 +87,10 @@ pub fn conic_inradius<T: Scalar>(shape: &Shape<T>) -> f64 {
         Shape::Sphere { radius } => radius.re(),
         Shape::Box { half_extents } => half_extents.map(|x| x.re()).min(),
         Shape::Capsule { radius, .. } => radius.re(),
-        Shape::Cylinder { radius, half_length } => radius.re().min(half_length.re()),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => radius.re().min(half_length.re()),
         Shape::Ellipsoid { radii } => radii.map(|x| x.re()).min(),
         Shape::Polytope { normals, offsets } => normals
             .iter()
@@ -95,12 +105,26 @@ pub fn conic_inradius<T: Scalar>(shape: &Shape<T>) -> f64 {
 
 /// Whether the conic scaling of two parts at their poses proves them
 /// farther apart than `limit` (module docs of [`conic_inradius`]).
-fn provably_apart(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Pose<f64>, limit: f64) -> bool {
-    let r = conic_inradius(sa) + if matches!(sb, Shape::Plane { .. }) { 0.0 } else { conic_inradius(sb) };
+fn provably_apart(
+    sa: &Shape<f64>,
+    pa: &Pose<f64>,
+    sb: &Shape<f64>,
+    pb: &Pose<f64>,
+    limit: f64,
+) -> bool {
+    let r = conic_inradius(sa)
+        + if matches!(sb, Shape::Plane { .. }) {
+            0.0
+        } else {
+            conic_inradius(sb)
+        };
     if r <= 0.0 {
         return false;
     }
-    let params = ConicParams { tol_gap: 1e-8, ..ConicParams::default() };
+    let params = ConicParams {
+        tol_gap: 1e-8,
+        ..ConicParams::default()
+    };
     match proximity(sa, pa, sb, pb, &params) {
         Ok(pr) => (pr.alpha - 1.0) * r > limit,
         Err(_) => false,
@@ -111,13 +135,20 @@ fn provably_apart(sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Pose<f6
 /// the xy plane); `None` when there is no vertex.
 fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
     let k = n.len();
-    let feasible = |x: &Vec3<f64>| n.iter().zip(b).all(|(ni, bi)| ni.dot(x) <= bi + 1e-9 * (1.0 + bi.abs()));
+    let feasible = |x: &Vec3<f64>| {
+        n.iter()
+            .zip(b)
+            .all(|(ni, bi)| ni.dot(x) <= bi + 1e-9 * (1.0 + bi.abs()))
+    };
     let mut best: Option<f64> = None;
     if planar {
         for i in 0..k {
             for j in i + 1..k {
                 let m = nalgebra::Matrix2::new(n[i].x, n[i].y, n[j].x, n[j].y);
-                if let Some(x) = m.try_inverse().map(|mi| mi * nalgebra::Vector2::new(b[i], b[j])) {
+                if let Some(x) = m
+                    .try_inverse()
+                    .map(|mi| mi * nalgebra::Vector2::new(b[i], b[j]))
+                {
                     let x = Vec3::new(x.x, x.y, 0.0);
                     if feasible(&x) {
                         best = Some(best.unwrap_or(0.0).max(x.norm()));
@@ -130,7 +161,11 @@ fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
     for i in 0..k {
         for j in i + 1..k {
             for l in j + 1..k {
-                let m = nalgebra::Matrix3::from_rows(&[n[i].transpose(), n[j].transpose(), n[l].transpose()]);
+                let m = nalgebra::Matrix3::from_rows(&[
+                    n[i].transpose(),
+                    n[j].transpose(),
+                    n[l].transpose(),
+                ]);
                 if m.determinant().abs() < 1e-12 {
                     continue;
                 }
@@ -167,8 +202,12 @@ fn friction_law<T: Scalar>(p: &StepProblem<'_, T>, mu: f64) -> Law {
 /// Friction coefficient of a pair (primal value).
 pub fn pair_mu<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner) -> T {
     match b {
-        Partner::Body(j) => p.friction_combine.apply(p.materials[a].friction, p.materials[j].friction),
-        Partner::Static(j) => p.friction_combine.apply(p.materials[a].friction, p.statics[j].material.friction),
+        Partner::Body(j) => p
+            .friction_combine
+            .apply(p.materials[a].friction, p.materials[j].friction),
+        Partner::Static(j) => p
+            .friction_combine
+            .apply(p.materials[a].friction, p.statics[j].material.friction),
     }
 }
 
@@ -190,7 +229,11 @@ pub fn static_parts<T: Scalar>(p: &StepProblem<'_, T>, j: usize) -> Vec<(Shape<T
 /// plane; a body part and any other static part, or two body parts, when
 /// their balls are within `margin` plus both reaches. The tangent axis is
 /// taken from the conic normal at `q`.
-pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: f64) -> Vec<ConicPair> {
+pub fn conic_candidates<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    q: &DVec<T>,
+    margin: f64,
+) -> Vec<ConicPair> {
     let nb = p.model.bodies.len();
     let h = p.h.re();
     let g = p.gravity.map(|x| x.re()).norm();
@@ -209,13 +252,22 @@ pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: 
         .collect();
     let reach: Vec<f64> = (0..nb)
         .map(|i| {
-            let r = parts[i].iter().map(|(_, lp, rr)| (lp.translation - poses[i].translation).norm() + rr).fold(0.0, f64::max);
+            let r = parts[i]
+                .iter()
+                .map(|(_, lp, rr)| (lp.translation - poses[i].translation).norm() + rr)
+                .fold(0.0, f64::max);
             h * speed_bound(p, i, r) + h * h * g
         })
         .collect();
-    let params = ConicParams { tol_gap: 1e-8, ..ConicParams::default() };
+    let params = ConicParams {
+        tol_gap: 1e-8,
+        ..ConicParams::default()
+    };
     let axis_of = |sa: &Shape<f64>, pa: &Pose<f64>, sb: &Shape<f64>, pb: &Pose<f64>| -> usize {
-        match proximity(sa, pa, sb, pb, &params).ok().and_then(|pr| pr.normal) {
+        match proximity(sa, pa, sb, pb, &params)
+            .ok()
+            .and_then(|pr| pr.normal)
+        {
             Some(n) => least_aligned_axis(&n),
             None => 0,
         }
@@ -223,8 +275,10 @@ pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: 
     let mut out = Vec::new();
     for i in 0..nb {
         for j in 0..p.statics.len() {
-            let sparts: Vec<(Shape<f64>, Pose<f64>)> =
-                static_parts(p, j).into_iter().map(|(s, ps)| (s.cast(), ps.cast())).collect();
+            let sparts: Vec<(Shape<f64>, Pose<f64>)> = static_parts(p, j)
+                .into_iter()
+                .map(|(s, ps)| (s.cast(), ps.cast()))
+                .collect();
             let mu = pair_mu(p, i, Partner::Static(j)).re();
             for (ka, (sa, pa, ra)) in parts[i].iter().enumerate() {
                 for (kb, (sb, pb)) in sparts.iter().enumerate() {
@@ -234,7 +288,10 @@ pub fn conic_candidates<T: Scalar>(p: &StepProblem<'_, T>, q: &DVec<T>, margin: 
                             n.dot(&pa.translation) - off - ra < margin + reach[i]
                         }
                         _ => match conic_bounding_radius(sb) {
-                            Some(rb) => (pa.translation - pb.translation).norm() - ra - rb < margin + reach[i],
+                            Some(rb) => {
+                                (pa.translation - pb.translation).norm() - ra - rb
+                                    < margin + reach[i]
+                            }
                             None => true,
                         },
                     };

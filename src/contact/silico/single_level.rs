@@ -59,14 +59,18 @@ use nalgebra::{Const, Matrix3, Vector6, U1};
 use num_dual::DualSVec64;
 
 use super::pairs::{body_parts, conic_candidates, pair_mu, static_parts, ConicPair};
-use crate::collision::conic::{assemble, lower, solve_problem, ConeLayout, ConicParams, LocalCone, Owner};
+use crate::collision::conic::{
+    assemble, lower, solve_problem, ConeLayout, ConicParams, LocalCone, Owner,
+};
 use crate::collision::direction_or_z;
 use crate::collision::frame::tangent_basis_from;
 use crate::contact::ipm::cone::{arrow, jordan, nt_scaling, orthant_step};
 use crate::contact::ipm::kinematics::{pose_after, side};
 use crate::contact::ipm::residual::{local_residual, Law, Partner};
 use crate::contact::ipm::Params;
-use crate::contact::{ContactBackend, ContactImpulse, SolveError, SolveStats, StepProblem, StepSolution};
+use crate::contact::{
+    ContactBackend, ContactImpulse, SolveError, SolveStats, StepProblem, StepSolution,
+};
 use crate::dynamics::free::{body_residual, free_flight_velocity, integrate_model, DynamicsError};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Pose, Vec3};
@@ -131,9 +135,15 @@ impl<S: Scalar> Lowered<S> {
 }
 
 /// Lowers a pair of the problem.
-pub fn lower_pair<S: Scalar>(p: &StepProblem<'_, S>, pair: &ConicPair) -> Result<Lowered<S>, SolveError> {
+pub fn lower_pair<S: Scalar>(
+    p: &StepProblem<'_, S>,
+    pair: &ConicPair,
+) -> Result<Lowered<S>, SolveError> {
     let missing = SolveError::Singular("no such convex part");
-    let (sa, local_a) = body_parts(p, pair.a).into_iter().nth(pair.part_a).ok_or(missing.clone())?;
+    let (sa, local_a) = body_parts(p, pair.a)
+        .into_iter()
+        .nth(pair.part_a)
+        .ok_or(missing.clone())?;
     let (sb, local_b) = match pair.b {
         Partner::Body(j) => body_parts(p, j).into_iter().nth(pair.part_b),
         Partner::Static(j) => static_parts(p, j).into_iter().nth(pair.part_b),
@@ -144,14 +154,33 @@ pub fn lower_pair<S: Scalar>(p: &StepProblem<'_, S>, pair: &ConicPair) -> Result
     let n = 4 + cone_a.n_aux + cone_b.n_aux;
     let layout = ConeLayout {
         n_orthant: 1 + cone_a.layout.n_orthant + cone_b.layout.n_orthant,
-        soc: cone_a.layout.soc.iter().chain(cone_b.layout.soc.iter()).copied().collect(),
+        soc: cone_a
+            .layout
+            .soc
+            .iter()
+            .chain(cone_b.layout.soc.iter())
+            .copied()
+            .collect(),
     };
-    Ok(Lowered { pair: pair.clone(), mu: pair_mu(p, pair.a, pair.b), cone_a, cone_b, local_a, local_b, n, layout })
+    Ok(Lowered {
+        pair: pair.clone(),
+        mu: pair_mu(p, pair.a, pair.b),
+        cone_a,
+        cone_b,
+        local_a,
+        local_b,
+        n,
+        layout,
+    })
 }
 
 impl<S: Scalar> Lowered<S> {
     fn cast<U: Scalar>(&self) -> Lowered<U> {
-        let c = |l: &LocalCone<S>| LocalCone { m: l.m.map(|x| U::from_re(x.re())), layout: l.layout.clone(), n_aux: l.n_aux };
+        let c = |l: &LocalCone<S>| LocalCone {
+            m: l.m.map(|x| U::from_re(x.re())),
+            layout: l.layout.clone(),
+            n_aux: l.n_aux,
+        };
         Lowered {
             pair: self.pair.clone(),
             mu: U::from_re(self.mu.re()),
@@ -268,8 +297,10 @@ pub fn pair_eval<S: Scalar>(
     let (normal, _) = direction_or_z(&da);
     let (t1, t2) = tangent_basis_from(&normal, lp.pair.axis);
     let frame = [&normal, &t1, &t2];
-    let retraction = |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
-    let (mut vt, w_a) = side(pose_a, va, h, &point, frame, S::one()).map_err(retraction(lp.pair.a))?;
+    let retraction =
+        |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
+    let (mut vt, w_a) =
+        side(pose_a, va, h, &point, frame, S::one()).map_err(retraction(lp.pair.a))?;
     let mut w_b = None;
     if let Some((pb, vb)) = other {
         let jb = match lp.pair.b {
@@ -343,25 +374,58 @@ impl<T: Scalar> Isl<T> {
             equality.extend(std::iter::repeat_n(false, law.size() - law.equalities()));
             let (s0, z0) = (off + n, off + n + m);
             for i in 0..lp.layout.n_orthant {
-                cones.push(ConeBlock { z: z0 + i, s: s0 + i, dim: 1, row: z0 + i, nt: false });
+                cones.push(ConeBlock {
+                    z: z0 + i,
+                    s: s0 + i,
+                    dim: 1,
+                    row: z0 + i,
+                    nt: false,
+                });
             }
             for (st, d) in lp.layout.soc_blocks() {
-                cones.push(ConeBlock { z: z0 + st, s: s0 + st, dim: d, row: z0 + st, nt: false });
+                cones.push(ConeBlock {
+                    z: z0 + st,
+                    s: s0 + st,
+                    dim: d,
+                    row: z0 + st,
+                    nt: false,
+                });
             }
             let c0 = off + n + 2 * m;
             let mut row = c0 + law.equalities();
             for &(z, s) in law.orthant_pairs() {
-                cones.push(ConeBlock { z: c0 + z, s: c0 + s, dim: 1, row, nt: false });
+                cones.push(ConeBlock {
+                    z: c0 + z,
+                    s: c0 + s,
+                    dim: 1,
+                    row,
+                    nt: false,
+                });
                 row += 1;
             }
             for &(z, s) in law.soc_pairs() {
-                cones.push(ConeBlock { z: c0 + z, s: c0 + s, dim: 3, row, nt: true });
+                cones.push(ConeBlock {
+                    z: c0 + z,
+                    s: c0 + s,
+                    dim: 3,
+                    row,
+                    nt: true,
+                });
                 row += 3;
             }
             off += lp.size();
         }
         let pairs_d = pairs.iter().map(|lp| lp.cast()).collect();
-        Isl { bodies, local, pairs, pairs_d, offsets, size: off, cones, equality }
+        Isl {
+            bodies,
+            local,
+            pairs,
+            pairs_d,
+            offsets,
+            size: off,
+            cones,
+            equality,
+        }
     }
 
     fn degree(&self) -> usize {
@@ -371,7 +435,10 @@ impl<T: Scalar> Isl<T> {
 
 fn body_arrays<S: Scalar>(p: &StepProblem<'_, S>, g: usize, v: &[S]) -> ([S; 7], [S; 6]) {
     let b = &p.model.bodies[g];
-    (core::array::from_fn(|k| p.q[b.idx_q + k]), core::array::from_fn(|k| v[k]))
+    (
+        core::array::from_fn(|k| p.q[b.idx_q + k]),
+        core::array::from_fn(|k| v[k]),
+    )
 }
 
 /// Island residual `r_κ(u)` and the pair evaluations.
@@ -392,7 +459,8 @@ fn island_residual<S: Scalar>(
         let rb = body_residual(p.model, g, p.q, p.v, &vb, p.u, &p.gravity, p.h)?;
         r.fixed_rows_mut::<6>(6 * li).copy_from(&rb);
         let (q, v) = body_arrays(p, g, vb.as_slice());
-        let pose = pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?;
+        let pose = pose_after(&q, &v, p.h)
+            .map_err(|source| DynamicsError::Retraction { body: g, source })?;
         poses.push(pose);
         vels.push(v);
     }
@@ -403,7 +471,15 @@ fn island_residual<S: Scalar>(
             Partner::Body(j) => Some((&poses[local[j]], &vels[local[j]])),
             Partner::Static(_) => None,
         };
-        let ev = pair_eval(lp, &poses[la], &vels[la], other, p.h, &u.as_slice()[off..off + lp.size()], kappa)?;
+        let ev = pair_eval(
+            lp,
+            &poses[la],
+            &vels[la],
+            other,
+            p.h,
+            &u.as_slice()[off..off + lp.size()],
+            kappa,
+        )?;
         r.rows_mut(off, lp.size()).copy_from(&ev.rows);
         {
             let mut seg = r.fixed_rows_mut::<6>(6 * la);
@@ -434,7 +510,11 @@ impl DualProblem {
         let c = |x: &DVec<T>| x.map(|e| D::from_re(e.re()));
         DualProblem {
             model: p.model.cast(),
-            shapes: p.shapes.iter().map(|s| s.as_ref().map(|s| s.cast())).collect(),
+            shapes: p
+                .shapes
+                .iter()
+                .map(|s| s.as_ref().map(|s| s.cast()))
+                .collect(),
             materials: p.materials.iter().map(|m| m.cast()).collect(),
             statics: p.statics.iter().map(|s| s.cast()).collect(),
             q: c(p.q),
@@ -466,7 +546,12 @@ impl DualProblem {
 /// collision program are filled in closed form (`s` enters only the
 /// feasibility rows, as `I`, and the complementarity rows, as `Arw(z)`);
 /// every other column by dual numbers, in blocks of 16.
-fn island_jacobian<T: Scalar>(pd: &StepProblem<'_, D>, isl: &Isl<T>, u: &DVec<f64>, rho: f64) -> Result<DMat<f64>, SolveError> {
+fn island_jacobian<T: Scalar>(
+    pd: &StepProblem<'_, D>,
+    isl: &Isl<T>,
+    u: &DVec<f64>,
+    rho: f64,
+) -> Result<DMat<f64>, SolveError> {
     let n = u.len();
     let mut j = DMat::zeros(n, n);
     let mut is_slack = vec![false; n];
@@ -479,7 +564,15 @@ fn island_jacobian<T: Scalar>(pd: &StepProblem<'_, D>, isl: &Isl<T>, u: &DVec<f6
         for (k, &c) in block.iter().enumerate() {
             ud[c] = D::from_re(u[c]).derivative(k);
         }
-        let (r, _) = island_residual(pd, &isl.bodies, &isl.local, &isl.pairs_d, &isl.offsets, &ud, D::from_re(rho))?;
+        let (r, _) = island_residual(
+            pd,
+            &isl.bodies,
+            &isl.local,
+            &isl.pairs_d,
+            &isl.offsets,
+            &ud,
+            D::from_re(rho),
+        )?;
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
             for (k, &c) in block.iter().enumerate() {
@@ -526,12 +619,18 @@ const NT_MARGIN: f64 = 1e-10;
 /// Such a pair keeps the plain linearization `Arw(s) dz + Arw(z) ds` for
 /// the iteration (decided on primal values).
 fn nt_safe(z: &Vec3<f64>, s: &Vec3<f64>) -> Option<(Matrix3<f64>, Matrix3<f64>, Vec3<f64>)> {
-    let rel = |x: &Vec3<f64>| (x[0] - (x[1] * x[1] + x[2] * x[2]).sqrt()) / x[0].abs().max(f64::MIN_POSITIVE);
+    let rel = |x: &Vec3<f64>| {
+        (x[0] - (x[1] * x[1] + x[2] * x[2]).sqrt()) / x[0].abs().max(f64::MIN_POSITIVE)
+    };
     if !(rel(z) > NT_MARGIN && rel(s) > NT_MARGIN) {
         return None;
     }
     let (w, winv, lambda) = nt_scaling(z, s);
-    let finite = w.iter().chain(winv.iter()).chain(lambda.iter()).all(|x| x.is_finite());
+    let finite = w
+        .iter()
+        .chain(winv.iter())
+        .chain(lambda.iter())
+        .all(|x| x.is_finite());
     finite.then_some((w, winv, lambda))
 }
 
@@ -539,7 +638,9 @@ fn nt_safe(z: &Vec3<f64>, s: &Vec3<f64>) -> Option<(Matrix3<f64>, Matrix3<f64>, 
 /// linearization `Arw(λ)(W⁻¹ dz + W ds)` (where [`nt_safe`] allows it).
 fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
     for c in isl_cones.iter().filter(|c| c.nt) {
-        let Some((w, winv, lambda)) = nt_safe(&v3(u, c.z), &v3(u, c.s)) else { continue };
+        let Some((w, winv, lambda)) = nt_safe(&v3(u, c.z), &v3(u, c.s)) else {
+            continue;
+        };
         let al = arrow(&lambda);
         for r in 0..3 {
             j.row_mut(c.row + r).fill(0.0);
@@ -565,7 +666,11 @@ fn direction_rhs<T: Scalar>(
     let ur = u.map(|x| x.re());
     for c in cones {
         r[c.row] -= k;
-        let scaled = if c.nt && nt { nt_safe(&v3(&ur, c.z), &v3(&ur, c.s)) } else { None };
+        let scaled = if c.nt && nt {
+            nt_safe(&v3(&ur, c.z), &v3(&ur, c.s))
+        } else {
+            None
+        };
         if let Some((w, winv, _)) = scaled {
             let (_, _, lambda) = nt_scaling(&v3(u, c.z), &v3(u, c.s));
             let mut l = jordan(&lambda, &lambda);
@@ -579,7 +684,10 @@ fn direction_rhs<T: Scalar>(
             if c.dim == 1 {
                 r[c.row] += T::from_re(d[c.z] * d[c.s]);
             } else {
-                let lay = ConeLayout { n_orthant: 0, soc: vec![c.dim] };
+                let lay = ConeLayout {
+                    n_orthant: 0,
+                    soc: vec![c.dim],
+                };
                 let dz = DVec::from_fn(c.dim, |i, _| d[c.z + i]);
                 let ds = DVec::from_fn(c.dim, |i, _| d[c.s + i]);
                 let add = lay.jordan(&dz, &ds);
@@ -619,7 +727,12 @@ fn measures<T: Scalar>(isl: &Isl<T>, r0: &DVec<T>, u: &DVec<T>, kappa: f64) -> M
         let d: f64 = (0..c.dim).map(|i| u[c.z + i].re() * u[c.s + i].re()).sum();
         comp_max = comp_max.max(d);
     }
-    Meas { eq, comp_dev, comp_max, merit }
+    Meas {
+        eq,
+        comp_dev,
+        comp_max,
+        merit,
+    }
 }
 
 fn mean_comp<T: Scalar>(isl: &Isl<T>, u: &DVec<T>, du: Option<(&DVec<f64>, f64)>) -> f64 {
@@ -644,7 +757,10 @@ fn boundary_step<T: Scalar>(isl: &Isl<T>, u: &DVec<T>, du: &DVec<f64>) -> f64 {
             if c.dim == 1 {
                 a = a.min(orthant_step(u[base].re(), du[base]));
             } else {
-                let lay = ConeLayout { n_orthant: 0, soc: vec![c.dim] };
+                let lay = ConeLayout {
+                    n_orthant: 0,
+                    soc: vec![c.dim],
+                };
                 let x = DVec::from_fn(c.dim, |i, _| u[base + i].re());
                 let d = DVec::from_fn(c.dim, |i, _| du[base + i]);
                 a = a.min(lay.max_step(&x, &d));
@@ -679,7 +795,11 @@ impl Factored {
         if !lu.is_invertible() {
             return Err(SolveError::Singular("single-level Newton system"));
         }
-        Ok(Factored { l: lu.l(), u: lu.u(), p: lu.p().clone() })
+        Ok(Factored {
+            l: lu.l(),
+            u: lu.u(),
+            p: lu.p().clone(),
+        })
     }
 
     /// The Newton direction `−J⁻¹ rhs`.
@@ -707,23 +827,55 @@ impl Factored {
 
 /// The pair's collision program at body poses `poses` (island order),
 /// solved to its central point `s ∘ z = mu0 e`.
-fn pair_proximity<T: Scalar>(lp: &Lowered<T>, poses: &[Pose<T>], local: &[usize], mu0: f64) -> Result<crate::collision::conic::Proximity, SolveError> {
+fn pair_proximity<T: Scalar>(
+    lp: &Lowered<T>,
+    poses: &[Pose<T>],
+    local: &[usize],
+    mu0: f64,
+) -> Result<crate::collision::conic::Proximity, SolveError> {
     let wa = (poses[local[lp.pair.a]] * lp.local_a).cast::<f64>();
     let wb = match lp.pair.b {
         Partner::Body(j) => (poses[local[j]] * lp.local_b).cast::<f64>(),
         Partner::Static(_) => lp.local_b.cast::<f64>(),
     };
-    let ca = LocalCone { m: lp.cone_a.m.map(|x| x.re()), layout: lp.cone_a.layout.clone(), n_aux: lp.cone_a.n_aux };
-    let cb = LocalCone { m: lp.cone_b.m.map(|x| x.re()), layout: lp.cone_b.layout.clone(), n_aux: lp.cone_b.n_aux };
+    let ca = LocalCone {
+        m: lp.cone_a.m.map(|x| x.re()),
+        layout: lp.cone_a.layout.clone(),
+        n_aux: lp.cone_a.n_aux,
+    };
+    let cb = LocalCone {
+        m: lp.cone_b.m.map(|x| x.re()),
+        layout: lp.cone_b.layout.clone(),
+        n_aux: lp.cone_b.n_aux,
+    };
     let pr = assemble(&ca, &wa, &cb, &wb);
-    Ok(match solve_problem(&pr, &ConicParams { tol_gap: mu0, ..ConicParams::default() }) {
-        Ok(x) => x,
-        Err(_) => solve_problem(&pr, &ConicParams { tol_gap: 1e-8, ..ConicParams::default() })?,
-    })
+    Ok(
+        match solve_problem(
+            &pr,
+            &ConicParams {
+                tol_gap: mu0,
+                ..ConicParams::default()
+            },
+        ) {
+            Ok(x) => x,
+            Err(_) => solve_problem(
+                &pr,
+                &ConicParams {
+                    tol_gap: 1e-8,
+                    ..ConicParams::default()
+                },
+            )?,
+        },
+    )
 }
 
 /// Initial island unknowns (module docs).
-fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, params: &Params) -> Result<DVec<T>, SolveError> {
+fn initial_point<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+) -> Result<DVec<T>, SolveError> {
     let scale = params.initial_scale;
     let mut u = DVec::zeros(isl.size);
     let mu0 = (scale * scale).max(p.params.rho);
@@ -731,9 +883,16 @@ fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, 
     let mut poses = Vec::with_capacity(isl.bodies.len());
     for (li, &g) in isl.bodies.iter().enumerate() {
         let (q, v) = body_arrays(p, g, &v0.as_slice()[6 * li..6 * li + 6]);
-        poses.push(pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?);
+        poses.push(
+            pose_after(&q, &v, p.h)
+                .map_err(|source| DynamicsError::Retraction { body: g, source })?,
+        );
     }
-    let proxes = isl.pairs.iter().map(|lp| pair_proximity(lp, &poses, &isl.local, mu0)).collect::<Result<Vec<_>, _>>()?;
+    let proxes = isl
+        .pairs
+        .iter()
+        .map(|lp| pair_proximity(lp, &poses, &isl.local, mu0))
+        .collect::<Result<Vec<_>, _>>()?;
     u.rows_mut(0, v0.len()).copy_from(v0);
     for ((lp, &off), prox) in isl.pairs.iter().zip(&isl.offsets).zip(proxes) {
         let (n, m) = (lp.n, lp.m());
@@ -749,7 +908,15 @@ fn initial_point<T: Scalar>(p: &StepProblem<'_, T>, isl: &Isl<T>, v0: &DVec<T>, 
         u.rows_mut(off + n + 2 * m, x0.len()).copy_from(&x0);
     }
     // Contact unknowns on their linear equalities where the cones allow it.
-    let (_, evals) = island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, &u, T::from_re(p.params.rho))?;
+    let (_, evals) = island_residual(
+        p,
+        &isl.bodies,
+        &isl.local,
+        &isl.pairs,
+        &isl.offsets,
+        &u,
+        T::from_re(p.params.rho),
+    )?;
     let sc = T::from_re(scale);
     for ((lp, &off), ev) in isl.pairs.iter().zip(&isl.offsets).zip(&evals) {
         let c0 = off + lp.n + 2 * lp.m();
@@ -801,14 +968,26 @@ fn solve_island<T: Scalar>(
     let sp = p.params;
     let rho = sp.rho;
     let mut u = initial_point(p, isl, v0, params)?;
-    let res = |u: &DVec<T>| island_residual(p, &isl.bodies, &isl.local, &isl.pairs, &isl.offsets, u, T::zero());
+    let res = |u: &DVec<T>| {
+        island_residual(
+            p,
+            &isl.bodies,
+            &isl.local,
+            &isl.pairs,
+            &isl.offsets,
+            u,
+            T::zero(),
+        )
+    };
     let (mut r0, mut evals) = res(&u)?;
     let mut iter = 0;
     // Consecutive iterations whose accepted step was short (stall test).
     let mut short_steps = 0_usize;
     loop {
         let m = measures(isl, &r0, &u, rho);
-        if m.eq <= sp.tolerance && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR) {
+        if m.eq <= sp.tolerance
+            && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR)
+        {
             for _ in 0..params.polish_steps {
                 let ur = u.map(|x| x.re());
                 let j = Factored::new(&island_jacobian(pd, isl, &ur, 0.0)?)?;
@@ -825,14 +1004,34 @@ fn solve_island<T: Scalar>(
                 evals = et;
             }
             let m = measures(isl, &r0, &u, rho);
-            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: false });
+            return Ok(IslSol {
+                u,
+                evals,
+                iterations: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+                capped: false,
+            });
         }
-        let stalled = iter < cap && m.eq > sp.tolerance && stall.is_some_and(|(k, _)| iter >= k && short_steps >= STALL_STEPS);
+        let stalled = iter < cap
+            && m.eq > sp.tolerance
+            && stall.is_some_and(|(k, _)| iter >= k && short_steps >= STALL_STEPS);
         if iter >= cap && sp.accept_at_cap {
-            return Ok(IslSol { u, evals, iterations: iter, residual: m.eq, complementarity: m.comp_max, capped: true });
+            return Ok(IslSol {
+                u,
+                evals,
+                iterations: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+                capped: true,
+            });
         }
         if iter >= cap || stalled {
-            return Err(SolveError::MaxIterations { iters: iter, residual: m.eq, complementarity: m.comp_max });
+            return Err(SolveError::MaxIterations {
+                iters: iter,
+                residual: m.eq,
+                complementarity: m.comp_max,
+            });
         }
         iter += 1;
         let nt = params.nesterov_todd;
@@ -849,9 +1048,17 @@ fn solve_island<T: Scalar>(
         let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
         let nu = mean_comp(isl, &u, None);
         let nu_aff = mean_comp(isl, &u, Some((&du_aff, alpha_aff)));
-        let sigma = if nu > 0.0 { (nu_aff / nu).clamp(0.0, 1.0).powi(3) } else { 0.0 };
+        let sigma = if nu > 0.0 {
+            (nu_aff / nu).clamp(0.0, 1.0).powi(3)
+        } else {
+            0.0
+        };
         let kappa = (sigma * nu).max(rho);
-        let second = if sigma * nu > rho { Some(&du_aff) } else { None };
+        let second = if sigma * nu > rho {
+            Some(&du_aff)
+        } else {
+            None
+        };
         let merit0 = measures(isl, &r0, &u, kappa).merit;
         // Fraction to the boundary τ = max(τ₀, 1 − ν): full steps near the
         // solution, where a fixed τ would cap the convergence rate at
@@ -916,9 +1123,15 @@ fn solve_island<T: Scalar>(
         if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
             eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
         }
-        short_steps = if stall.is_some_and(|(_, a)| accepted < a) { short_steps + 1 } else { 0 };
+        short_steps = if stall.is_some_and(|(_, a)| accepted < a) {
+            short_steps + 1
+        } else {
+            0
+        };
         let Some((un, rn, en)) = taken.or(fallback.map(|f| f.1)) else {
-            return Err(SolveError::Singular("line search: no trial point could be evaluated"));
+            return Err(SolveError::Singular(
+                "line search: no trial point could be evaluated",
+            ));
         };
         u = un;
         r0 = rn;
@@ -939,15 +1152,24 @@ fn solve_with_restart<T: Scalar>(
     let stall = (params.restart_after > 0).then_some((params.restart_after, params.restart_step));
     match solve_island(p, pd, isl, v0, params, max, stall) {
         Err(SolveError::MaxIterations { iters, .. }) if iters < max => {
-            let again = Params { initial_scale: params.restart_scale, ..*params };
+            let again = Params {
+                initial_scale: params.restart_scale,
+                ..*params
+            };
             match solve_island(p, pd, isl, v0, &again, max - iters, None) {
                 Ok(mut sol) => {
                     sol.iterations += iters;
                     Ok(sol)
                 }
-                Err(SolveError::MaxIterations { iters: more, residual, complementarity }) => {
-                    Err(SolveError::MaxIterations { iters: iters + more, residual, complementarity })
-                }
+                Err(SolveError::MaxIterations {
+                    iters: more,
+                    residual,
+                    complementarity,
+                }) => Err(SolveError::MaxIterations {
+                    iters: iters + more,
+                    residual,
+                    complementarity,
+                }),
                 Err(e) => Err(e),
             }
         }
@@ -1013,34 +1235,56 @@ impl SingleLevel {
         SolveError::refuse_link_shapes("single_level", p)?;
         crate::contact::ipm::conic_pairs::refuse_point_clouds("single_level", p)?;
         let params = &self.params;
-        let (mut v_next, ff_iters) = free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
-        crate::dynamics::articulated::articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_next);
+        let (mut v_next, ff_iters) =
+            free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        crate::dynamics::articulated::articulated_velocity(
+            p.model,
+            p.q,
+            p.v,
+            p.u,
+            p.h,
+            &mut v_next,
+        );
         let pairs = self.candidates(p);
-        let mut stats = SolveStats { iterations: if pairs.is_empty() { ff_iters } else { 0 }, contacts: pairs.len(), ..Default::default() };
+        let mut stats = SolveStats {
+            iterations: if pairs.is_empty() { ff_iters } else { 0 },
+            contacts: pairs.len(),
+            ..Default::default()
+        };
         let mut contacts = Vec::new();
         let mut xs: Vec<DVec<T>> = vec![DVec::zeros(0); pairs.len()];
         if !pairs.is_empty() {
             let dp = DualProblem::new(p);
             let pd = dp.problem(p);
             for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
-                let lowered = idx.iter().map(|&k| lower_pair(p, &pairs[k])).collect::<Result<Vec<_>, _>>()?;
+                let lowered = idx
+                    .iter()
+                    .map(|&k| lower_pair(p, &pairs[k]))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let isl = Isl::new(bodies, local, lowered);
                 let mut v0 = DVec::zeros(6 * isl.bodies.len());
                 for (li, &g) in isl.bodies.iter().enumerate() {
                     let k = p.model.bodies[g].idx_v;
                     let src = if params.warm_start { p.v } else { &v_next };
-                    v0.fixed_rows_mut::<6>(6 * li).copy_from(&src.fixed_rows::<6>(k));
+                    v0.fixed_rows_mut::<6>(6 * li)
+                        .copy_from(&src.fixed_rows::<6>(k));
                 }
                 let sol = solve_with_restart(p, &pd, &isl, &v0, params)?;
                 for (li, &g) in isl.bodies.iter().enumerate() {
                     let k = p.model.bodies[g].idx_v;
-                    v_next.fixed_rows_mut::<6>(k).copy_from(&sol.u.fixed_rows::<6>(6 * li));
+                    v_next
+                        .fixed_rows_mut::<6>(k)
+                        .copy_from(&sol.u.fixed_rows::<6>(6 * li));
                 }
                 stats.iterations = stats.iterations.max(sol.iterations);
                 stats.residual = stats.residual.max(sol.residual);
                 stats.complementarity = stats.complementarity.max(sol.complementarity);
                 stats.capped |= sol.capped;
-                for ((&k, lp), (ev, &off)) in idx.iter().zip(&isl.pairs).zip(sol.evals.iter().zip(&isl.offsets)) {
+                for ((&k, lp), (ev, &off)) in idx
+                    .iter()
+                    .zip(&isl.pairs)
+                    .zip(sol.evals.iter().zip(&isl.offsets))
+                {
                     xs[k] = sol.u.rows(off, lp.size()).into_owned();
                     let c0 = off + lp.n + 2 * lp.m();
                     let xk = sol.u.rows(c0, lp.pair.law.size()).into_owned();
@@ -1063,26 +1307,45 @@ impl SingleLevel {
             }
         }
         let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
-        Ok((StepSolution { q_next, v_next, contacts, stats }, pairs, xs))
+        Ok((
+            StepSolution {
+                q_next,
+                v_next,
+                contacts,
+                stats,
+            },
+            pairs,
+            xs,
+        ))
     }
 
     /// The global residual `r(y)` with `y = (v⁺, u_c for each pair in
     /// order)` (the `ift` derivatives): every body's dynamics with the
     /// impulses of its pairs, each pair's rows, complementarity relaxed
     /// to ρ.
-    pub fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, pairs: &[ConicPair], y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+    pub fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        pairs: &[ConicPair],
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
         let nv = p.model.nv;
         let mut r = DVec::zeros(y.len());
         let v_next = y.rows(0, nv).into_owned();
         let mut r_dyn = DVec::zeros(nv);
-        crate::dynamics::free::momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
-        crate::dynamics::articulated::articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
+        crate::dynamics::free::momentum_residual(
+            p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn,
+        )?;
+        crate::dynamics::articulated::articulated_residual(
+            p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn,
+        );
         let kappa = T::from_re(p.params.rho);
         let mut off = nv;
         let body_state = |g: usize| -> Result<(Pose<T>, [T; 6]), SolveError> {
             let b = &p.model.bodies[g];
             let (q, v) = body_arrays(p, g, &v_next.as_slice()[b.idx_v..b.idx_v + 6]);
-            let pose = pose_after(&q, &v, p.h).map_err(|source| DynamicsError::Retraction { body: g, source })?;
+            let pose = pose_after(&q, &v, p.h)
+                .map_err(|source| DynamicsError::Retraction { body: g, source })?;
             Ok((pose, v))
         };
         for pair in pairs {
@@ -1093,7 +1356,15 @@ impl SingleLevel {
                 Partner::Static(_) => None,
             };
             let size = lp.size();
-            let ev = pair_eval(&lp, &pa, &va, ob.as_ref().map(|(p, v)| (p, v)), p.h, &y.as_slice()[off..off + size], kappa)?;
+            let ev = pair_eval(
+                &lp,
+                &pa,
+                &va,
+                ob.as_ref().map(|(p, v)| (p, v)),
+                p.h,
+                &y.as_slice()[off..off + size],
+                kappa,
+            )?;
             r.rows_mut(off, size).copy_from(&ev.rows);
             let ka = p.model.bodies[pair.a].idx_v;
             {
@@ -1137,12 +1408,23 @@ impl ContactBackend for SingleLevel {
         Ok(self.solve_structured(p)?.0)
     }
 
-    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Self::Structure), SolveError> {
+    fn solve_root(
+        &self,
+        p: &StepProblem<'_, f64>,
+    ) -> Result<(DVec<f64>, Self::Structure), SolveError> {
         let (sol, pairs, xs) = self.solve_structured(p)?;
-        Ok((crate::contact::backend::stacked_root(&sol.v_next, &xs), pairs))
+        Ok((
+            crate::contact::backend::stacked_root(&sol.v_next, &xs),
+            pairs,
+        ))
     }
 
-    fn residual<T: Scalar>(&self, p: &StepProblem<'_, T>, s: &Self::Structure, y: &DVec<T>) -> Result<DVec<T>, SolveError> {
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Self::Structure,
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
         SingleLevel::residual(self, p, s, y)
     }
 
