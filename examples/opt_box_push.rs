@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use dualsim::opt::compare::{compare, convergence_svg, table};
+use dualsim::opt::compare::{compare, table, write_results};
 use dualsim::opt::{Objective, OptMethod, OptimizeOptions};
 
 fn main() {
@@ -53,16 +53,9 @@ fn main() {
     let md = table(&reports, 1e-10);
     let cem = table(&reports[reports.len() - 1..], 1e-4);
     println!("{md}\nCEM against 1e-4 within the wall time newton took:\n\n{cem}");
-    std::fs::create_dir_all(&out).unwrap();
     let title = format!("box push, {} steps, {} variables", scene.steps, obj.dim());
-    dualsim::viz::atomic_write(
-        &out.join("convergence.svg"),
-        convergence_svg(&reports, &title).as_bytes(),
-    )
-    .unwrap();
-    dualsim::viz::atomic_write(&out.join("results.md"), format!("{md}\n{cem}").as_bytes()).unwrap();
-    let json = serde_json::to_string_pretty(&reports).unwrap();
-    dualsim::viz::atomic_write(&out.join("results.json"), json.as_bytes()).unwrap();
+    write_results(&out, &reports, &title, &format!("{md}\n{cem}"))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
     eprintln!(
         "wrote {}/convergence.svg, results.md, results.json",
         out.display()

@@ -1,5 +1,5 @@
 //! The optimization examples at a reduced size (the same library code as
-//! `examples/opt_box_push.rs` and `examples/opt_sysid.rs`), and an
+//! `examples/opt_box_push.rs`, `examples/opt_arm7.rs` and `examples/opt_sysid.rs`), and an
 //! optimization that fails part way keeping its best iterate.
 
 use std::path::PathBuf;
@@ -60,6 +60,44 @@ fn box_push_reduced() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     let t = table(&reports, 1e-10);
     assert_eq!(t.lines().count(), 2 + 5);
+}
+
+/// The 7-dof arm lying on the ground, 2 steps (14 joint torques): Newton,
+/// Gauss–Newton and L-BFGS reach 1e-10 and put the end effector on its
+/// target (cost ≤ 1e-10 bounds each coordinate's error by 1.5e-5 m).
+#[test]
+fn arm7_reduced() {
+    let mut s = scene::load(&scene_path("opt_arm7.toml")).unwrap();
+    s.steps = 2;
+    let obj = Objective::from_scene(&s).unwrap();
+    assert_eq!(obj.dim(), 14);
+    let base = OptimizeOptions {
+        target_cost: 1e-10,
+        max_iterations: 60,
+        ..Default::default()
+    };
+    let methods = [OptMethod::Newton, OptMethod::GaussNewton, OptMethod::Lbfgs];
+    let reports = compare(&obj, &methods, &base).unwrap();
+    let target = [-0.1245, -0.2603, 0.0868];
+    let y0 = obj.outputs(&vec![0.0; 14]).unwrap();
+    let start: f64 = (0..3)
+        .map(|i| (y0[i] - target[i]).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    assert!(start > 0.01, "the target is {start} m away at the start");
+    for r in &reports {
+        assert!(r.converged, "{} did not converge: {:?}", r.method, r.cost);
+        let y = obj.outputs(&r.delta).unwrap();
+        for i in 0..3 {
+            assert!((y[i] - target[i]).abs() <= 1.5e-5, "{}: {y:?}", r.method);
+        }
+    }
+    assert_eq!(
+        convergence_svg(&reports, "arm7")
+            .matches("<polyline")
+            .count(),
+        6
+    );
 }
 
 /// System identification, 40 steps (the box lands and slides): mass,

@@ -1,5 +1,5 @@
 //! Running several methods on one objective and plotting their
-//! convergence (the examples `opt_box_push` and `opt_sysid` and their
+//! convergence (the examples `opt_box_push`, `opt_arm7` and `opt_sysid` and their
 //! reduced-size tests use this).
 
 use super::{optimize, Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport};
@@ -54,6 +54,24 @@ pub fn compare(
         out.push(optimize(obj, &opts)?);
     }
     Ok(out)
+}
+
+/// Writes `convergence.svg`, `results.md` (`markdown`) and
+/// `results.json` (the reports) into `dir`, each atomically; creates `dir`.
+pub fn write_results(
+    dir: &std::path::Path,
+    reports: &[OptimizeReport],
+    title: &str,
+    markdown: &str,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    crate::viz::atomic_write(
+        &dir.join("convergence.svg"),
+        convergence_svg(reports, title).as_bytes(),
+    )?;
+    crate::viz::atomic_write(&dir.join("results.md"), markdown.as_bytes())?;
+    let json = serde_json::to_string_pretty(reports).map_err(std::io::Error::other)?;
+    crate::viz::atomic_write(&dir.join("results.json"), json.as_bytes())
 }
 
 /// The first wall time at which a report's cost is at or below `level`.
