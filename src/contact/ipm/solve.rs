@@ -579,6 +579,7 @@ pub fn solve_island<T: Scalar>(
     // iteration makes progress, exact once a step is short (see
     // `Params::exact_jacobian_below`). Decided on primal values, so a dual
     // scalar follows the f64 iterates exactly.
+    let mut short_steps = 0;
     let mut lin = if params.exact_jacobian_below > 1.0 {
         Linearization::Exact
     } else {
@@ -750,8 +751,16 @@ pub fn solve_island<T: Scalar>(
                 break;
             }
         }
+        // One short step is ordinary interior-point progress (the first
+        // iterations of a resting contact take one); two in a row mean the
+        // closed-form blocks may be stalling the iterate.
         if accepted_alpha < params.exact_jacobian_below {
-            lin = Linearization::Exact;
+            short_steps += 1;
+            if short_steps >= 2 {
+                lin = Linearization::Exact;
+            }
+        } else {
+            short_steps = 0;
         }
         if accepted_alpha < params.recenter_below {
             // Blocked against a cone boundary (a badly centred pair): take
