@@ -479,7 +479,7 @@ fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> std::io::Res
 /// clone of the repository; `tests/docs.rs` runs each of them).
 const NEXT_STEPS: &str = "\
 what to try next (from the repository; `dualsim ARGS` once installed with `cargo install --path .`):
-  cargo run --release -- view dualsim-out/trajectory.json      # an HTML player of this run
+  cargo run --release -- view dualsim-out/trajectory.json      # a 3-D viewer of this run (HTML)
   cargo run --release -- run examples/scenes/sliding_box.toml   # another scene (all keys: docs/scene-format.md)
   cargo run --release -- grad examples/scenes/box_toss.toml --of box.position --wrt box.velocity,box.friction
   cargo run --release -- check examples/scenes/polytope_drop.toml   # the four derivative methods compared";

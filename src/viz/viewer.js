@@ -246,9 +246,14 @@
   // bounds of everything that moves, over the whole run
   let lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   function grow(p) { for (let i = 0; i < 3; i++) { lo[i] = Math.min(lo[i], p[i]); hi[i] = Math.max(hi[i], p[i]); } }
+  const GL0 = G ? (G.links || []) : [];
   for (const f of F) {
     for (const b of f.bodies) grow(b.position);
-    for (const l of f.links || []) grow(l);
+    (f.links || []).forEach((l, i) => {
+      grow(l);
+      const c = GL0[i] && GL0[i].com;
+      if (c) grow(apply(poseMat(l), c));
+    });
   }
   if (!isFinite(lo[0])) { lo = [-1, -1, 0]; hi = [1, 1, 1]; }
   const span = Math.max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], 0.5);
@@ -305,7 +310,7 @@
       addGrid(p, n); planes++;
     }
   }
-  if (!planes) addGrid([0, 0, Math.min(lo[2], 0)], [0, 0, 1]);
+  if (!planes) addGrid([0, 0, lo[2]], [0, 0, 1]); // no plane: at the lowest origin reached
   const gridBuf = upload(new Float32Array(gridLines)), gridCount = gridLines.length / 3;
   const fillBuf = upload(new Float32Array(gridFill)), fillCount = gridFill.length / 6;
 
@@ -366,7 +371,7 @@
   const contactPts = gl.createBuffer();
 
   // ---------- camera ----------
-  const cam = { az: -0.9, el: 0.4, dist: 1.5 * span + 0.5, target: centre.slice() };
+  const cam = { az: -0.9, el: 0.4, dist: 1.3 * span + 0.3, target: centre.slice() };
   let drag = null;
   canvas.addEventListener('mousedown', e => { drag = { x: e.clientX, y: e.clientY, pan: e.shiftKey || e.button === 2 }; canvas.style.cursor = 'grabbing'; });
   window.addEventListener('mouseup', () => { drag = null; canvas.style.cursor = 'grab'; });
@@ -515,7 +520,7 @@
         P.push(c.point[0], c.point[1], c.point[2]);
         if (!(fmax > 0) || !(fn > 0)) continue;
         // length ~ sqrt(force): small forces stay visible; capped
-        const len = Math.min(0.25 * span * Math.sqrt(fn / fmax), 0.45 * span);
+        const len = Math.min(0.4 * span * Math.sqrt(fn / fmax), 0.6 * span);
         const d = scl(f, 1 / fn), tip = add(c.point, scl(d, len)), neck = add(c.point, scl(d, 0.75 * len));
         const r = Math.max(0.6 * stickR, 0.03 * len);
         const m1 = segMat(c.point, neck, r), m2 = segMat(neck, tip, 3 * r);
