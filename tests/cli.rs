@@ -843,3 +843,287 @@ fn grad_names_of_every_kind() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs `dualsim ARGS`, expects exit 2 (bad input, no panic) and returns
+/// standard error.
+fn refused_with(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "dualsim {args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn misspelled_option_values_get_a_suggestion_and_the_valid_names() {
+    use dualsim::contact::SolverKind;
+    use dualsim::diff::{Method, Partials};
+    use dualsim::opt::{HessianMethod, OptMethod};
+    let scene = example("free_flight.toml");
+    let scene = scene.to_str().unwrap();
+    let opt = example("opt_projectile.toml");
+    let opt = opt.to_str().unwrap();
+    let solvers: Vec<&str> = SolverKind::ALL.iter().map(|k| k.name()).collect();
+    // (command line, misspelled name, expected suggestion, valid names)
+    let first = solvers[0];
+    let typo = format!("{}x", first);
+    let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    let hessians: Vec<&str> = HessianMethod::ALL.iter().map(|m| m.name()).collect();
+    let opts: Vec<&str> = OptMethod::ALL.iter().map(|m| m.name()).collect();
+    let partials = [Partials::Kernel.name(), Partials::Dual.name()];
+    let cases: Vec<(Vec<&str>, &str, &[&str])> = vec![
+        (vec!["run", scene, "--solver", &typo], first, &solvers),
+        (
+            vec![
+                "grad",
+                scene,
+                "--of",
+                "ball.position",
+                "--wrt",
+                "ball.mass",
+                "--method",
+                "lifft",
+            ],
+            "lift",
+            &methods,
+        ),
+        (vec!["check", scene, "--partials", "dul"], "dual", &partials),
+        (
+            vec!["hessian", opt, "--method", "unroled"],
+            "unrolled",
+            &hessians,
+        ),
+        (vec!["optimize", opt, "--method", "lbgfs"], "lbfgs", &opts),
+    ];
+    for (args, suggestion, valid) in cases {
+        let stderr = refused_with(&args);
+        assert!(
+            stderr.contains(&format!("did you mean `{suggestion}`?")),
+            "{args:?}: no suggestion `{suggestion}` in: {stderr}"
+        );
+        for v in valid {
+            assert!(
+                stderr.contains(v),
+                "{args:?}: `{v}` not listed in: {stderr}"
+            );
+        }
+    }
+    // a name far from every valid one: no suggestion, still the list
+    let stderr = refused_with(&["run", scene, "--solver", "zzzzzzzzzz"]);
+    assert!(!stderr.contains("did you mean"), "{stderr}");
+    assert!(solvers.iter().all(|s| stderr.contains(s)), "{stderr}");
+    // a backend the registry names but this build lacks
+    for (name, kind) in SolverKind::NAMES {
+        if kind.is_none() {
+            let stderr = refused_with(&["run", scene, "--solver", name]);
+            assert!(stderr.contains("not in this build"), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn help_lists_the_valid_names() {
+    use dualsim::contact::SolverKind;
+    use dualsim::diff::Method;
+    let help = |cmd: &str| {
+        let out = bin().args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let run = help("run");
+    let solvers: Vec<&str> = SolverKind::ALL.iter().map(|k| k.name()).collect();
+    assert!(
+        run.contains(&format!("[possible values: {}]", solvers.join(", "))),
+        "{run}"
+    );
+    let grad = help("grad");
+    let methods: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    assert!(
+        grad.contains(&format!("[possible values: {}]", methods.join(", "))),
+        "{grad}"
+    );
+    assert!(grad.contains("[possible values: kernel, dual]"), "{grad}");
+}
+
+#[test]
+fn misspelled_grad_names_get_a_suggestion() {
+    let scene = example("free_flight.toml");
+    let scene = scene.to_str().unwrap();
+    let stderr = refused_with(&["grad", scene, "--of", "bal.position", "--wrt", "ball.mass"]);
+    assert!(stderr.contains("did you mean `ball`?"), "{stderr}");
+    let stderr = refused_with(&["grad", scene, "--of", "ball.positon", "--wrt", "ball.mass"]);
+    assert!(stderr.contains("did you mean `position`?"), "{stderr}");
+    let stderr = refused_with(&[
+        "grad",
+        scene,
+        "--of",
+        "ball.position",
+        "--wrt",
+        "ball.velocty",
+    ]);
+    assert!(stderr.contains("did you mean `velocity`?"), "{stderr}");
+}
+
+#[test]
+fn grad_labels_rows_and_columns() {
+    let scene = example("free_flight.toml");
+    let args = ["--of", "ball.position", "--wrt", "ball.velocity,ball.mass"];
+    let out = bin()
+        .arg("grad")
+        .arg(&scene)
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = |k: &str| -> Vec<String> {
+        doc[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (rows, cols) = (names("rows"), names("cols"));
+    assert_eq!(rows.len(), doc["jacobian"].as_array().unwrap().len());
+    assert_eq!(cols.len(), doc["jacobian"][0].as_array().unwrap().len());
+    assert_eq!(rows.len(), 3);
+    assert_eq!(cols.len(), 4);
+    assert!(
+        rows.iter().all(|r| r.starts_with("ball.position")),
+        "{rows:?}"
+    );
+    assert!(
+        cols[..3].iter().all(|c| c.starts_with("ball.velocity")),
+        "{cols:?}"
+    );
+    assert_eq!(cols[3], "ball.mass");
+    // the human output carries the same labels: one header line with the
+    // columns, one line per row starting with its label
+    let out = bin().arg("grad").arg(&scene).args(args).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| cols.iter().all(|c| l.contains(c.as_str())))
+        .unwrap_or_else(|| panic!("no header with every column label:\n{text}"));
+    for (i, r) in rows.iter().enumerate() {
+        let line = lines[header + 1 + i];
+        assert!(line.trim_start().starts_with(r.as_str()), "{line}");
+        assert_eq!(line.split_whitespace().count(), 1 + cols.len(), "{line}");
+    }
+}
+
+#[test]
+fn check_states_its_tolerances_and_what_is_relative() {
+    use dualsim::diff::CheckOptions;
+    let o = CheckOptions::default();
+    let out = bin()
+        .args(["check", "--samples", "1"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tol = format!(
+        "tolerances (relative): lift {:e}, unrolled {:e}, fd {:e}",
+        o.tol_lift, o.tol_unrolled, o.tol_fd
+    );
+    assert!(text.contains(&tol), "{text}");
+    assert!(text.contains("RELATIVE to max(1, |J|)"), "{text}");
+    let out = bin()
+        .args(["check", "--samples", "1", "--json"])
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["tolerances"]["lift"], o.tol_lift);
+    assert_eq!(doc["tolerances"]["unrolled"], o.tol_unrolled);
+    assert_eq!(doc["tolerances"]["fd"], o.tol_fd);
+    assert_eq!(doc["relative_to"], "max(1, |J|)");
+}
+
+#[test]
+fn bench_times_a_state_in_contact_and_says_which() {
+    // box_toss: 500 steps, the box rests on a face from about 2 s
+    let out = bin()
+        .args(["bench", "--json"])
+        .arg(example("box_toss.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &doc["timed_state"];
+    assert_eq!(s["step"], 499, "{doc}");
+    assert!((s["t"].as_f64().unwrap() - 4.99).abs() < 1e-12, "{doc}");
+    assert!(s["contacts"].as_u64().unwrap() >= 1, "{doc}");
+    // free flight: no contact, the initial state, said so
+    let out = bin()
+        .arg("bench")
+        .arg(example("free_flight.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("timed at the initial state (no step"),
+        "{text}"
+    );
+}
+
+#[test]
+fn view_of_a_scene_runs_it_and_embeds_geometry_and_contacts() {
+    let dir = scratch("view-scene");
+    let html = dir.join("box.html");
+    let out = bin()
+        .args(["view", "--steps", "300", "--out"])
+        .arg(&html)
+        .arg(example("box_toss.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    // self-contained: no external script, stylesheet or URL
+    for needle in ["<script src", "<link", "http://", "https://"] {
+        assert!(!page.contains(needle), "the page refers to `{needle}`");
+    }
+    // the embedded trajectory: 301 frames, the box's shape, contact forces
+    let start = page.find("const TRAJ = ").unwrap() + "const TRAJ = ".len();
+    let end = start + page[start..].find(";\n</script>").unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&page[start..end].replace("<\\/", "</")).unwrap();
+    let frames = doc["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 301);
+    assert_eq!(doc["geometry"]["bodies"][0]["shape"]["type"], "box");
+    assert_eq!(doc["geometry"]["statics"][0]["shape"]["type"], "plane");
+    // resting on the ground at the end (t = 3 s; it rests on a face from
+    // about 2 s): the contact forces carry the weight, m g = 9.81 N (within
+    // 1%)
+    let last = frames.last().unwrap();
+    let fz: f64 = last["contacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["force"][2].as_f64().unwrap())
+        .sum();
+    assert!(!last["contacts"].as_array().unwrap().is_empty());
+    assert!((fz - 9.81).abs() < 0.1, "sum of contact forces {fz} N");
+    // --steps with a trajectory: refused
+    let stderr = refused_with(&["view", "--steps", "3", "x.json"]);
+    assert!(
+        stderr.contains("--steps applies to a scene file"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

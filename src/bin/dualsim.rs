@@ -8,9 +8,118 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
 use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
+use dualsim::opt::{HessianMethod, OptMethod};
+
+/// A command-line value parser over a closed set of names (the library's
+/// own lists: `SolverKind::NAMES`, `Method::ALL`, …): `--help` lists the
+/// names; an unknown name is refused (exit 2) with the closest one
+/// ("did you mean") and every valid name; a name the library knows but
+/// this build lacks (a planned backend) is refused saying so.
+#[derive(Clone)]
+struct Names<T: Clone + Send + Sync + 'static> {
+    what: &'static str,
+    names: Vec<(&'static str, Option<T>)>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Names<T> {
+    fn new(what: &'static str, names: impl IntoIterator<Item = (&'static str, Option<T>)>) -> Self {
+        Names {
+            what,
+            names: names.into_iter().collect(),
+        }
+    }
+
+    fn available(&self) -> Vec<&'static str> {
+        self.names
+            .iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Names<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map(|l| format!("--{l} "))
+            .unwrap_or_default();
+        let s = value.to_string_lossy();
+        let available = self.available();
+        let message = match self.names.iter().find(|(n, _)| *n == s) {
+            Some((_, Some(v))) => return Ok(v.clone()),
+            Some((_, None)) => format!(
+                "{flag}{s}: the {} `{s}` is not in this build (available: {})\n",
+                self.what,
+                available.join(", ")
+            ),
+            None => format!(
+                "{flag}{s}: unknown {} `{s}`{} (valid: {})\n",
+                self.what,
+                names::suggest(&s, available.iter().copied()),
+                available.join(", ")
+            ),
+        };
+        Err(clap::Error::raw(clap::error::ErrorKind::InvalidValue, message).with_cmd(cmd))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.available()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+fn solver_names() -> Names<SolverKind> {
+    Names::new("contact backend", SolverKind::NAMES.iter().copied())
+}
+
+fn method_names() -> Names<Method> {
+    Names::new(
+        "derivative method",
+        Method::ALL.into_iter().map(|m| (m.name(), Some(m))),
+    )
+}
+
+fn partials_names() -> Names<Partials> {
+    Names::new(
+        "partials mode",
+        [Partials::Kernel, Partials::Dual]
+            .into_iter()
+            .map(|p| (p.name(), Some(p))),
+    )
+}
+
+fn hessian_names() -> Names<HessianMethod> {
+    Names::new(
+        "Hessian method",
+        HessianMethod::ALL.into_iter().map(|m| (m.name(), Some(m))),
+    )
+}
+
+fn opt_names() -> Names<OptMethod> {
+    Names::new(
+        "optimization method",
+        OptMethod::ALL.into_iter().map(|m| (m.name(), Some(m))),
+    )
+}
 use dualsim::scene::{self, Scene};
-use dualsim::sim::{rollout_with, RolloutError};
-use dualsim::viz::{atomic_write, partial_trajectory_json, run_report, trajectory_json, RunReport};
+use dualsim::sim::{rollout_inspect, RolloutError};
+use dualsim::viz::{
+    atomic_write, partial_trajectory_json_with, run_report, trajectory_json, trajectory_json_with,
+    RunReport, StepContacts,
+};
 
 #[derive(Parser)]
 #[command(
@@ -30,8 +139,8 @@ enum Command {
         /// The scene file (TOML).
         scene: PathBuf,
         /// Contact backend (overrides the scene's `sim.solver`).
-        #[arg(long)]
-        solver: Option<String>,
+        #[arg(long, value_parser = solver_names())]
+        solver: Option<SolverKind>,
         /// Number of steps (overrides the scene's `sim.steps`).
         #[arg(long)]
         steps: Option<usize>,
@@ -58,8 +167,8 @@ enum Command {
         fd_eps: f64,
         /// How `ift` assembles ∂r/∂θ: `kernel` (generated #[kernel] Jacobians,
         /// dual numbers where not covered) or `dual` (dual numbers only).
-        #[arg(long, default_value = "kernel")]
-        partials: String,
+        #[arg(long, default_value = "kernel", value_parser = partials_names())]
+        partials: Partials,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -79,35 +188,41 @@ enum Command {
         #[arg(long)]
         wrt: String,
         /// Derivative method.
-        #[arg(long, default_value = "ift")]
-        method: String,
+        #[arg(long, default_value = "ift", value_parser = method_names())]
+        method: Method,
         /// Relaxation ρ at which derivatives are taken (default: the scene's).
         #[arg(long)]
         rho: Option<f64>,
         /// How `ift` assembles ∂r/∂θ: `kernel` (generated #[kernel] Jacobians,
         /// dual numbers where not covered) or `dual` (dual numbers only).
-        #[arg(long, default_value = "kernel")]
-        partials: String,
+        #[arg(long, default_value = "kernel", value_parser = partials_names())]
+        partials: Partials,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
     },
-    /// Write a self-contained HTML viewer for a trajectory (from `run --out`).
+    /// Write a self-contained 3-D HTML viewer (WebGL, works offline) of a
+    /// trajectory (from `run --out`) or of a scene file (`.toml`: run first).
     View {
-        /// The trajectory JSON.
+        /// The trajectory JSON, or a scene file (`.toml`), which is simulated
+        /// first.
         trajectory: PathBuf,
-        /// Output HTML file (default: the trajectory's name with `.html`).
+        /// Output HTML file (default: the input's name with `.html`).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// With a scene file: number of steps (overrides the scene's
+        /// `sim.steps`).
+        #[arg(long)]
+        steps: Option<usize>,
     },
     /// Minimize the scene's `[objective]` (trust-region Newton with exact
     /// Hessians, Gauss-Newton, L-BFGS, gradient descent, or CEM).
     Optimize {
         /// The scene file (TOML) with an `[objective]` table.
         scene: PathBuf,
-        /// newton | gauss_newton | lbfgs | gradient | cem.
-        #[arg(long, default_value = "newton")]
-        method: String,
+        /// Optimization method.
+        #[arg(long, default_value = "newton", value_parser = opt_names())]
+        method: OptMethod,
         /// Iteration limit.
         #[arg(long, default_value_t = 100)]
         max_iterations: u64,
@@ -130,9 +245,9 @@ enum Command {
     Hessian {
         /// The scene file (TOML) with an `[objective]` table.
         scene: PathBuf,
-        /// lift | unrolled | fd.
-        #[arg(long, default_value = "lift")]
-        method: String,
+        /// How the Hessian is computed.
+        #[arg(long, default_value = "lift", value_parser = hessian_names())]
+        method: HessianMethod,
         /// Compare the three methods (like `check`).
         #[arg(long)]
         check: bool,
@@ -165,7 +280,7 @@ fn main() -> ExitCode {
             steps,
             out,
             json,
-        }) => run(&scene, solver.as_deref(), steps, out.as_deref(), json),
+        }) => run(&scene, solver, steps, out.as_deref(), json),
         Some(Command::Check {
             scene,
             rho,
@@ -173,7 +288,7 @@ fn main() -> ExitCode {
             fd_eps,
             partials,
             json,
-        }) => check(&scene, rho, samples, fd_eps, &partials, json),
+        }) => check(&scene, rho, samples, fd_eps, partials, json),
         Some(Command::Grad {
             scene,
             of,
@@ -182,7 +297,7 @@ fn main() -> ExitCode {
             rho,
             partials,
             json,
-        }) => grad(&scene, &of, &wrt, &method, rho, &partials, json),
+        }) => grad(&scene, &of, &wrt, method, rho, partials, json),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
         Some(Command::Optimize {
             scene,
@@ -194,7 +309,7 @@ fn main() -> ExitCode {
             json,
         }) => optimize(
             &scene,
-            &method,
+            method,
             max_iterations,
             target_cost,
             max_seconds,
@@ -206,8 +321,12 @@ fn main() -> ExitCode {
             method,
             check,
             json,
-        }) => hessian(&scene, &method, check, json),
-        Some(Command::View { trajectory, out }) => view(&trajectory, out.as_deref()),
+        }) => hessian(&scene, method, check, json),
+        Some(Command::View {
+            trajectory,
+            out,
+            steps,
+        }) => view(&trajectory, out.as_deref(), steps),
     }
 }
 
@@ -227,25 +346,11 @@ fn load_scene_with(path: &Path, solver: Option<SolverKind>) -> Result<Scene, Exi
 
 fn run(
     path: &Path,
-    solver: Option<&str>,
+    kind: Option<SolverKind>,
     steps: Option<usize>,
     out: Option<&Path>,
     json: bool,
 ) -> ExitCode {
-    let kind = match solver {
-        None => None,
-        Some(name) => match SolverKind::NAMES.iter().find(|(n, _)| *n == name) {
-            Some((_, Some(kind))) => Some(*kind),
-            Some((_, None)) => {
-                eprintln!("error: --solver {name}: not available in this build (available: ipm, single_level, bilevel)");
-                return ExitCode::from(EXIT_INPUT);
-            }
-            None => {
-                eprintln!("error: --solver {name}: unknown backend");
-                return ExitCode::from(EXIT_INPUT);
-            }
-        },
-    };
     let mut scene = match load_scene_with(path, kind) {
         Ok(s) => s,
         Err(code) => return code,
@@ -253,14 +358,14 @@ fn run(
     if let Some(n) = steps {
         scene.steps = n;
     }
-    let (report, result) = simulate(&scene);
+    let (report, result, contacts) = simulate(&scene, out.is_some());
     // The trajectory is written whether the run succeeded or stopped at a
     // failing step (then: the steps completed before it).
     let mut code = ExitCode::SUCCESS;
     if let Some(dir) = out {
         let doc = match &result {
-            Ok(traj) => trajectory_json(&scene, traj),
-            Err(e) => partial_trajectory_json(&scene, e),
+            Ok(traj) => trajectory_json_with(&scene, traj, Some(&contacts)),
+            Err(e) => partial_trajectory_json_with(&scene, e, Some(&contacts)),
         };
         if let Err(e) = write_json(dir, "trajectory.json", &doc) {
             eprintln!(
@@ -292,11 +397,15 @@ fn run(
     code
 }
 
+/// Runs the scene (a progress bar for long runs); the contacts of each
+/// step are kept when `keep_contacts` (for the trajectory file).
 fn simulate(
     scene: &Scene,
+    keep_contacts: bool,
 ) -> (
     RunReport,
     Result<dualsim::sim::Trajectory<f64>, RolloutError<f64>>,
+    StepContacts,
 ) {
     let bar = if scene.steps >= 2000 {
         let b = indicatif::ProgressBar::new(scene.steps as u64);
@@ -309,12 +418,16 @@ fn simulate(
         None
     };
     let t0 = Instant::now();
-    let result = rollout_with(
+    let mut contacts = StepContacts::new();
+    let result = rollout_inspect(
         &scene.world,
         &scene.initial,
         &scene.controls,
         scene.steps,
-        |k| {
+        |k, out| {
+            if keep_contacts {
+                contacts.push(out.contacts.clone());
+            }
             if let Some(b) = &bar {
                 if k % 64 == 0 {
                     b.set_position(k as u64);
@@ -327,7 +440,7 @@ fn simulate(
         b.finish_and_clear();
     }
     let report = run_report(scene, &result, wall);
-    (report, result)
+    (report, result, contacts)
 }
 
 fn print_summary(r: &RunReport) {
@@ -366,7 +479,7 @@ fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> std::io::Res
 /// clone of the repository; `tests/docs.rs` runs each of them).
 const NEXT_STEPS: &str = "\
 what to try next (from the repository; `dualsim ARGS` once installed with `cargo install --path .`):
-  cargo run --release -- view dualsim-out/trajectory.json      # an HTML player of this run
+  cargo run --release -- view dualsim-out/trajectory.json      # a 3-D viewer of this run (HTML)
   cargo run --release -- run examples/scenes/sliding_box.toml   # another scene (all keys: docs/scene-format.md)
   cargo run --release -- grad examples/scenes/box_toss.toml --of box.position --wrt box.velocity,box.friction
   cargo run --release -- check examples/scenes/polytope_drop.toml   # the four derivative methods compared";
@@ -383,7 +496,7 @@ fn demo() -> ExitCode {
         }
     };
     eprintln!("dualsim demonstration: {}", dualsim::demo::DESCRIPTION);
-    let (report, result) = simulate(&scene);
+    let (report, result, contacts) = simulate(&scene, true);
     let traj = match result {
         Ok(t) => t,
         Err(e) => {
@@ -401,21 +514,25 @@ fn demo() -> ExitCode {
     };
     println!("{}", dualsim::demo::summary(&check));
     let dir = Path::new("dualsim-out");
-    let written = write_json(dir, "trajectory.json", &trajectory_json(&scene, &traj))
-        .and_then(|_| {
-            write_json(
-                dir,
-                "run.json",
-                &serde_json::to_value(&report).expect("report serializes"),
-            )
-        })
-        .and_then(|_| {
-            write_json(
-                dir,
-                "check.json",
-                &serde_json::to_value(&check).expect("report serializes"),
-            )
-        });
+    let written = write_json(
+        dir,
+        "trajectory.json",
+        &trajectory_json_with(&scene, &traj, Some(&contacts)),
+    )
+    .and_then(|_| {
+        write_json(
+            dir,
+            "run.json",
+            &serde_json::to_value(&report).expect("report serializes"),
+        )
+    })
+    .and_then(|_| {
+        write_json(
+            dir,
+            "check.json",
+            &serde_json::to_value(&check).expect("report serializes"),
+        )
+    });
     if let Err(e) = written {
         eprintln!("error: writing results: {e}");
         return ExitCode::from(EXIT_SIM);
@@ -430,25 +547,14 @@ fn demo() -> ExitCode {
     }
 }
 
-fn parse_partials(s: &str) -> Result<Partials, ExitCode> {
-    Partials::from_name(s).ok_or_else(|| {
-        eprintln!("error: --partials {s}: expected kernel or dual");
-        ExitCode::from(EXIT_INPUT)
-    })
-}
-
 fn check(
     path: &Path,
     rho: Option<f64>,
     samples: usize,
     fd_eps: f64,
-    partials: &str,
+    partials: Partials,
     json: bool,
 ) -> ExitCode {
-    let partials = match parse_partials(partials) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
     let scene = match load_scene(path) {
         Ok(s) => s,
         Err(code) => return code,
@@ -482,14 +588,25 @@ fn check(
         }
     };
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("report serializes")
-        );
+        let mut doc = serde_json::to_value(&report).expect("report serializes");
+        doc["tolerances"] = serde_json::json!({
+            "lift": opts.tol_lift,
+            "unrolled": opts.tol_unrolled,
+            "fd": opts.tol_fd,
+        });
+        doc["relative_to"] = serde_json::json!("max(1, |J|)");
+        println!("{doc}");
     } else {
         println!(
             "derivative check at steps {:?}, rho = {:e}",
             report.sample_steps, report.rho
+        );
+        println!(
+            "columns lift, unrolled, fd: the largest difference from ift in the block, RELATIVE to max(1, |J|) (|J|: the block's largest |entry|, absolute)"
+        );
+        println!(
+            "tolerances (relative): lift {:e}, unrolled {:e}, fd {:e}",
+            opts.tol_lift, opts.tol_unrolled, opts.tol_fd
         );
         println!(
             "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}",
@@ -527,22 +644,14 @@ fn grad(
     path: &Path,
     of: &str,
     wrt: &str,
-    method: &str,
+    method: Method,
     rho: Option<f64>,
-    partials: &str,
+    partials: Partials,
     json: bool,
 ) -> ExitCode {
-    let partials = match parse_partials(partials) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
     let scene = match load_scene(path) {
         Ok(s) => s,
         Err(code) => return code,
-    };
-    let Some(method) = Method::from_name(method) else {
-        eprintln!("error: --method {method}: expected one of ift, lift, unrolled, fd");
-        return ExitCode::from(EXIT_INPUT);
     };
     let outputs = match names::parse_outputs(&scene.world, of) {
         Ok(o) => o,
@@ -592,12 +701,14 @@ fn grad(
         .row_iter()
         .map(|r| r.iter().copied().collect())
         .collect();
+    let row_labels = names::output_labels(&scene.world, &outputs);
+    let col_labels = names::input_labels(&scene.world, &groups);
     if json {
         let doc = serde_json::json!({
             "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),
             "wrt": groups.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
-            "rows": names::output_labels(&scene.world, &outputs),
-            "cols": names::input_labels(&scene.world, &groups),
+            "rows": row_labels,
+            "cols": col_labels,
             "method": method.name(),
             "value": value,
             "jacobian": rows,
@@ -605,15 +716,34 @@ fn grad(
         });
         println!("{doc}");
     } else {
-        println!("value: {value:?}");
-        for r in &rows {
-            println!(
-                "{}",
-                r.iter()
-                    .map(|x| format!("{x:>12.6}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
+        println!(
+            "value of {}: {value:?}",
+            outputs
+                .iter()
+                .map(|o| o.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "Jacobian by {} ({} rows: outputs after {} steps; {} columns: inputs)",
+            method.name(),
+            rows.len(),
+            scene.steps,
+            col_labels.len()
+        );
+        let lw = row_labels.iter().map(|l| l.len()).max().unwrap_or(0);
+        let widths: Vec<usize> = col_labels.iter().map(|c| c.len().max(13)).collect();
+        let mut head = format!("{:lw$}", "");
+        for (c, w) in col_labels.iter().zip(&widths) {
+            head.push_str(&format!(" {c:>w$}"));
+        }
+        println!("{head}");
+        for (label, r) in row_labels.iter().zip(&rows) {
+            let mut line = format!("{label:lw$}");
+            for (x, w) in r.iter().zip(&widths) {
+                line.push_str(&format!(" {x:>w$.6e}"));
+            }
+            println!("{line}");
         }
     }
     ExitCode::SUCCESS
@@ -624,9 +754,36 @@ fn bench(path: &Path, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
+    // The state timed: the last one of the run from which a step has
+    // active contacts (contact is what costs), else the initial state.
+    let (_, result, _) = simulate(&scene, false);
+    let traj = match result {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "error: the scene's run fails at step {}: {}; bench times a step of the run",
+                e.step, e.error
+            );
+            return ExitCode::from(EXIT_SIM);
+        }
+    };
+    let timed = traj.stats.iter().rposition(|s| s.contacts > 0);
+    let k = timed.unwrap_or(0);
+    let contacts = traj.stats.get(k).map_or(0, |s| s.contacts);
     let w = &scene.world;
-    let x = &scene.initial;
-    let u = scene.controls.at(0);
+    let x = &traj.states[k];
+    let u = scene.controls.at(k);
+    let what = match timed {
+        Some(_) => format!(
+            "the state after {k} of the scene's {} steps (t = {:.4} s; the last state of the run from which the step has contacts: {contacts} active)",
+            scene.steps,
+            k as f64 * w.dt
+        ),
+        None => format!(
+            "the initial state (no step of the scene's {} has an active contact)",
+            scene.steps
+        ),
+    };
     let nv = w.model.nv;
     let params: Vec<Param> = (0..nv)
         .map(Param::Q)
@@ -664,9 +821,14 @@ fn bench(path: &Path, json: bool) -> ExitCode {
     if json {
         println!(
             "{}",
-            serde_json::json!({"step_f64_seconds": step_s, "jacobian_seconds": jac})
+            serde_json::json!({
+                "step_f64_seconds": step_s,
+                "jacobian_seconds": jac,
+                "timed_state": {"step": k, "t": k as f64 * w.dt, "contacts": contacts},
+            })
         );
     } else {
+        println!("timed at {what}");
         println!("f64 step: {:.3e} s", step_s);
         for (k, v) in &jac {
             let t = v.as_f64().unwrap_or(f64::NAN);
@@ -679,15 +841,44 @@ fn bench(path: &Path, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn view(path: &Path, out: Option<&Path>) -> ExitCode {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
-            return ExitCode::from(EXIT_INPUT);
+fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
+    let is_scene = path.extension().is_some_and(|e| e == "toml");
+    if steps.is_some() && !is_scene {
+        eprintln!("error: --steps applies to a scene file (.toml), not to a trajectory");
+        return ExitCode::from(EXIT_INPUT);
+    }
+    let mut code = ExitCode::SUCCESS;
+    let html = if is_scene {
+        let mut scene = match load_scene(path) {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        if let Some(n) = steps {
+            scene.steps = n;
         }
+        let (report, result, contacts) = simulate(&scene, true);
+        print_summary(&report);
+        let doc = match &result {
+            Ok(traj) => trajectory_json_with(&scene, traj, Some(&contacts)),
+            Err(e) => {
+                // the viewer still shows the steps completed before the failure
+                eprintln!("error: simulation {}", error_message(&report));
+                code = ExitCode::from(EXIT_SIM);
+                partial_trajectory_json_with(&scene, e, Some(&contacts))
+            }
+        };
+        dualsim::viz::html_viewer_doc(&doc)
+    } else {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                return ExitCode::from(EXIT_INPUT);
+            }
+        };
+        dualsim::viz::html_viewer(&text)
     };
-    let html = match dualsim::viz::html_viewer(&text) {
+    let html = match html {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {}: {e}", path.display());
@@ -702,7 +893,14 @@ fn view(path: &Path, out: Option<&Path>) -> ExitCode {
         return ExitCode::from(EXIT_SIM);
     }
     eprintln!("wrote {}", target.display());
-    ExitCode::SUCCESS
+    code
+}
+
+fn error_message(r: &RunReport) -> String {
+    r.error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default()
 }
 
 /// The objective of a scene, or the exit code (2: no `[objective]`).
@@ -721,12 +919,7 @@ fn matrix_json(m: &dualsim::math::DMat<f64>) -> Vec<Vec<f64>> {
     m.row_iter().map(|r| r.iter().copied().collect()).collect()
 }
 
-fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
-    use dualsim::opt::HessianMethod;
-    let Some(method) = HessianMethod::from_name(method) else {
-        eprintln!("error: --method {method}: expected one of lift, unrolled, fd");
-        return ExitCode::from(EXIT_INPUT);
-    };
+fn hessian(path: &Path, method: HessianMethod, check: bool, json: bool) -> ExitCode {
     let (_, obj) = match load_objective(path) {
         Ok(o) => o,
         Err(code) => return code,
@@ -759,10 +952,10 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
         "wall_seconds": wall0,
     });
     let mut passed = true;
+    // as `check`: differences relative to max(1, max |H_lift|)
+    let scale = d0.hessian.amax().max(1.0);
+    let tols = [("unrolled", 1e-7), ("fd", 1e-5)];
     if check {
-        // as `check`: differences relative to max(1, max |H_lift|)
-        let scale = d0.hessian.amax().max(1.0);
-        let tols = [("unrolled", 1e-7), ("fd", 1e-5)];
         let mut diffs = serde_json::Map::new();
         let mut times = serde_json::Map::new();
         times.insert(m0.name().into(), serde_json::json!(wall0));
@@ -804,10 +997,21 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
             );
         }
         if check {
-            println!(
-                "max |H_lift - H_m| (scale {}): {}",
-                doc["scale"], doc["max_abs_diff"]
-            );
+            for (m, _, _) in &results[1..] {
+                let d = doc["max_abs_diff"][format!("lift_vs_{}", m.name())]
+                    .as_f64()
+                    .unwrap_or(f64::NAN);
+                let tol = tols
+                    .iter()
+                    .find(|(n, _)| *n == m.name())
+                    .map(|t| t.1)
+                    .unwrap_or(1e-7);
+                println!(
+                    "lift vs {}: max |difference| {d:.3e} (absolute), {:.3e} relative to max(1, max |H_lift|) = {scale:.3e}; tolerance (relative) {tol:e}",
+                    m.name(),
+                    d / scale
+                );
+            }
             println!("{}", if passed { "passed" } else { "FAILED" });
         }
     }
@@ -820,20 +1024,14 @@ fn hessian(path: &Path, method: &str, check: bool, json: bool) -> ExitCode {
 
 fn optimize(
     path: &Path,
-    method: &str,
+    method: OptMethod,
     max_iterations: u64,
     target_cost: f64,
     max_seconds: Option<f64>,
     out: Option<&Path>,
     json: bool,
 ) -> ExitCode {
-    use dualsim::opt::{OptMethod, OptimizeOptions};
-    let Some(method) = OptMethod::from_name(method) else {
-        eprintln!(
-            "error: --method {method}: expected one of newton, gauss_newton, lbfgs, gradient, cem"
-        );
-        return ExitCode::from(EXIT_INPUT);
-    };
+    use dualsim::opt::OptimizeOptions;
     if !(target_cost >= 0.0) || max_seconds.is_some_and(|m| !(m > 0.0)) {
         eprintln!("error: --target-cost must be >= 0 and --max-seconds > 0");
         return ExitCode::from(EXIT_INPUT);

@@ -95,28 +95,13 @@ enum Named {
     Sim,
 }
 
-/// Levenshtein distance (characters).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// `" (did you mean `x`?)"` for the closest candidate within a third of
-/// the length (at least 2 edits), else empty.
-fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+/// the length (at least 2 edits; Levenshtein distance in characters),
+/// else empty. The command line uses it for every misspelled name.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     let best = candidates
         .into_iter()
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::levenshtein(word, c), c))
         .min_by_key(|(d, _)| *d);
     match best {
         Some((d, c)) if d > 0 && d <= (word.chars().count() / 3).max(2) => {

@@ -481,12 +481,26 @@ pub fn rollout_with<T: Scalar>(
     steps: usize,
     mut progress: impl FnMut(usize),
 ) -> Result<Trajectory<T>, RolloutError<T>> {
+    rollout_inspect(world, state, controls, steps, |k, _| progress(k))
+}
+
+/// Runs `steps` steps from `state` as [`rollout_with`], calling
+/// `inspect(k, &output)` after step k with its whole [`StepOutput`] (its
+/// contacts, for instance, which the trajectory does not keep).
+pub fn rollout_inspect<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    controls: &Controls<T>,
+    steps: usize,
+    mut inspect: impl FnMut(usize, &StepOutput<T>),
+) -> Result<Trajectory<T>, RolloutError<T>> {
     let mut states = Vec::with_capacity(steps + 1);
     let mut stats = Vec::with_capacity(steps);
     states.push(state.clone());
     for k in 0..steps {
         match step(world, states.last().unwrap(), controls.at(k)) {
             Ok(out) => {
+                inspect(k, &out);
                 states.push(out.state);
                 stats.push(out.stats);
             }
@@ -498,7 +512,6 @@ pub fn rollout_with<T: Scalar>(
                 })
             }
         }
-        progress(k);
     }
     Ok(Trajectory { states, stats })
 }

@@ -7,6 +7,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+pub mod viewer;
+
+use crate::contact::ContactImpulse;
 use crate::dynamics::free::{orientation, position};
 use crate::scene::Scene;
 use crate::sim::{RolloutError, State, Trajectory};
@@ -215,34 +218,76 @@ pub fn run_report(
     }
 }
 
+/// The contacts of each step of a run (`contacts[k]`: step k's), as
+/// recorded by [`crate::sim::rollout_inspect`].
+pub type StepContacts = Vec<Vec<ContactImpulse<f64>>>;
+
 /// The trajectory of a failed run (the steps completed before the
 /// failure) as JSON: [`trajectory_json`] with an `"error"` entry
 /// ([`ErrorReport`]).
 pub fn partial_trajectory_json(scene: &Scene, e: &RolloutError<f64>) -> serde_json::Value {
-    let mut doc = trajectory_json(scene, &e.completed);
+    partial_trajectory_json_with(scene, e, None)
+}
+
+/// [`partial_trajectory_json`] with the contacts of each completed step.
+pub fn partial_trajectory_json_with(
+    scene: &Scene,
+    e: &RolloutError<f64>,
+    contacts: Option<&StepContacts>,
+) -> serde_json::Value {
+    let mut doc = trajectory_json_with(scene, &e.completed, contacts);
     doc["error"] = serde_json::to_value(error_report(scene, e)).expect("report serializes");
     doc
 }
 
-/// The whole trajectory as JSON: `{"dt", "bodies": [names], "frames": [{"t", "bodies": [...]}]}`.
+/// The whole trajectory as JSON: `{"dt", "solver", "bodies": [names],
+/// "robots": [names], "geometry", "frames": [{"t", "bodies": [...],
+/// "robots": [...], "links", "energy", "iterations", "penetration"}]}`
+/// (docs/scene-format.md, `run --out`).
 pub fn trajectory_json(scene: &Scene, traj: &Trajectory<f64>) -> serde_json::Value {
+    trajectory_json_with(scene, traj, None)
+}
+
+/// [`trajectory_json`] with each frame's `"contacts"` (after frame 0:
+/// the contacts of the step that produced it) when `contacts` is given.
+pub fn trajectory_json_with(
+    scene: &Scene,
+    traj: &Trajectory<f64>,
+    contacts: Option<&StepContacts>,
+) -> serde_json::Value {
+    let w = &scene.world;
+    let links = viewer::drawn_links(w);
+    let mut data = w.model.data();
     let frames: Vec<serde_json::Value> = traj
         .states
         .iter()
         .enumerate()
         .map(|(k, s)| {
-            serde_json::json!({
-                "t": k as f64 * scene.world.dt,
+            let stats = k.checked_sub(1).and_then(|j| traj.stats.get(j));
+            let mut f = serde_json::json!({
+                "t": k as f64 * w.dt,
                 "bodies": body_reports(scene, s),
                 "robots": robot_reports(scene, s),
-            })
+                "links": viewer::link_poses(w, &mut data, &links, s),
+                "energy": viewer::energy(w, &mut data, s),
+                "iterations": stats.map(|x| x.iterations),
+                "penetration": stats.map(|x| x.max_penetration),
+            });
+            if let Some(c) = contacts {
+                f["contacts"] = match k.checked_sub(1).and_then(|j| c.get(j)) {
+                    Some(c) => viewer::contacts_json(c, w.dt),
+                    None => serde_json::json!([]),
+                };
+            }
+            f
         })
         .collect();
     serde_json::json!({
-        "dt": scene.world.dt,
-        "solver": scene.world.solver.name(),
-        "bodies": scene.world.model.bodies.iter().filter(|b| b.is_free_root()).map(|b| b.name.clone()).collect::<Vec<_>>(),
-        "robots": scene.world.robots.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+        "dt": w.dt,
+        "solver": w.solver.name(),
+        "bodies": w.model.bodies.iter().filter(|b| b.is_free_root()).map(|b| b.name.clone()).collect::<Vec<_>>(),
+        "robots": w.robots.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+        "geometry": viewer::geometry_json(w),
         "frames": frames,
     })
 }
@@ -279,11 +324,22 @@ pub enum ViewError {
     Shape(String),
 }
 
-/// A self-contained HTML page that animates a trajectory written by
-/// `dualsim run --out` (side view x–z and top view x–y of every body's
-/// position; robots are listed with their joint coordinates).
+/// A self-contained HTML page (no network access) that plays a trajectory
+/// written by `dualsim run --out` back in 3-D (WebGL): every shape with
+/// its orientation when the trajectory carries its `geometry` (a sphere
+/// marker per body otherwise), robot links, the ground and static shapes,
+/// contact points and force arrows when the frames carry `contacts`,
+/// playback, speed, scrubbing, an orbiting camera, and plots of energy,
+/// penetration and solver iterations per step. The page reports its own
+/// state in `<div id="status">` and the document title: `ok` once the
+/// first frame is drawn, `error: …` on a script error.
 pub fn html_viewer(trajectory: &str) -> Result<String, ViewError> {
     let doc: serde_json::Value = serde_json::from_str(trajectory)?;
+    html_viewer_doc(&doc)
+}
+
+/// [`html_viewer`] of a parsed trajectory document.
+pub fn html_viewer_doc(doc: &serde_json::Value) -> Result<String, ViewError> {
     let frames = doc
         .get("frames")
         .and_then(|f| f.as_array())
@@ -311,53 +367,41 @@ pub fn html_viewer(trajectory: &str) -> Result<String, ViewError> {
         }
     }
     // The data is embedded as JSON; `</` is escaped so it cannot close the script tag.
-    let data = serde_json::to_string(&doc)?.replace("</", "<\\/");
-    Ok(VIEWER_TEMPLATE.replace("__DATA__", &data))
+    let data = serde_json::to_string(doc)?.replace("</", "<\\/");
+    Ok(VIEWER_TEMPLATE
+        .replace("__SCRIPT__", VIEWER_JS)
+        .replace("__DATA__", &data))
 }
 
+/// The renderer (plain WebGL 1, no library).
+const VIEWER_JS: &str = include_str!("viewer.js");
+
 const VIEWER_TEMPLATE: &str = r#"<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>dualsim trajectory</title>
-<style>body{font-family:sans-serif;margin:16px}canvas{border:1px solid #ccc;margin-right:8px}</style>
+<html><head><meta charset="utf-8"><title>dualsim viewer</title>
+<style>
+body{font-family:sans-serif;margin:8px;background:#fafafa}
+#view{width:100%;height:62vh;display:block;background:#dde3ea;border:1px solid #bbb;cursor:grab}
+#bar{margin:6px 0}#bar input[type=range]{vertical-align:middle}
+#plots canvas{border:1px solid #ccc;background:#fff;margin-right:6px}
+#status{font-size:12px;color:#666}#info{font-size:12px;white-space:pre}
+</style>
 </head><body>
-<h3>dualsim trajectory</h3>
-<div><canvas id="side" width="480" height="360"></canvas><canvas id="top" width="480" height="360"></canvas></div>
-<div><button id="play">play / pause</button> <input id="slider" type="range" min="0" value="0" style="width:600px"> <span id="time"></span></div>
-<pre id="robots"></pre>
+<canvas id="view"></canvas>
+<div id="bar"><button id="play">pause</button>
+speed <select id="speed"><option>0.1</option><option>0.25</option><option>0.5</option><option selected>1</option><option>2</option><option>4</option></select>
+<input id="slider" type="range" min="0" value="0" style="width:50%"> <span id="time"></span>
+<label><input id="showc" type="checkbox" checked> contacts</label></div>
+<div id="plots"><canvas id="p_energy" width="300" height="120"></canvas><canvas id="p_pen" width="300" height="120"></canvas><canvas id="p_iter" width="300" height="120"></canvas></div>
+<div id="info"></div>
+<div id="status">loading</div>
 <script>
-const T = __DATA__;
-const F = T.frames;
-const slider = document.getElementById('slider');
-slider.max = F.length - 1;
-let lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-for (const f of F) for (const b of f.bodies) for (let i = 0; i < 3; i++) {
-  lo[i] = Math.min(lo[i], b.position[i]); hi[i] = Math.max(hi[i], b.position[i]);
-}
-function draw(canvas, k, a, c, label) {
-  const g = canvas.getContext('2d'), W = canvas.width, H = canvas.height, m = 30;
-  const span = Math.max(hi[a] - lo[a], hi[c] - lo[c], 1e-9);
-  const sx = x => m + (x - lo[a]) / span * (W - 2 * m);
-  const sy = y => H - m - (y - lo[c]) / span * (H - 2 * m);
-  g.clearRect(0, 0, W, H);
-  g.fillStyle = '#333'; g.fillText(label, 8, 14);
-  F[k].bodies.forEach((b, i) => {
-    g.strokeStyle = 'hsl(' + (i * 47 % 360) + ',60%,70%)'; g.beginPath();
-    for (let j = 0; j <= k; j++) { const p = F[j].bodies[i].position; j ? g.lineTo(sx(p[a]), sy(p[c])) : g.moveTo(sx(p[a]), sy(p[c])); }
-    g.stroke();
-    const p = b.position; g.fillStyle = 'hsl(' + (i * 47 % 360) + ',60%,40%)';
-    g.beginPath(); g.arc(sx(p[a]), sy(p[c]), 5, 0, 2 * Math.PI); g.fill();
-  });
-}
-function show(k) {
-  draw(document.getElementById('side'), k, 0, 2, 'side view (x, z)');
-  draw(document.getElementById('top'), k, 0, 1, 'top view (x, y)');
-  document.getElementById('time').textContent = 't = ' + (F[k].t || 0).toFixed(3) + ' s';
-  const r = F[k].robots || [];
-  document.getElementById('robots').textContent = r.map(x => x.name + ': q = [' + x.q.map(v => v.toFixed(3)).join(', ') + ']').join('\n');
-}
-let playing = false;
-document.getElementById('play').onclick = () => { playing = !playing; };
-slider.oninput = () => show(+slider.value);
-setInterval(() => { if (playing) { slider.value = (+slider.value + 1) % F.length; show(+slider.value); } }, 20);
-show(0);
+window.onerror = function (msg, src, line, col) {
+  var s = 'error: ' + msg + ' (line ' + line + ')';
+  document.getElementById('status').textContent = s; document.title = s; return false;
+};
+const TRAJ = __DATA__;
+</script>
+<script>
+__SCRIPT__
 </script></body></html>
 "#;
