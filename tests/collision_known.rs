@@ -4,7 +4,7 @@
 //! contacts where the pair has them. Tolerance 1e-12 (the values are
 //! exact up to round-off of a few operations on numbers of order 1).
 
-use dualsim::collision::box_box::{box_box, box_box_feature, FEATURES};
+use dualsim::collision::box_box::{box_box, box_box_feature, EDGE_POINT, FEATURES};
 use dualsim::collision::{pair_contact, pair_features, Contact};
 use dualsim::geometry::Shape;
 use dualsim::math::{so3, Pose, Vec3};
@@ -530,13 +530,18 @@ fn box_box_separated_and_features_at_any_pose() {
     assert!(cs
         .iter()
         .all(|c| (c.gap - 0.01).abs() < TOL && (c.normal - Vec3::x()).norm() < TOL));
-    // Every feature index evaluates (finite) at any poses; none beyond.
+    // Every vertex–face and edge–edge feature, and edge points along every
+    // (point, edge, face) triple, evaluate (finite) at any poses; none
+    // beyond.
     let (pa, pb) = (
         rot([0.3, -0.2, 0.5], [0.1, 0.2, 0.3]),
         rot([-0.4, 0.1, 0.2], [0.0; 3]),
     );
     let h = v(0.1, 0.2, 0.3);
-    for k in 0..FEATURES {
+    let levels = (FEATURES - EDGE_POINT) / 144;
+    let edge_points =
+        (0..144).flat_map(|k| [0, levels / 3, levels - 1].map(|t| EDGE_POINT + k * levels + t));
+    for k in (0..EDGE_POINT).chain(edge_points) {
         let c = box_box_feature(&pa, &h, &pb, &h, k).unwrap();
         assert!(c.gap.is_finite() && (c.normal.norm() - 1.0).abs() < TOL);
         assert!((c.gap - c.normal.dot(&(c.point_a - c.point_b))).abs() < TOL);

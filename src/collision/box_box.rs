@@ -25,14 +25,20 @@
 //! * a box vertex against a face plane of the other box (an incident
 //!   vertex against the reference face, a reference corner against the
 //!   incident face): `gap = m · x − d`, normal the face's outward normal;
-//! * an edge against an edge (an edge–edge contact, or an incident edge
-//!   crossing a side of the reference face): the closest points of the two
-//!   edge lines, normal `± e_a × e_b / ‖e_a × e_b‖`, oriented from b to a
-//!   by the centres (decided on primal values).
+//! * an edge against an edge (the edge–edge case, and an incident edge
+//!   crossing a side of the reference face at an angle whose sine is at
+//!   least 0.1): the closest points of the two edge lines, normal
+//!   `± e_a × e_b / ‖e_a × e_b‖`, oriented from b to a by the centres
+//!   (decided on primal values);
+//! * a point of an incident edge crossing a side of the reference face at
+//!   a smaller angle (fixed on the edge at its parameter there) against the
+//!   reference face plane, like a vertex: two nearly parallel edges have no
+//!   well-defined edge–edge normal. Its index holds the parameter, so it
+//!   changes as the edge moves along the side.
 //!
 //! Where ODE gives every clipped point the reference normal and its depth
 //! below the reference plane, these features each keep the normal of their
-//! own vertex–face or edge–edge geometry, so that every one satisfies the
+//! own vertex–face, point–face or edge–edge geometry, so that every one satisfies the
 //! envelope property of the module docs (`δgap = n · (δpoint_a −
 //! δpoint_b)` under rigid motions), which `ipm`'s impulse map relies on;
 //! for parallel faces (a box resting on a box) both agree.
@@ -42,7 +48,9 @@
 //! a face of a, `v` the vertex (bit `i` set: `+h_i`, as in
 //! [`box_plane`](super::box_plane::box_plane)), `f = 2 · axis + (sign > 0)`;
 //! `96..240` edge–edge, `96 + 12 e_a + e_b` with `e = 4 · axis + bit(sign
-//! of axis+1) + 2 · bit(sign of axis+2)` (axes mod 3).
+//! of axis+1) + 2 · bit(sign of axis+2)` (axes mod 3); from 240 an edge
+//! point against a face, `240 + ((o · 12 + e) · 6 + f) · 2⁴⁰ + t` with the
+//! point at `mid + dir · half · (2t/(2⁴⁰ − 1) − 1)` (a 64-bit `usize`).
 //!
 //! Every decision (axis, reference face, which points) is taken on primal
 //! values; every returned quantity is computed in `T`.
@@ -51,11 +59,22 @@ use super::{direction_or_z, Contact};
 use crate::math::{so3, Pose, Vec3};
 use crate::Scalar;
 
-/// Number of box–box contact features (96 vertex–face + 144 edge–edge).
-pub const FEATURES: usize = 240;
-
 /// First edge–edge feature index.
-const EDGE_EDGE: usize = 96;
+pub const EDGE_EDGE: usize = 96;
+
+/// First edge-point–face feature index.
+pub const EDGE_POINT: usize = 240;
+
+/// Below this sine of their angle, an incident edge crossing a side of the
+/// reference face gives an edge-point feature instead of an edge–edge one.
+const PARALLEL_SINE: f64 = 0.1;
+
+/// Positions of an edge point along its edge.
+const T_LEVELS: usize = 1 << 40;
+
+/// Number of box–box contact features (96 vertex–face, 144 edge–edge,
+/// 144 · 2⁴⁰ edge-point–face).
+pub const FEATURES: usize = EDGE_POINT + 144 * T_LEVELS;
 
 /// An edge axis must beat the best face axis by this share of the face
 /// axis's separation (ODE's `fudge_factor` 1.05).
@@ -210,9 +229,40 @@ fn evaluate<T: Scalar>(a: &Placed<T>, b: &Placed<T>, feature: usize) -> Option<C
                 normal: -m,
             }
         })
-    } else if feature < FEATURES {
+    } else if feature < EDGE_POINT {
         let k = feature - EDGE_EDGE;
         Some(edge_edge(a, k / 12, b, k % 12))
+    } else if feature < FEATURES {
+        let k = feature - EDGE_POINT;
+        let t = k % T_LEVELS;
+        let k = k / T_LEVELS;
+        let (o, e, f) = (k / 72, (k / 6) % 12, k % 6);
+        let s = T::from_re(2.0 * t as f64 / (T_LEVELS - 1) as f64 - 1.0);
+        let (pb, fb) = if o == 0 { (a, b) } else { (b, a) };
+        let (mid, dir, half) = pb.edge(e);
+        let x = mid + dir * (half * s);
+        let ax = f / 2;
+        let m = if f % 2 == 1 {
+            fb.axes[ax]
+        } else {
+            -fb.axes[ax]
+        };
+        let gap = m.dot(&x) - (m.dot(&fb.c) + fb.h[ax]);
+        Some(if o == 0 {
+            Contact {
+                gap,
+                point_a: x,
+                point_b: x - m * gap,
+                normal: m,
+            }
+        } else {
+            Contact {
+                gap,
+                point_a: x - m * gap,
+                point_b: x,
+                normal: -m,
+            }
+        })
     } else {
         None
     }
@@ -412,16 +462,20 @@ fn face_contacts<T: Scalar>(
         for (er, across, so) in face_edges(k, sr, k1, k2) {
             // The side is where the 2-D coordinate of axis `across` is
             // `so · h`; the coordinate along it must stay within its edge.
+            // An edge within `tol` of parallel to the side does not cross
+            // it (its end points, kept above, are the polygon's corners
+            // there), so a tiny turn adds no point.
             let (c, o) = if across == k1 { (0, 1) } else { (1, 0) };
             let along_h = if across == k1 { r.h[k2] } else { r.h[k1] };
             let den = p1[c] - p0[c];
-            if den.abs() < 1e-12 * scale_of(r) {
+            if den.abs() <= tol {
                 continue;
             }
             let t = (so * r.h[across] - p0[c]) / den;
             if !(-REL_TOL..=1.0 + REL_TOL).contains(&t) {
                 continue;
             }
+            let t = t.clamp(0.0, 1.0);
             let y = p0[o] + t * (p1[o] - p0[o]);
             if y.abs() > along_h + tol {
                 continue;
@@ -429,13 +483,20 @@ fn face_contacts<T: Scalar>(
             let mut p = [0.0; 2];
             p[c] = so * r.h[across];
             p[o] = y;
-            let (ea, eb) = if ref_a { (er, ei) } else { (ei, er) };
-            add(p, EDGE_EDGE + 12 * ea + eb, &mut out);
+            // Edges crossing at an angle: an edge–edge feature (its index
+            // does not depend on the poses). Nearly parallel (sine below
+            // `PARALLEL_SINE`): the point of incident edge `ei` at `t`
+            // against the reference face.
+            let feature = if u.cross(&r.edge(er).1).norm() >= PARALLEL_SINE {
+                let (ea, eb) = if ref_a { (er, ei) } else { (ei, er) };
+                EDGE_EDGE + 12 * ea + eb
+            } else {
+                let tq = (t * (T_LEVELS - 1) as f64).round() as usize;
+                let o = usize::from(ref_a);
+                EDGE_POINT + ((o * 12 + ei) * 6 + face_id(k, sr)) * T_LEVELS + tq
+            };
+            add(p, feature, &mut out);
         }
     }
     out
-}
-
-fn scale_of(b: &Placed<f64>) -> f64 {
-    b.h.amax()
 }

@@ -148,8 +148,8 @@
 //! ([`collision::pair_features`](crate::collision::pair_features):
 //! sphere, box and capsule against a plane; sphere–sphere, sphere–capsule,
 //! capsule–capsule, sphere–box, box–box) give one candidate per feature
-//! (box vertex, capsule end, box–box vertex–face or edge–edge feature of
-//! the clipped contact face). Every other pair — any pair with a
+//! (box vertex, capsule end, box–box vertex, edge point or edge–edge
+//! feature of the clipped contact face). Every other pair — any pair with a
 //! cylinder, cone, ellipsoid, polytope, padded polygon or bundle, or with
 //! static geometry other than a plane — is split into convex parts and
 //! each nearby pair of parts is a candidate whose gap is the conic
