@@ -1,7 +1,7 @@
 //! Closed-form collision pairs and the broad phase.
 
 use dualsim::collision::broad_phase::{sweep_and_prune, Aabb};
-use dualsim::collision::{pair_contact, pair_contacts, Contact};
+use dualsim::collision::{pair_contact, pair_contacts, pair_features, Contact};
 use dualsim::geometry::Shape;
 use dualsim::math::{so3, Pose, Vec3};
 use dualsim::Scalar;
@@ -73,7 +73,8 @@ fn pairs_are_symmetric_under_exchange() {
 #[test]
 fn gap_is_consistent_with_points_and_normal() {
     // gap = n · (point_a − point_b) and ‖n‖ = 1, plus plane pairs
-    // (tolerance 1e-12, 100 seeded configurations per pair).
+    // (tolerance 1e-12, 100 seeded configurations per pair); each contact
+    // is its feature evaluated alone.
     let mut rng = Lcg(11);
     let plane = Shape::Plane {
         normal: Vec3::z(),
@@ -89,10 +90,10 @@ fn gap_is_consistent_with_points_and_normal() {
     for (a, b) in &list {
         for _ in 0..100 {
             let (pa, pb) = (rng.pose(1.0), rng.pose(1.0));
-            let Some(cs) = pair_contacts(a, &pa, b, &pb) else {
+            let Some(cs) = pair_features(a, &pa, b, &pb) else {
                 continue;
             };
-            for (k, c) in cs.iter().enumerate() {
+            for &(k, ref c) in &cs {
                 assert!((c.normal.norm() - 1.0).abs() < 1e-12);
                 assert!(
                     (c.gap - c.normal.dot(&(c.point_a - c.point_b))).abs() < 1e-12,

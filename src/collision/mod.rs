@@ -22,9 +22,11 @@
 //! [`capsule_plane`](capsule_plane::capsule_plane) (one per end sphere),
 //! [`capsule_sphere`](capsule_sphere::capsule_sphere),
 //! [`capsule_capsule`](capsule_capsule::capsule_capsule),
-//! [`sphere_box`](sphere_box::sphere_box). [`pair_contacts`] dispatches on
-//! the two shapes (swapping and flipping as needed); unsupported pairs
-//! return `None`.
+//! [`sphere_box`](sphere_box::sphere_box),
+//! [`box_box`](box_box::box_box) (separating axes and face clipping, up to
+//! 8 contacts). [`pair_features`] dispatches on the two shapes (swapping
+//! and flipping as needed) and gives each contact with its feature index,
+//! which [`pair_contact`] evaluates alone; unsupported pairs return `None`.
 //!
 //! Zero-safety: every normal is built with
 //! [`safe_normalize`](crate::scalar::safe_normalize); a coincident pair of
@@ -34,6 +36,7 @@
 //! axis-aligned bounding boxes (f64), so piles of hundreds of bodies do not
 //! test every pair.
 
+pub mod box_box;
 pub mod box_plane;
 pub mod broad_phase;
 pub mod capsule_capsule;
@@ -129,8 +132,9 @@ pub fn bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
     }
 }
 
-/// Contact `feature` of [`pair_contacts`] alone (box–plane and
-/// capsule–plane compute only that vertex or end sphere).
+/// Contact `feature` of [`pair_features`] alone (box–plane and
+/// capsule–plane compute only that vertex or end sphere, box–box only that
+/// vertex–face or edge–edge feature, at any poses).
 pub fn pair_contact<T: Scalar>(
     a: &Shape<T>,
     pose_a: &Pose<T>,
@@ -162,14 +166,38 @@ pub fn pair_contact<T: Scalar>(
             let e = if feature == 0 { e0 } else { e1 };
             Some(sphere_plane::sphere_plane(&e, *radius, &n, d))
         }
+        (Box { half_extents: ha }, Box { half_extents: hb }) => {
+            box_box::box_box_feature(pose_a, ha, pose_b, hb, feature)
+        }
         _ => pair_contacts(a, pose_a, b, pose_b).and_then(|v| v.get(feature).copied()),
     }
 }
 
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`,
-/// in a fixed order (the index of a contact in the list identifies its
-/// feature, e.g. the box vertex). `None` when the pair has no closed form
-/// here. Planes are supported as `b` only.
+/// each with its feature index (the argument of [`pair_contact`] that
+/// evaluates it alone: the box vertex, the capsule end, the box–box
+/// vertex–face or edge–edge feature). `None` when the pair has no closed
+/// form here. Planes are supported as `b` only.
+pub fn pair_features<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+) -> Option<Vec<(usize, Contact<T>)>> {
+    match (a, b) {
+        (Shape::Box { half_extents: ha }, Shape::Box { half_extents: hb }) => {
+            Some(box_box::box_box(pose_a, ha, pose_b, hb))
+        }
+        _ => pair_contacts(a, pose_a, b, pose_b).map(|v| v.into_iter().enumerate().collect()),
+    }
+}
+
+/// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`.
+/// For every pair but box–box the list has a fixed order and the index of
+/// a contact is its feature (e.g. the box vertex); box–box gives the
+/// contacts of [`box_box::box_box`] (their features: [`pair_features`]).
+/// `None` when the pair has no closed form here. Planes are supported as
+/// `b` only.
 pub fn pair_contacts<T: Scalar>(
     a: &Shape<T>,
     pose_a: &Pose<T>,
@@ -238,6 +266,12 @@ pub fn pair_contacts<T: Scalar>(
         (Box { .. }, Sphere { .. }) => {
             return pair_contacts(b, pose_b, a, pose_a)
                 .map(|v| v.iter().map(|c| c.flip()).collect())
+        }
+        (Box { half_extents: ha }, Box { half_extents: hb }) => {
+            box_box::box_box(pose_a, ha, pose_b, hb)
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect()
         }
         _ => return None,
     })

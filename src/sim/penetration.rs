@@ -6,7 +6,7 @@
 //! link shapes (candidates by sweep and prune on bounding balls). Link–link
 //! pairs are not measured (no backend models them; neighbouring links
 //! overlap at their joints by design). Pairs without a closed form
-//! (box–box, and any pair with a cylinder, cone, ellipsoid, polytope,
+//! (any pair with a cylinder, cone, ellipsoid, polytope,
 //! padded polygon or bundle) cannot be measured here and are counted in
 //! [`Gaps::unmeasured`], so a caller can tell "no penetration" from "not
 //! measured".

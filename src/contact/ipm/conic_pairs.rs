@@ -1,10 +1,10 @@
 //! Candidates of shape pairs without a closed form: the conic collision
 //! program (`collision::conic`), as in the `bilevel` backend.
 //!
-//! The closed-form pairs of [`crate::collision::pair_contacts`] cover
+//! The closed-form pairs of [`crate::collision::pair_features`] cover
 //! sphere, capsule and box against the plane, and sphere–sphere,
-//! sphere–capsule, capsule–capsule and sphere–box. Every other pair (box–box,
-//! and any pair with a cylinder, cone, ellipsoid, polytope, padded polygon
+//! sphere–capsule, capsule–capsule, sphere–box and box–box. Every other
+//! pair (any pair with a cylinder, cone, ellipsoid, polytope, padded polygon
 //! or bundle, or against static geometry other than a plane) is split into
 //! convex parts (`collision::conic::convex_parts`: a union bundle gives one
 //! part per member) and each pair of parts is a candidate whose gap is the

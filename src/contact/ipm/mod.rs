@@ -145,10 +145,11 @@
 //! and the step is solved again (`max_candidate_rounds`).
 //!
 //! No shape pair is skipped. Pairs with a closed form
-//! ([`collision::pair_contacts`](crate::collision::pair_contacts):
+//! ([`collision::pair_features`](crate::collision::pair_features):
 //! sphere, box and capsule against a plane; sphere–sphere, sphere–capsule,
-//! capsule–capsule, sphere–box) give one candidate per feature (box
-//! vertex, capsule end). Every other pair — box–box, and any pair with a
+//! capsule–capsule, sphere–box, box–box) give one candidate per feature
+//! (box vertex, capsule end, box–box vertex, edge point or edge–edge
+//! feature of the clipped contact face). Every other pair — any pair with a
 //! cylinder, cone, ellipsoid, polytope, padded polygon or bundle, or with
 //! static geometry other than a plane — is split into convex parts and
 //! each nearby pair of parts is a candidate whose gap is the conic
@@ -184,7 +185,7 @@ use self::robot::robot_units;
 use super::{ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution};
 use crate::collision::broad_phase::{sweep_and_prune, Aabb};
 use crate::collision::frame::least_aligned_axis;
-use crate::collision::pair_contacts;
+use crate::collision::pair_features;
 use crate::contact::silico::pairs::conic_bounding_radius;
 use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
 use crate::geometry::Shape;
@@ -455,11 +456,11 @@ pub fn detect<T: Scalar>(
         let closed = if conic_pairs::near_parallel_capsules(sa, pa, sb, pb) {
             None
         } else {
-            pair_contacts(sa, pa, sb, pb)
+            pair_features(sa, pa, sb, pb)
         };
         match closed {
             Some(list) => {
-                for (feature, c) in list.iter().enumerate() {
+                for &(feature, ref c) in &list {
                     if c.gap.re() < limit {
                         let axis = least_aligned_axis(&c.normal);
                         out.push(Candidate {
