@@ -310,7 +310,13 @@ pub fn dense_solve<B: ContactBackend + ?Sized>(
     y: &DVec<f64>,
     rhs: &DMat<f64>,
 ) -> Result<DMat<f64>, SolveError> {
-    let lu = dense_jacobian(b, p, s, y)?.lu();
+    let jac = dense_jacobian(b, p, s, y)?;
+    if jac.nrows() == 0 {
+        // Nothing to solve (a world without moving bodies); nalgebra's LU
+        // solve does not accept an empty system.
+        return Ok(DMat::zeros(0, rhs.ncols()));
+    }
+    let lu = jac.lu();
     if !lu.is_invertible() {
         return Err(SolveError::Singular("residual Jacobian"));
     }
