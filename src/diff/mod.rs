@@ -25,6 +25,7 @@
 //! V-D): small ρ gives the exact, possibly discontinuous, derivative of the
 //! hard contact model; larger ρ a smoothed one.
 
+pub mod batch;
 pub mod check;
 mod implicit;
 pub mod names;
@@ -34,6 +35,7 @@ mod seed;
 mod step;
 
 pub use crate::contact::dense_solve;
+pub use batch::batch_rollout_jacobians;
 pub use check::{check, CheckOptions, CheckReport};
 pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};

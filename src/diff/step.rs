@@ -533,6 +533,9 @@ pub fn step_jacobian(
     method: Method,
     opts: &DiffOptions,
 ) -> Result<StepJacobian, DiffError> {
+    // the solve of `ift` and `fd` does not go through `sim::step`: the same
+    // input checks (a non-finite control is an error, not a NaN Jacobian)
+    crate::sim::check_inputs(world, state, u)?;
     let w = with_rho(world, opts);
     match method {
         Method::Ift => with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials)),

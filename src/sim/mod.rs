@@ -10,7 +10,8 @@
 //! options the backend does not implement ([`World::check_supported`]),
 //! builds a [`StepProblem`](crate::contact::StepProblem) and hands it to
 //! the world's contact backend. [`rollout`] chains steps and keeps them
-//! when one fails ([`RolloutError`]). [`validate`] holds the physical
+//! when one fails ([`RolloutError`]); [`batch`] runs many independent
+//! rollouts in parallel, bitwise identical to serial runs. [`validate`] holds the physical
 //! ranges a world is checked against, [`penetration`] measures
 //! interpenetration geometrically.
 //!
@@ -23,6 +24,7 @@
 //! assert!((out.state.v[2] + 0.0981).abs() < 1e-12);
 //! ```
 
+pub mod batch;
 mod failure;
 pub mod penetration;
 pub mod validate;
@@ -410,12 +412,15 @@ pub enum SimError {
     },
 }
 
-/// Advances `state` by one step of `world.dt` under the control `u`.
-pub fn step<T: Scalar>(
+/// The checks [`step`] makes before solving, for other entry points to a
+/// step (the derivatives of `diff`): sizes of `state` and `u` against the
+/// model, finite state and control, options the backend implements
+/// ([`World::check_supported`]).
+pub fn check_inputs<T: Scalar>(
     world: &World<T>,
     state: &State<T>,
     u: &DVec<T>,
-) -> Result<StepOutput<T>, SimError> {
+) -> Result<(), SimError> {
     let m = &world.model;
     for (what, got, expected) in [
         ("q", state.q.len(), m.nq),
@@ -437,6 +442,16 @@ pub fn step<T: Scalar>(
         return Err(SimError::NonFinite { what: "control" });
     }
     world.check_supported()?;
+    Ok(())
+}
+
+/// Advances `state` by one step of `world.dt` under the control `u`.
+pub fn step<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    u: &DVec<T>,
+) -> Result<StepOutput<T>, SimError> {
+    check_inputs(world, state, u)?;
     let problem = world.problem(state, u);
     let sol = with_backend!(world.solver, world.backends, |b| b.solve(&problem)?);
     let next = State {
