@@ -304,7 +304,8 @@ fn penetration_is_measured_geometrically() {
     assert_eq!((d.a.as_str(), d.b.as_str()), ("ball", "ground"));
     assert!((d.gap + 0.07).abs() < 1e-15 && (g.max_penetration() - 0.07).abs() < 1e-15);
     assert_eq!(g.unmeasured, 0);
-    // two boxes: no closed form, counted
+    // two boxes (closed-form box–box): 0.25 half extents, centres 0.3
+    // apart along x, so they overlap by 0.2
     let mut w = World::<f64>::new(0.01);
     for n in ["a", "b"] {
         w.add_body(
@@ -313,6 +314,29 @@ fn penetration_is_measured_geometrically() {
             Mat3::identity() * 0.04,
             Some(Shape::Box {
                 half_extents: Vec3::repeat(0.25),
+            }),
+            Material::default(),
+        )
+        .unwrap();
+    }
+    let x = State::at_rest(&w.model, &[[0.0, 0.0, 0.0], [0.3, 0.0, 0.0]]);
+    let g = gaps(&w, &x, 0.0);
+    assert_eq!(g.unmeasured, 0);
+    assert!(
+        (g.max_penetration() - 0.2).abs() < 1e-12,
+        "{}",
+        g.max_penetration()
+    );
+    // two cylinders: no closed form, counted as unmeasured
+    let mut w = World::<f64>::new(0.01);
+    for n in ["a", "b"] {
+        w.add_body(
+            n,
+            1.0,
+            Mat3::identity() * 0.04,
+            Some(Shape::Cylinder {
+                radius: 0.25,
+                half_length: 0.25,
             }),
             Material::default(),
         )
