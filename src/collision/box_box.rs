@@ -275,7 +275,7 @@ fn evaluate<T: Scalar>(a: &Placed<T>, b: &Placed<T>, feature: usize) -> Option<C
 /// ```
 /// use dualsim::collision::box_box::box_box_feature;
 /// use dualsim::math::{Pose, so3, Vec3};
-/// let h = Vec3::new(0.5, 0.5, 0.5);
+/// let h = Vec3::<f64>::new(0.5, 0.5, 0.5);
 /// let above = Pose::new(so3::identity(), Vec3::new(0.0, 0.0, 1.1));
 /// // Vertex 0 (−x, −y, −z) of a against face +z (f = 5) of b.
 /// let c = box_box_feature(&above, &h, &Pose::identity(), &h, 5).unwrap();
@@ -308,8 +308,8 @@ fn separation(a: &Placed<f64>, b: &Placed<f64>, l: &Vec3<f64>) -> f64 {
 /// use dualsim::collision::box_box::box_box;
 /// use dualsim::math::{Pose, so3, Vec3};
 /// // A 0.2 m cube 0.01 m into a 1 m cube's top face: its 4 bottom corners.
-/// let big = Vec3::new(0.5, 0.5, 0.5);
-/// let small = Vec3::new(0.1, 0.1, 0.1);
+/// let big = Vec3::<f64>::new(0.5, 0.5, 0.5);
+/// let small = Vec3::<f64>::new(0.1, 0.1, 0.1);
 /// let top = Pose::new(so3::identity(), Vec3::new(0.0, 0.0, 0.59));
 /// let cs = box_box(&top, &small, &Pose::identity(), &big);
 /// assert_eq!(cs.len(), 4);
