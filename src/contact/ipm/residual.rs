@@ -487,29 +487,78 @@ pub fn evaluate<T: Scalar>(
     v: &DVec<T>,
     xs: &[DVec<T>],
 ) -> Result<Eval<T>, SolveError> {
-    let mut r_dyn = DVec::zeros(island.dim());
-    let mut jac = Vec::with_capacity(island.units.len());
-    for u in &island.units {
+    let mut ev = Eval {
+        r_dyn: DVec::zeros(0),
+        jac: Vec::new(),
+        contacts: Vec::new(),
+    };
+    evaluate_into(p, island, v, xs, &mut ev)?;
+    Ok(ev)
+}
+
+/// Copies the impulse-map blocks `src` into `dst`, reusing `dst`'s
+/// storage where the shapes agree (the solver's steady state: no heap).
+fn set_blocks<T: Scalar>(
+    dst: &mut Vec<(usize, Matrix3xX<T>)>,
+    src: &[(
+        usize,
+        nalgebra::MatrixView<'_, T, nalgebra::U3, nalgebra::Dyn>,
+    )],
+) {
+    dst.truncate(src.len());
+    for (k, (u, w)) in src.iter().enumerate() {
+        match dst.get_mut(k) {
+            Some((du, dw)) if dw.ncols() == w.ncols() => {
+                *du = *u;
+                dw.copy_from(w);
+            }
+            Some(slot) => *slot = (*u, w.into_owned()),
+            None => dst.push((*u, w.into_owned())),
+        }
+    }
+}
+
+/// [`evaluate`] into `ev`, reusing its storage: after the first call with
+/// the same island, free-body islands evaluate without heap allocation.
+/// On error `ev` is left partially written.
+pub fn evaluate_into<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+    ev: &mut Eval<T>,
+) -> Result<(), SolveError> {
+    let dim = island.dim();
+    if ev.r_dyn.len() != dim {
+        ev.r_dyn = DVec::zeros(dim);
+    }
+    ev.jac.truncate(island.units.len());
+    for (k, u) in island.units.iter().enumerate() {
         let n = u.size();
+        if ev.jac.len() == k {
+            ev.jac.push(DMat::zeros(n, n));
+        } else if ev.jac[k].shape() != (n, n) {
+            ev.jac[k] = DMat::zeros(n, n);
+        }
         match &u.kind {
             UnitKind::Body(g) => {
                 let vb: Vector6<T> = v.fixed_rows::<6>(u.offset).into_owned();
                 let (r, j) = body_dynamics(p, *g, &vb)?;
-                r_dyn.fixed_rows_mut::<6>(u.offset).copy_from(&r);
-                jac.push(DMat::from_fn(6, 6, |a, b| j[(a, b)]));
+                ev.r_dyn.fixed_rows_mut::<6>(u.offset).copy_from(&r);
+                ev.jac[k].copy_from(&j);
             }
             UnitKind::Robot(ru) => {
                 let (r, j) = robot_dynamics(p, ru, &v.as_slice()[u.offset..u.offset + n]);
-                r_dyn.rows_mut(u.offset, n).copy_from(&r);
-                jac.push(j);
+                ev.r_dyn.rows_mut(u.offset, n).copy_from(&r);
+                ev.jac[k].copy_from(&j);
             }
         }
     }
-    let mut contacts = Vec::with_capacity(island.contacts.len());
-    for (cand, x) in island.contacts.iter().zip(xs) {
+    ev.contacts.truncate(island.contacts.len());
+    for (c, (cand, x)) in island.contacts.iter().zip(xs).enumerate() {
         let la = island.local[cand.a];
         let ua = &island.units[la];
-        let (contact, tangents, y, blocks) = match &ua.kind {
+        match &ua.kind {
             UnitKind::Robot(ru) => {
                 let lb = match cand.b {
                     Partner::Body(j) => Some(island.local[j]),
@@ -525,11 +574,13 @@ pub fn evaluate<T: Scalar>(
                     &v.as_slice()[ua.offset..ua.offset + ua.size()],
                     vb,
                 )?;
-                let mut blocks = vec![(la, kin.w)];
-                if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
-                    blocks.push((lb, Matrix3xX::from_fn(6, |i, j| wb[(i, j)])));
+                let wb = kin.w_b.map(|wb| Matrix3xX::from_fn(6, |i, j| wb[(i, j)]));
+                let mut src = vec![(la, kin.w.as_view())];
+                if let (Some(lb), Some(wb)) = (lb, &wb) {
+                    src.push((lb, wb.as_view()));
                 }
-                (kin.contact, kin.tangents, kin.y, blocks)
+                let dst = slot(&mut ev.contacts, c, &kin.contact, kin.tangents, kin.y);
+                set_blocks(dst, &src);
             }
             UnitKind::Body(_) => {
                 let ba = &p.model.bodies[cand.a];
@@ -572,31 +623,58 @@ pub fn evaluate<T: Scalar>(
                     cand.a,
                     jb,
                 )?;
-                let dynw = |w: &Matrix3x6<T>| Matrix3xX::from_fn(6, |i, j| w[(i, j)]);
-                let mut blocks = vec![(la, dynw(&kin.w_a))];
-                if let (Some(lb), Some(wb)) = (lb, kin.w_b) {
-                    blocks.push((lb, dynw(&wb)));
+                let view =
+                    |w: &Matrix3x6<T>| -> Matrix3xX<T> { Matrix3xX::from_fn(6, |i, j| w[(i, j)]) };
+                let dst = slot(&mut ev.contacts, c, &kin.contact, kin.tangents, kin.y);
+                // Free-body blocks are 3 × 6: copied in place once sized.
+                let sides = 1 + usize::from(lb.is_some() && kin.w_b.is_some());
+                dst.truncate(sides);
+                let sources = [Some((la, kin.w_a)), lb.zip(kin.w_b)];
+                for (k, (u, w)) in sources.into_iter().flatten().enumerate() {
+                    match dst.get_mut(k) {
+                        Some((du, dw)) if dw.ncols() == 6 => {
+                            *du = u;
+                            dw.copy_from(&w);
+                        }
+                        Some(s) => *s = (u, view(&w)),
+                        None => dst.push((u, view(&w))),
+                    }
                 }
-                (kin.contact, kin.tangents, kin.y, blocks)
             }
-        };
-        let f = cand.law.impulse(x);
-        for (li, w) in &blocks {
-            let u = &island.units[*li];
-            let gen = w.transpose() * f;
-            let mut seg = r_dyn.rows_mut(u.offset, u.size());
-            seg -= gen;
         }
+        let f = cand.law.impulse(x);
+        for (li, w) in &ev.contacts[c].blocks {
+            let u = &island.units[*li];
+            for k in 0..u.size() {
+                let gen = w[(0, k)] * f[0] + w[(1, k)] * f[1] + w[(2, k)] * f[2];
+                ev.r_dyn[u.offset + k] -= gen;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Contact `c`'s evaluation slot with its geometry set, returning its
+/// impulse-map blocks for the caller to fill.
+fn slot<'a, T: Scalar>(
+    contacts: &'a mut Vec<ContactEval<T>>,
+    c: usize,
+    contact: &Contact<T>,
+    tangents: (Vec3<T>, Vec3<T>),
+    y: Vec3<T>,
+) -> &'a mut Vec<(usize, Matrix3xX<T>)> {
+    if c == contacts.len() {
         contacts.push(ContactEval {
-            contact,
+            contact: contact.clone(),
             tangents,
             y,
-            blocks,
+            blocks: Vec::with_capacity(2),
         });
+    } else {
+        let ce = &mut contacts[c];
+        ce.contact = contact.clone();
+        ce.tangents = tangents;
+        ce.y = y;
     }
-    Ok(Eval {
-        r_dyn,
-        jac,
-        contacts,
-    })
+    &mut contacts[c].blocks
 }

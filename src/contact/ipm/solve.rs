@@ -3,17 +3,16 @@
 use super::cone::{orthant_step, soc_step};
 use super::kinematics::contact_jacobian;
 use super::residual::{
-    evaluate, local_jacobian_with, local_residual, local_residual_fixed, Eval, Island, Law,
-    UnitKind,
+    evaluate, evaluate_into, local_jacobian_with, local_residual_fixed, Eval, Island, Law, UnitKind,
 };
 use super::robot::robot_contact_jacobian;
 use super::Params;
 use crate::contact::{SolveError, StepProblem};
-use crate::linalg::SmallLu;
+use crate::linalg::{DenseLu, SmallLu};
 use crate::math::{DMat, DVec, Vec3};
 use crate::scalar::safe_norm;
 use crate::Scalar;
-use nalgebra::{Matrix3, Matrix3x6, Matrix3xX, Matrix6, SMatrix, SVector};
+use nalgebra::{Matrix3, Matrix3xX, Matrix6, SMatrix, SVector};
 
 /// The result of one island's solve.
 #[derive(Clone, Debug)]
@@ -129,63 +128,80 @@ fn boundary_step<T: Scalar>(island: &Island<T>, xs: &[DVec<T>], dxs: &[DVec<T>])
 /// ones, and every dual scalar, by nalgebra's LU (generic over `Scalar`).
 pub const FAER_MIN_ROWS: usize = 96;
 
-/// LU of the reduced system: nalgebra's (any scalar) or faer's (`f64`,
-/// large islands).
+/// LU of the reduced system: [`DenseLu`] (any scalar, storage reused
+/// across iterations) or faer's (`f64`, large islands).
 enum ReducedLu<T: Scalar> {
-    Generic(nalgebra::LU<T, nalgebra::Dyn, nalgebra::Dyn>),
+    Dense(DenseLu<T>),
     Faer(faer::linalg::solvers::PartialPivLu<f64>),
 }
 
 impl<T: Scalar> ReducedLu<T> {
-    fn new(r: DMat<T>) -> Self {
+    /// Factors `r`, reusing the storage of a previous dense factorization;
+    /// `false` when `r` is singular.
+    fn factor(&mut self, r: &DMat<T>) -> bool {
         use std::any::Any;
         if r.nrows() >= FAER_MIN_ROWS {
-            if let Some(r64) = (&r as &dyn Any).downcast_ref::<DMat<f64>>() {
+            if let Some(r64) = (r as &dyn Any).downcast_ref::<DMat<f64>>() {
                 let m = faer::Mat::<f64>::from_fn(r64.nrows(), r64.ncols(), |i, j| r64[(i, j)]);
-                return ReducedLu::Faer(m.partial_piv_lu());
+                *self = ReducedLu::Faer(m.partial_piv_lu());
+                return true;
             }
         }
-        ReducedLu::Generic(r.lu())
+        if !matches!(self, ReducedLu::Dense(_)) {
+            *self = ReducedLu::Dense(DenseLu::default());
+        }
+        match self {
+            ReducedLu::Dense(lu) => lu.factor(r),
+            ReducedLu::Faer(_) => unreachable!("set to dense above"),
+        }
     }
 
-    /// Solves for every column of `rhs` (a vector or a matrix).
-    fn solve<C: nalgebra::Dim>(
-        &self,
-        rhs: &nalgebra::OMatrix<T, nalgebra::Dyn, C>,
-    ) -> Option<nalgebra::OMatrix<T, nalgebra::Dyn, C>>
-    where
-        nalgebra::DefaultAllocator: nalgebra::allocator::Allocator<nalgebra::Dyn, C>,
-    {
+    /// Solves in place; `false` when the solution is not finite.
+    fn solve_in_place(&self, b: &mut DVec<T>) -> bool {
         match self {
-            ReducedLu::Generic(lu) => lu.solve(rhs),
+            ReducedLu::Dense(lu) => lu.solve_in_place(b),
             ReducedLu::Faer(lu) => {
                 use faer::linalg::solvers::Solve;
                 // T is f64 here (only f64 systems are factored by faer).
+                let rhs = faer::Mat::<f64>::from_fn(b.nrows(), 1, |i, _| b[i].re());
+                let x = lu.solve(&rhs);
+                for i in 0..b.nrows() {
+                    b[i] = T::from_re(x[(i, 0)]);
+                }
+                b.iter().all(|e| e.re().is_finite())
+            }
+        }
+    }
+
+    /// Solves for every column of `rhs`.
+    fn solve_mat(&self, rhs: &DMat<T>) -> Option<DMat<T>> {
+        match self {
+            ReducedLu::Dense(lu) => lu.solve_mat(rhs),
+            ReducedLu::Faer(lu) => {
+                use faer::linalg::solvers::Solve;
                 let b =
                     faer::Mat::<f64>::from_fn(rhs.nrows(), rhs.ncols(), |i, j| rhs[(i, j)].re());
                 let x = lu.solve(&b);
                 if !x.col_iter().all(|c| c.iter().all(|e| e.is_finite())) {
                     return None;
                 }
-                Some(nalgebra::OMatrix::<T, nalgebra::Dyn, C>::from_fn_generic(
-                    nalgebra::Dyn(rhs.nrows()),
-                    C::from_usize(rhs.ncols()),
-                    |i, j| T::from_re(x[(i, j)]),
-                ))
+                Some(DMat::from_fn(rhs.nrows(), rhs.ncols(), |i, j| {
+                    T::from_re(x[(i, j)])
+                }))
             }
         }
     }
 
     /// The inverse of the reduced matrix.
     fn try_inverse(&self) -> Option<DMat<T>> {
-        match self {
-            ReducedLu::Generic(lu) => lu.try_inverse(),
+        let n = match self {
+            ReducedLu::Dense(lu) => lu.nrows(),
             ReducedLu::Faer(lu) => {
                 use faer::linalg::solvers::ShapeCore;
-                let n = lu.nrows();
-                self.solve(&DMat::<T>::identity(n, n))
+                lu.nrows()
             }
-        }
+        };
+        self.solve_mat(&DMat::<T>::identity(n, n))
     }
 }
 
@@ -248,13 +264,17 @@ impl<T: Scalar> LocalLu<T> {
 
     /// `A_c⁻¹ r`.
     fn solve_vec(&self, r: &DVec<T>) -> Option<DVec<T>> {
+        let mut out = DVec::zeros(r.len());
+        self.solve_into(r, &mut out).then_some(out)
+    }
+
+    /// `out = A_c⁻¹ r`; `false` when not finite.
+    fn solve_into(&self, r: &DVec<T>, out: &mut DVec<T>) -> bool {
         with_local!(self, |lu, _ac| {
             let b = SVector::from_fn(|i, _| r[i]);
             let x = lu.solve(&b);
-            if !x.iter().all(|e| e.re().is_finite()) {
-                return None;
-            }
-            Some(DVec::from_column_slice(x.as_slice()))
+            out.as_mut_slice().copy_from_slice(x.as_slice());
+            x.iter().all(|e| e.re().is_finite())
         })
     }
 
@@ -268,11 +288,11 @@ impl<T: Scalar> LocalLu<T> {
         Some(out)
     }
 
-    /// `A_c⁻¹ C_c dy`.
-    fn ainv_c_times(&self, dy: &Vec3<T>) -> DVec<T> {
-        with_local!(self, |_lu, ac| DVec::from_column_slice(
-            (ac * dy).as_slice()
-        ))
+    /// `A_c⁻¹ C_c dy`, element `i`.
+    fn ainv_c_times(&self, dy: &Vec3<T>, i: usize) -> T {
+        with_local!(self, |_lu, ac| ac[(i, 0)] * dy[0]
+            + ac[(i, 1)] * dy[1]
+            + ac[(i, 2)] * dy[2])
     }
 
     /// `A_c⁻¹ C_c` as a dynamic matrix.
@@ -298,13 +318,27 @@ impl<T: Scalar> LocalLu<T> {
 }
 
 /// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
-/// and the per-contact blocks needed to recover `dx_c`.
+/// and the per-contact blocks needed to recover `dx_c`. Its storage is
+/// reused by [`factor_into`].
 struct Factored<T: Scalar> {
+    /// The reduced matrix, assembled.
+    r: DMat<T>,
     reduced: ReducedLu<T>,
     /// LU of each `A_c`, with `A_c⁻¹ C_c`.
     local: Vec<LocalLu<T>>,
     /// `(island unit, K block)` of each contact, `K = ∂y/∂v⁺`.
     k_blocks: Vec<Vec<(usize, Matrix3xX<T>)>>,
+}
+
+impl<T: Scalar> Factored<T> {
+    fn empty() -> Self {
+        Factored {
+            r: DMat::zeros(0, 0),
+            reduced: ReducedLu::Dense(DenseLu::default()),
+            local: Vec::new(),
+            k_blocks: Vec::new(),
+        }
+    }
 }
 
 /// How the contact blocks `K = ∂y/∂v⁺` and `G = ∂(Wᵀf)/∂v⁺` of the
@@ -333,59 +367,132 @@ fn factor<T: Scalar>(
     nt: bool,
     lin: Linearization,
 ) -> Result<Factored<T>, SolveError> {
-    let mut r = DMat::zeros(island.dim(), island.dim());
+    let mut fac = Factored::empty();
+    factor_into(p, island, ev, v, xs, nt, lin, &mut fac)?;
+    Ok(fac)
+}
+
+/// `r[rows of uw, cols of uk] += Wᵀ N K − G` for one pair of sides of a
+/// contact (`N = E A_c⁻¹ C_c`, 3 × 3), without temporaries.
+fn add_block<T: Scalar, G: std::ops::Index<(usize, usize), Output = f64>>(
+    r: &mut DMat<T>,
+    (ow, w): (usize, &Matrix3xX<T>),
+    n3: &Matrix3<T>,
+    (ok, k): (usize, &Matrix3xX<T>),
+    g: Option<&G>,
+) {
+    // The closed form (no G) uses W's primal values (see `Linearization`).
+    let wv = |a: usize, i: usize| match g {
+        Some(_) => w[(a, i)],
+        None => T::from_re(w[(a, i)].re()),
+    };
+    for i in 0..w.ncols() {
+        // Row i of Wᵀ N.
+        let wn: [T; 3] = core::array::from_fn(|a| {
+            wv(0, i) * n3[(0, a)] + wv(1, i) * n3[(1, a)] + wv(2, i) * n3[(2, a)]
+        });
+        for j in 0..k.ncols() {
+            let mut add = wn[0] * k[(0, j)] + wn[1] * k[(1, j)] + wn[2] * k[(2, j)];
+            if let Some(g) = g {
+                add -= T::from_re(g[(i, j)]);
+            }
+            r[(ow + i, ok + j)] += add;
+        }
+    }
+}
+
+/// Sets slot `s` of `ks` to `(u, K)` with `K[(i, j)] = val(i, j)`
+/// (`ncols` columns), reusing its storage when the shape agrees.
+fn set_k<T: Scalar>(
+    ks: &mut Vec<(usize, Matrix3xX<T>)>,
+    s: usize,
+    u: usize,
+    ncols: usize,
+    val: impl Fn(usize, usize) -> T,
+) {
+    if ks.len() == s {
+        ks.push((u, Matrix3xX::zeros(ncols)));
+    } else if ks[s].1.ncols() != ncols {
+        ks[s].1 = Matrix3xX::zeros(ncols);
+    }
+    let (ku, k) = &mut ks[s];
+    *ku = u;
+    for j in 0..ncols {
+        for i in 0..3 {
+            k[(i, j)] = val(i, j);
+        }
+    }
+}
+
+/// The geometric stiffness blocks `G[i][j] = ∂(W_iᵀ f)/∂v_j` of a contact.
+enum Stiffness {
+    Body([[Matrix6<f64>; 2]; 2]),
+    Robot(Vec<Vec<DMat<f64>>>),
+}
+
+#[allow(clippy::too_many_arguments)]
+fn factor_into<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    ev: &Eval<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+    nt: bool,
+    lin: Linearization,
+    fac: &mut Factored<T>,
+) -> Result<(), SolveError> {
+    let dim = island.dim();
+    if fac.r.shape() != (dim, dim) {
+        fac.r = DMat::zeros(dim, dim);
+    } else {
+        fac.r.fill(T::zero());
+    }
     for (u, j) in island.units.iter().zip(&ev.jac) {
-        r.view_mut((u.offset, u.offset), (u.size(), u.size()))
+        fac.r
+            .view_mut((u.offset, u.offset), (u.size(), u.size()))
             .copy_from(j);
     }
-    let mut local = Vec::with_capacity(xs.len());
-    let mut k_blocks = Vec::with_capacity(xs.len());
-    let lift = |m: &DMat<f64>| m.map(T::from_re);
-    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&ev.contacts) {
+    fac.local.clear();
+    fac.k_blocks.truncate(xs.len());
+    while fac.k_blocks.len() < xs.len() {
+        fac.k_blocks.push(Vec::with_capacity(2));
+    }
+    for (c, ((cand, x), ce)) in island.contacts.iter().zip(xs).zip(&ev.contacts).enumerate() {
         let lu = LocalLu::new(cand.law, x.as_slice(), cand.mu, nt)
             .ok_or(SolveError::Singular("contact block"))?;
         let n3 = lu.n3(cand.law);
+        let ks = &mut fac.k_blocks[c];
+        let la = ce.blocks[0].0;
+        // A conic-program contact (`bilevel`) has a gap whose gradient is
+        // not the rigid motion of its witness points: always exact.
+        if lin == Linearization::ClosedForm && cand.parts.is_none() {
+            // K = diag(h, 1, 1) W on the primal values, in place.
+            let h = p.h.re();
+            ks.truncate(ce.blocks.len());
+            for (s, (u, w)) in ce.blocks.iter().enumerate() {
+                let row_scale = |i: usize| if i == 0 { h } else { 1.0 };
+                set_k(ks, s, *u, w.ncols(), |i, j| {
+                    T::from_re(w[(i, j)].re() * row_scale(i))
+                });
+            }
+            for (lw, w) in ce.blocks.iter() {
+                let ow = island.units[*lw].offset;
+                for (lk, k) in ks.iter() {
+                    let ok = island.units[*lk].offset;
+                    add_block(&mut fac.r, (ow, w), &n3, (ok, k), None::<&Matrix6<f64>>);
+                }
+            }
+            fac.local.push(lu);
+            continue;
+        }
         // Exact primal K and geometric stiffness G of the contact.
         let f = cand.law.impulse(x).map(|e| e.re());
         let unit_v = |li: usize| -> Vec<f64> {
             let u = &island.units[li];
             (0..u.size()).map(|k| v[u.offset + k].re()).collect()
         };
-        let la = ce.blocks[0].0;
-        // A conic-program contact (`bilevel`) has a gap whose gradient is
-        // not the rigid motion of its witness points: always exact.
-        if lin == Linearization::ClosedForm && cand.parts.is_none() {
-            let h = p.h;
-            let ks: Vec<(usize, Matrix3xX<T>)> = ce
-                .blocks
-                .iter()
-                .map(|(u, w)| {
-                    let mut k = Matrix3xX::from_fn(w.ncols(), |i, j| T::from_re(w[(i, j)].re()));
-                    let hr = T::from_re(h.re());
-                    for j in 0..k.ncols() {
-                        k[(0, j)] *= hr;
-                    }
-                    (*u, k)
-                })
-                .collect();
-            for (lw, w) in ce.blocks.iter() {
-                let wn = w.map(|e| T::from_re(e.re())).transpose() * n3;
-                let uw = &island.units[*lw];
-                for (lk, k) in ks.iter() {
-                    let uk = &island.units[*lk];
-                    let add: DMat<T> = &wn * k;
-                    let mut blk = r.view_mut((uw.offset, uk.offset), (uw.size(), uk.size()));
-                    blk += add;
-                }
-            }
-            local.push(lu);
-            k_blocks.push(ks);
-            continue;
-        }
         // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
-        let (ks, g): (Vec<(usize, Matrix3xX<T>)>, Vec<Vec<DMat<f64>>>) = match &island.units[la]
-            .kind
-        {
+        let g = match &island.units[la].kind {
             UnitKind::Robot(ru) => {
                 let lb = ce.blocks.get(1).map(|b| b.0);
                 let vb: [f64; 6] = match lb {
@@ -397,13 +504,11 @@ fn factor<T: Scalar>(
                 };
                 let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &vb, &f)?;
                 let units = std::iter::once(la).chain(lb);
-                (
-                    units
-                        .zip(k.iter())
-                        .map(|(u, k)| (u, k.map(T::from_re)))
-                        .collect(),
-                    g,
-                )
+                *ks = units
+                    .zip(k.iter())
+                    .map(|(u, k)| (u, k.map(T::from_re)))
+                    .collect();
+                Stiffness::Robot(g)
             }
             UnitKind::Body(_) => {
                 let lb = ce.blocks.get(1).map(|b| b.0);
@@ -414,76 +519,92 @@ fn factor<T: Scalar>(
                 let va = re6(la);
                 let vb = lb.map(re6).unwrap_or([0.0; 6]);
                 let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
-                let dynk = |m: &Matrix3x6<f64>| Matrix3xX::from_fn(6, |i, j| T::from_re(m[(i, j)]));
-                let dyng = |m: &Matrix6<f64>| DMat::from_fn(6, 6, |i, j| m[(i, j)]);
-                let mut ks = vec![(la, dynk(&ka))];
+                ks.truncate(1 + usize::from(lb.is_some()));
+                set_k(ks, 0, la, 6, |i, j| T::from_re(ka[(i, j)]));
                 if let Some(lb) = lb {
-                    ks.push((lb, dynk(&kb)));
+                    set_k(ks, 1, lb, 6, |i, j| T::from_re(kb[(i, j)]));
                 }
-                let g = g.iter().map(|row| row.iter().map(dyng).collect()).collect();
-                (ks, g)
+                Stiffness::Body(g)
             }
         };
         for (i, (lw, w)) in ce.blocks.iter().enumerate() {
-            let wn = w.transpose() * n3;
-            let uw = &island.units[*lw];
+            let ow = island.units[*lw].offset;
             for (j, (lk, k)) in ks.iter().enumerate() {
-                let uk = &island.units[*lk];
-                let add: DMat<T> = &wn * k - lift(&g[i][j]);
-                let mut blk = r.view_mut((uw.offset, uk.offset), (uw.size(), uk.size()));
-                blk += add;
+                let ok = island.units[*lk].offset;
+                match &g {
+                    Stiffness::Body(g) => {
+                        add_block(&mut fac.r, (ow, w), &n3, (ok, k), Some(&g[i][j]))
+                    }
+                    Stiffness::Robot(g) => {
+                        add_block(&mut fac.r, (ow, w), &n3, (ok, k), Some(&g[i][j]))
+                    }
+                }
             }
         }
-        local.push(lu);
-        k_blocks.push(ks);
+        fac.local.push(lu);
     }
-    Ok(Factored {
-        reduced: ReducedLu::new(r),
-        local,
-        k_blocks,
-    })
+    if !fac.reduced.factor(&fac.r) {
+        return Err(SolveError::Singular("reduced system"));
+    }
+    Ok(())
+}
+
+/// Buffers of [`direction`]: the right-hand side and `A_c⁻¹ r_c`.
+struct DirWork<T: Scalar> {
+    ainv_r: Vec<DVec<T>>,
 }
 
 /// Newton direction for the local residuals `rc` (dynamics residual from
 /// `ev`): `(H + Σ Wᵀ E A⁻¹ C K) dv = −r_d − Σ Wᵀ E A⁻¹ r_c`,
-/// `dx_c = −A_c⁻¹ (r_c + C_c K_c dv)`.
+/// `dx_c = −A_c⁻¹ (r_c + C_c K_c dv)`, into `dv` and `dxs`.
 fn direction<T: Scalar>(
     island: &Island<T>,
     ev: &Eval<T>,
     f: &Factored<T>,
     rc: &[DVec<T>],
-) -> Result<(DVec<T>, Vec<DVec<T>>), SolveError> {
-    let mut rhs = -ev.r_dyn.clone();
-    let mut ainv_r = Vec::with_capacity(rc.len());
+    work: &mut DirWork<T>,
+    dv: &mut DVec<T>,
+    dxs: &mut [DVec<T>],
+) -> Result<(), SolveError> {
+    for (d, r) in dv.iter_mut().zip(ev.r_dyn.iter()) {
+        *d = -*r;
+    }
     for (c, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
-        let u = f.local[c]
-            .solve_vec(&rc[c])
-            .ok_or(SolveError::Singular("contact block"))?;
-        let eu = cand.law.impulse(&u);
+        let u = &mut work.ainv_r[c];
+        if !f.local[c].solve_into(&rc[c], u) {
+            return Err(SolveError::Singular("contact block"));
+        }
+        let eu = cand.law.impulse(u);
         for (lw, w) in &ce.blocks {
             let un = &island.units[*lw];
-            let mut seg = rhs.rows_mut(un.offset, un.size());
-            seg -= w.transpose() * eu;
+            for k in 0..un.size() {
+                dv[un.offset + k] -= w[(0, k)] * eu[0] + w[(1, k)] * eu[1] + w[(2, k)] * eu[2];
+            }
         }
-        ainv_r.push(u);
     }
-    let dv = f
-        .reduced
-        .solve(&rhs)
-        .ok_or(SolveError::Singular("reduced system"))?;
-    let mut dxs = Vec::with_capacity(rc.len());
+    if !f.reduced.solve_in_place(dv) {
+        return Err(SolveError::Singular("reduced system"));
+    }
     for c in 0..ev.contacts.len() {
         let mut dy = Vec3::zeros();
         for (lk, k) in &f.k_blocks[c] {
             let un = &island.units[*lk];
-            dy += k * dv.rows(un.offset, un.size());
+            for j in 0..un.size() {
+                let d = dv[un.offset + j];
+                dy[0] += k[(0, j)] * d;
+                dy[1] += k[(1, j)] * d;
+                dy[2] += k[(2, j)] * d;
+            }
         }
-        let corr = f.local[c].ainv_c_times(&dy);
-        dxs.push(-(&ainv_r[c] + corr));
+        let ar = &work.ainv_r[c];
+        for (i, out) in dxs[c].iter_mut().enumerate() {
+            *out = -(ar[i] + f.local[c].ainv_c_times(&dy, i));
+        }
     }
-    Ok((dv, dxs))
+    Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn local_residuals<T: Scalar>(
     island: &Island<T>,
     ev: &Eval<T>,
@@ -491,25 +612,95 @@ fn local_residuals<T: Scalar>(
     kappa: T,
     corrector: Option<&[DVec<T>]>,
     nt: bool,
-) -> Vec<DVec<T>> {
-    island
-        .contacts
-        .iter()
-        .zip(xs)
-        .zip(&ev.contacts)
-        .enumerate()
-        .map(|(c, ((cand, x), ce))| {
-            local_residual(
-                cand.law,
-                x,
-                &ce.y,
-                cand.mu,
-                kappa,
-                corrector.map(|d| &d[c]),
-                nt,
-            )
-        })
-        .collect()
+    out: &mut [DVec<T>],
+) {
+    for (c, ((cand, x), ce)) in island.contacts.iter().zip(xs).zip(&ev.contacts).enumerate() {
+        let r = local_residual_fixed(
+            cand.law,
+            x.as_slice(),
+            &ce.y,
+            cand.mu,
+            kappa,
+            corrector.map(|d| d[c].as_slice()),
+            nt,
+        );
+        out[c]
+            .as_mut_slice()
+            .copy_from_slice(&r.as_slice()[..cand.law.size()]);
+    }
+}
+
+/// A point of the iteration: velocities, contact unknowns and their
+/// evaluation.
+struct Point<T: Scalar> {
+    v: DVec<T>,
+    xs: Vec<DVec<T>>,
+    ev: Eval<T>,
+}
+
+impl<T: Scalar> Point<T> {
+    fn like(v: &DVec<T>, xs: &[DVec<T>]) -> Self {
+        Point {
+            v: v.clone(),
+            xs: xs.to_vec(),
+            ev: Eval {
+                r_dyn: DVec::zeros(0),
+                jac: Vec::new(),
+                contacts: Vec::new(),
+            },
+        }
+    }
+
+    /// `self = from + α d` (α applied to the derivative parts only with
+    /// `tangent`), then evaluated.
+    #[allow(clippy::too_many_arguments)]
+    fn step_from(
+        &mut self,
+        p: &StepProblem<'_, T>,
+        island: &Island<T>,
+        from: &Point<T>,
+        dv: &DVec<T>,
+        dxs: &[DVec<T>],
+        alpha: f64,
+        tangent: bool,
+    ) -> Result<(), SolveError> {
+        let a = T::from_re(alpha);
+        let scale = |d: T| {
+            if tangent {
+                d - T::from_re(d.re())
+            } else {
+                d * a
+            }
+        };
+        for ((t, v), d) in self.v.iter_mut().zip(from.v.iter()).zip(dv.iter()) {
+            *t = *v + scale(*d);
+        }
+        for ((t, x), d) in self.xs.iter_mut().zip(&from.xs).zip(dxs) {
+            for ((ti, xi), di) in t.iter_mut().zip(x.iter()).zip(d.iter()) {
+                *ti = *xi + scale(*di);
+            }
+        }
+        evaluate_into(p, island, &self.v, &self.xs, &mut self.ev)
+    }
+}
+
+/// Every buffer one island's solve needs, allocated once per solve: the
+/// iterate, the line search's trial, its best rejected trial and the
+/// recentring trial, the Newton directions, residuals and factors. The
+/// iterations themselves do not allocate (free bodies; a robot's
+/// kinematics still does).
+struct Work<T: Scalar> {
+    cur: Point<T>,
+    trial: Point<T>,
+    best: Point<T>,
+    center: Point<T>,
+    dv: DVec<T>,
+    dxs: Vec<DVec<T>>,
+    dx_aff: Vec<DVec<T>>,
+    rc: Vec<DVec<T>>,
+    dir: DirWork<T>,
+    fac: Factored<T>,
+    plain: Factored<T>,
 }
 
 /// Solves one island from the initial velocity `v0` (island layout)
@@ -524,56 +715,72 @@ pub fn solve_island<T: Scalar>(
 ) -> Result<IslandSolution<T>, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
-    let mut v = v0;
     let warm: Vec<bool> = x0.iter().map(|x| x.is_some()).collect();
-    let mut xs: Vec<DVec<T>> = island
+    let xs: Vec<DVec<T>> = island
         .contacts
         .iter()
         .zip(x0)
         .map(|(c, x)| x.unwrap_or_else(|| c.law.initial(params.initial_scale)))
         .collect();
+    let mut w = Work {
+        cur: Point::like(&v0, &xs),
+        trial: Point::like(&v0, &xs),
+        best: Point::like(&v0, &xs),
+        center: Point::like(&v0, &xs),
+        dv: v0.clone(),
+        dxs: xs.clone(),
+        dx_aff: xs.clone(),
+        rc: xs.clone(),
+        dir: DirWork { ainv_r: xs.clone() },
+        fac: Factored::empty(),
+        plain: Factored::empty(),
+    };
     // Start on the linear equalities where the cones allow it: the gap
     // slack at the gap of the initial velocity (when larger than the
     // scale), β₀ = μγ, η_t = v_t with ψ = ‖v_t‖ + scale (exact cone),
     // ηₖ = ψ + dₖᵀv_t with ψ = ‖v_t‖₁ + scale and s_ψ = μγ − Σβₖ > 0
     // (pyramid).
-    let mut ev = evaluate(p, island, &v, &xs)?;
-    let scale = T::from_re(params.initial_scale);
-    for (((x, ce), cand), _) in xs
-        .iter_mut()
-        .zip(&ev.contacts)
-        .zip(&island.contacts)
-        .zip(&warm)
-        .filter(|w| !*w.1)
     {
-        let y = ce.y;
-        if y[0].re() > x[1].re() {
-            x[1] = y[0];
-        }
-        match cand.law {
-            Law::Frictionless => {}
-            Law::Exact => {
-                x[2] = cand.mu * x[0];
-                x[6] = y[1];
-                x[7] = y[2];
-                x[5] = safe_norm(&Vec3::new(y[1], y[2], T::zero())) + scale;
+        let cur = &mut w.cur;
+        evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
+        let scale = T::from_re(params.initial_scale);
+        for (((x, ce), cand), _) in cur
+            .xs
+            .iter_mut()
+            .zip(&cur.ev.contacts)
+            .zip(&island.contacts)
+            .zip(&warm)
+            .filter(|w| !*w.1)
+        {
+            let y = ce.y;
+            if y[0].re() > x[1].re() {
+                x[1] = y[0];
             }
-            Law::Pyramid => {
-                let psi = y[1].abs() + y[2].abs() + scale;
-                let beta = cand.mu * x[0] * T::from_re(0.125);
-                for k in 0..4 {
-                    x[2 + k] = beta;
+            match cand.law {
+                Law::Frictionless => {}
+                Law::Exact => {
+                    x[2] = cand.mu * x[0];
+                    x[6] = y[1];
+                    x[7] = y[2];
+                    x[5] = safe_norm(&Vec3::new(y[1], y[2], T::zero())) + scale;
                 }
-                x[6] = psi + y[1];
-                x[7] = psi - y[1];
-                x[8] = psi + y[2];
-                x[9] = psi - y[2];
-                x[10] = psi;
-                x[11] = cand.mu * x[0] * T::from_re(0.5);
+                Law::Pyramid => {
+                    let psi = y[1].abs() + y[2].abs() + scale;
+                    let beta = cand.mu * x[0] * T::from_re(0.125);
+                    for k in 0..4 {
+                        x[2 + k] = beta;
+                    }
+                    x[6] = psi + y[1];
+                    x[7] = psi - y[1];
+                    x[8] = psi + y[2];
+                    x[9] = psi - y[2];
+                    x[10] = psi;
+                    x[11] = cand.mu * x[0] * T::from_re(0.5);
+                }
             }
         }
+        evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
     }
-    ev = evaluate(p, island, &v, &xs)?;
     let mut iter = 0;
     // The contact blocks of the Newton matrix: closed form while the
     // iteration makes progress, exact once a step is short (see
@@ -586,7 +793,7 @@ pub fn solve_island<T: Scalar>(
         Linearization::ClosedForm
     };
     loop {
-        let m = measures(island, &ev, &xs, rho);
+        let m = measures(island, &w.cur.ev, &w.cur.xs, rho);
         if m.eq <= sp.tolerance && m.comp_dev <= params.complementarity_tolerance * rho {
             // Polish: full Newton steps on r_ρ (unscaled cone rows), the
             // same in every scalar: at least `polish_steps`, with the loop's
@@ -599,7 +806,7 @@ pub fn solve_island<T: Scalar>(
             let mut k = 0;
             while k < max_steps {
                 if k >= params.polish_steps {
-                    let mm = measures(island, &ev, &xs, rho);
+                    let mm = measures(island, &w.cur.ev, &w.cur.xs, rho);
                     if mm.eq <= tight && mm.comp_dev <= tight {
                         break;
                     }
@@ -610,48 +817,59 @@ pub fn solve_island<T: Scalar>(
                     lin
                 };
                 k += 1;
-                let fac = factor(p, island, &ev, &v, &xs, false, l)?;
-                let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
-                let (dv, dxs) = direction(island, &ev, &fac, &r)?;
-                if boundary_step(island, &xs, &dxs) <= 1.0 {
+                let Work {
+                    cur,
+                    trial,
+                    dv,
+                    dxs,
+                    rc,
+                    dir,
+                    fac,
+                    ..
+                } = &mut w;
+                factor_into(p, island, &cur.ev, &cur.v, &cur.xs, false, l, fac)?;
+                local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
+                direction(island, &cur.ev, fac, rc, dir, dv, dxs)?;
+                if boundary_step(island, &cur.xs, dxs) <= 1.0 {
                     break;
                 }
-                let v_t = &v + &dv;
-                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d).collect();
-                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else {
+                if trial
+                    .step_from(p, island, cur, dv, dxs, 1.0, false)
+                    .is_err()
+                {
                     break;
-                };
-                v = v_t;
-                xs = xs_t;
-                ev = ev_t;
+                }
+                std::mem::swap(cur, trial);
             }
             // Then, in a dual scalar, one Newton step per derivative order
             // with the exact Jacobian that moves only the derivative parts
             // (the primal stays where the f64 solve puts it): at the root,
             // each makes one more derivative order exact.
             for _ in 0..T::DERIVATIVE_ORDER {
-                let fac = factor(p, island, &ev, &v, &xs, false, Linearization::Exact)?;
-                let r = local_residuals(island, &ev, &xs, T::from_re(rho), None, false);
-                let (dv, dxs) = direction(island, &ev, &fac, &r)?;
-                let tangent = |d: T| d - T::from_re(d.re());
-                let v_t = &v + dv.map(tangent);
-                let xs_t: Vec<DVec<T>> = xs
-                    .iter()
-                    .zip(&dxs)
-                    .map(|(x, d)| x + d.map(tangent))
-                    .collect();
-                let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) else {
+                let Work {
+                    cur,
+                    trial,
+                    dv,
+                    dxs,
+                    rc,
+                    dir,
+                    fac,
+                    ..
+                } = &mut w;
+                let l = Linearization::Exact;
+                factor_into(p, island, &cur.ev, &cur.v, &cur.xs, false, l, fac)?;
+                local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
+                direction(island, &cur.ev, fac, rc, dir, dv, dxs)?;
+                if trial.step_from(p, island, cur, dv, dxs, 1.0, true).is_err() {
                     break;
-                };
-                v = v_t;
-                xs = xs_t;
-                ev = ev_t;
+                }
+                std::mem::swap(cur, trial);
             }
-            let m = measures(island, &ev, &xs, rho);
+            let m = measures(island, &w.cur.ev, &w.cur.xs, rho);
             return Ok(IslandSolution {
-                v,
-                xs,
-                eval: ev,
+                v: w.cur.v,
+                xs: w.cur.xs,
+                eval: w.cur.ev,
                 iterations: iter,
                 residual: m.eq,
                 complementarity: m.comp_max,
@@ -660,9 +878,9 @@ pub fn solve_island<T: Scalar>(
         }
         if iter >= sp.max_iterations && sp.accept_at_cap {
             return Ok(IslandSolution {
-                v,
-                xs,
-                eval: ev,
+                v: w.cur.v,
+                xs: w.cur.xs,
+                eval: w.cur.ev,
                 iterations: iter,
                 residual: m.eq,
                 complementarity: m.comp_max,
@@ -678,13 +896,26 @@ pub fn solve_island<T: Scalar>(
         }
         iter += 1;
         let nt = params.nesterov_todd;
-        let fac = factor(p, island, &ev, &v, &xs, nt, lin)?;
+        let Work {
+            cur,
+            trial,
+            best,
+            center,
+            dv,
+            dxs,
+            dx_aff,
+            rc,
+            dir,
+            fac,
+            plain,
+        } = &mut w;
+        factor_into(p, island, &cur.ev, &cur.v, &cur.xs, nt, lin, fac)?;
         // Predictor (affine scaling, κ = 0).
-        let r_aff = local_residuals(island, &ev, &xs, T::zero(), None, nt);
-        let (_, dx_aff) = direction(island, &ev, &fac, &r_aff)?;
-        let alpha_aff = boundary_step(island, &xs, &dx_aff).min(1.0);
-        let nu = mean_comp(island, &xs, None);
-        let nu_aff = mean_comp(island, &xs, Some((&dx_aff, alpha_aff)));
+        local_residuals(island, &cur.ev, &cur.xs, T::zero(), None, nt, rc);
+        direction(island, &cur.ev, fac, rc, dir, dv, dx_aff)?;
+        let alpha_aff = boundary_step(island, &cur.xs, dx_aff).min(1.0);
+        let nu = mean_comp(island, &cur.xs, None);
+        let nu_aff = mean_comp(island, &cur.xs, Some((dx_aff, alpha_aff)));
         let sigma = if nu > 0.0 {
             (nu_aff / nu).clamp(0.0, 1.0).powi(3)
         } else {
@@ -695,12 +926,8 @@ pub fn solve_island<T: Scalar>(
         // reached ρ the affine term `dz ∘ ds` is of the order of ρ itself
         // and would keep the iterate off the central point, so the final
         // phase takes pure Newton steps on r_ρ.
-        let second_order = if sigma * nu > rho {
-            Some(dx_aff.as_slice())
-        } else {
-            None
-        };
-        let merit0 = measures(island, &ev, &xs, kappa).merit;
+        let second_order = sigma * nu > rho;
+        let merit0 = measures(island, &cur.ev, &cur.xs, kappa).merit;
         // Backtracking line search on ‖r_κ‖² along the corrector; when it
         // finds no sufficient decrease (the second-order term can make the
         // corrector an ascent direction far from the solution), along the
@@ -709,45 +936,63 @@ pub fn solve_island<T: Scalar>(
         // (second-order term, Nesterov–Todd scaled): the corrector, then the
         // Newton direction, then (when NT scaling is on) the unscaled
         // Newton direction, which is a descent direction of ‖r_κ‖².
-        let mut candidates_dirs = vec![(second_order, nt)];
-        if second_order.is_some() {
-            candidates_dirs.push((None, nt));
+        let dirs = [
+            Some((second_order, nt)),
+            second_order.then_some((false, nt)),
+            nt.then_some((false, false)),
+        ];
+        /// Where the point to move to is.
+        #[derive(PartialEq)]
+        enum Taken {
+            Trial,
+            Center,
         }
-        if nt {
-            candidates_dirs.push((None, false));
-        }
-        let mut step_taken = None;
-        let mut fallback = None;
+        let mut taken = None;
+        let mut best_merit: Option<f64> = None;
         let mut accepted_alpha = 0.0;
-        let mut plain_fac = None;
-        for (so, scaled) in candidates_dirs.into_iter() {
-            let r_dir = local_residuals(island, &ev, &xs, T::from_re(kappa), so, scaled);
+        let mut plain_ready = false;
+        for (so, scaled) in dirs.into_iter().flatten() {
+            let corrector = so.then_some(dx_aff.as_slice());
+            local_residuals(
+                island,
+                &cur.ev,
+                &cur.xs,
+                T::from_re(kappa),
+                corrector,
+                scaled,
+                rc,
+            );
             let f = if scaled == nt {
-                &fac
+                &*fac
             } else {
-                plain_fac.get_or_insert(factor(p, island, &ev, &v, &xs, scaled, lin)?)
+                if !plain_ready {
+                    factor_into(p, island, &cur.ev, &cur.v, &cur.xs, scaled, lin, plain)?;
+                    plain_ready = true;
+                }
+                &*plain
             };
-            let (dv, dxs) = direction(island, &ev, f, &r_dir)?;
+            direction(island, &cur.ev, f, rc, dir, dv, dxs)?;
             let mut alpha =
-                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+                (params.fraction_to_boundary * boundary_step(island, &cur.xs, dxs)).min(1.0);
             for _ in 0..=params.max_backtracks {
-                let a = T::from_re(alpha);
-                let v_t = &v + &dv * a;
-                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
-                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
-                    let merit = measures(island, &ev_t, &xs_t, kappa).merit;
+                if trial
+                    .step_from(p, island, cur, dv, dxs, alpha, false)
+                    .is_ok()
+                {
+                    let merit = measures(island, &trial.ev, &trial.xs, kappa).merit;
                     if merit <= (1.0 - params.armijo * alpha) * merit0 {
                         accepted_alpha = alpha;
-                        step_taken = Some((v_t, xs_t, ev_t));
+                        taken = Some(Taken::Trial);
                         break;
                     }
-                    if fallback.as_ref().is_none_or(|(m, _)| merit < *m) {
-                        fallback = Some((merit, (v_t, xs_t, ev_t)));
+                    if best_merit.is_none_or(|m| merit < m) {
+                        best_merit = Some(merit);
+                        std::mem::swap(best, trial);
                     }
                 }
                 alpha *= params.backtrack_factor;
             }
-            if step_taken.is_some() {
+            if taken.is_some() {
                 break;
             }
         }
@@ -767,30 +1012,32 @@ pub fn solve_island<T: Scalar>(
             // a pure centering step towards κ = ν instead, accepted without
             // the merit test, so the next iterations can make progress.
             let kc = T::from_re(nu.max(rho));
-            let r_c = local_residuals(island, &ev, &xs, kc, None, nt);
-            let (dv, dxs) = direction(island, &ev, &fac, &r_c)?;
+            local_residuals(island, &cur.ev, &cur.xs, kc, None, nt, rc);
+            direction(island, &cur.ev, fac, rc, dir, dv, dxs)?;
             let mut alpha =
-                (params.fraction_to_boundary * boundary_step(island, &xs, &dxs)).min(1.0);
+                (params.fraction_to_boundary * boundary_step(island, &cur.xs, dxs)).min(1.0);
             for _ in 0..=params.max_backtracks {
-                let a = T::from_re(alpha);
-                let v_t = &v + &dv * a;
-                let xs_t: Vec<DVec<T>> = xs.iter().zip(&dxs).map(|(x, d)| x + d * a).collect();
-                if let Ok(ev_t) = evaluate(p, island, &v_t, &xs_t) {
-                    step_taken = Some((v_t, xs_t, ev_t));
+                if center
+                    .step_from(p, island, cur, dv, dxs, alpha, false)
+                    .is_ok()
+                {
+                    taken = Some(Taken::Center);
                     break;
                 }
                 alpha *= params.backtrack_factor;
             }
         }
-        let Some((v_n, xs_n, ev_n)) = step_taken.or(fallback.map(|f| f.1)) else {
+        match taken {
+            Some(Taken::Trial) => std::mem::swap(cur, trial),
+            Some(Taken::Center) => std::mem::swap(cur, center),
+            None if best_merit.is_some() => std::mem::swap(cur, best),
             // Every trial point failed to evaluate.
-            return Err(SolveError::Singular(
-                "line search: no trial point could be evaluated",
-            ));
-        };
-        v = v_n;
-        xs = xs_n;
-        ev = ev_n;
+            None => {
+                return Err(SolveError::Singular(
+                    "line search: no trial point could be evaluated",
+                ))
+            }
+        }
     }
 }
 
@@ -881,7 +1128,7 @@ impl IslandJacobian {
         } else {
             self.fac
                 .reduced
-                .solve(&rhs)
+                .solve_mat(&rhs)
                 .ok_or(SolveError::Singular("reduced system"))?
         };
         if !contacts {
