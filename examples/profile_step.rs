@@ -2,9 +2,11 @@
 //! a 0.2 m cube of 1 kg resting on a plane (default), or `pile N` spheres.
 //!
 //! With `jac` after the kind, each step also computes the full one-step
-//! Jacobian (state and control) by `ift`.
+//! Jacobian (state and control) by `ift`. Steps are chained as in a
+//! rollout (`sim::step_with`: `ipm` warm-starts each step's contacts from
+//! the previous step's); with `cold`, each is an independent `sim::step`.
 //!
-//! `cargo run --release --example profile_step -- [box|pile N] [jac] [STEPS]`
+//! `cargo run --release --example profile_step -- [box|pile N] [jac] [cold] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
@@ -67,6 +69,7 @@ fn main() {
         }
     };
     let jac = args.iter().any(|a| a == "jac");
+    let cold = args.iter().any(|a| a == "cold");
     let steps: usize = args
         .last()
         .and_then(|s| s.parse().ok())
@@ -82,9 +85,14 @@ fn main() {
     let traj = rollout(&w, &x, &Controls::Constant(u.clone()), 20).unwrap();
     let mut x = traj.last().clone();
     let mut iters = 0;
+    let mut ws = dualsim::contact::Workspace::default();
     let t = std::time::Instant::now();
     for _ in 0..steps {
-        let out = step(&w, &x, &u).unwrap();
+        let out = if cold {
+            step(&w, &x, &u).unwrap()
+        } else {
+            dualsim::sim::step_with(&w, &x, &u, &mut ws).unwrap()
+        };
         if jac {
             let j = dualsim::diff::step_jacobian(
                 &w,
@@ -102,8 +110,9 @@ fn main() {
     }
     let dt = t.elapsed().as_secs_f64() / steps as f64;
     println!(
-        "{kind}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step",
+        "{kind}{}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step",
         if jac { " + ift Jacobian" } else { "" },
+        if cold { " (cold)" } else { "" },
         dt * 1e6,
         iters as f64 / steps as f64
     );

@@ -11,8 +11,12 @@
 //!
 //! # Departures from the target design (CONTACT-LAYER.md)
 //!
-//! * `solve` takes no `Workspace<T>` yet: the buffers are still allocated
-//!   per step inside each backend.
+//! * The workspace is per backend ([`ContactBackend::Workspace`], what a
+//!   backend carries from one step of a rollout to the next) rather than
+//!   one `Workspace<T>` of every buffer: `ipm` keeps its previous contact
+//!   solution there (warm start) and allocates its island buffers once per
+//!   island solve; the step's setup (candidates, islands, output) still
+//!   allocates.
 //! * The f64 root and its structure come from a separate method
 //!   ([`ContactBackend::solve_root`]) instead of being returned by
 //!   `solve`, so that a plain simulation step does not build the stacked
@@ -111,6 +115,11 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// What the f64 solve decided (the contact set and layout of `y`).
     type Structure: Clone + std::fmt::Debug;
 
+    /// What the backend carries from one step of a rollout to the next
+    /// (a warm start, reused buffers); `()` for a backend that carries
+    /// nothing. A fresh workspace is [`Default`].
+    type Workspace<T: Scalar>: Default + Clone + std::fmt::Debug + Send;
+
     /// The backend with this tuning.
     fn new(params: &Self::Params) -> Self;
 
@@ -141,6 +150,17 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// Solves one step.
     fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>)
         -> Result<StepSolution<T>, SolveError>;
+
+    /// Solves one step of a rollout with the workspace the previous steps
+    /// left (a fresh one for the first step). Default:
+    /// [`solve`](Self::solve), ignoring the workspace.
+    fn solve_with<T: Scalar>(
+        &self,
+        problem: &StepProblem<'_, T>,
+        _workspace: &mut Self::Workspace<T>,
+    ) -> Result<StepSolution<T>, SolveError> {
+        self.solve(problem)
+    }
 
     /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).
     fn solve_root(

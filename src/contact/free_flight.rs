@@ -26,6 +26,7 @@ impl ContactBackend for FreeFlight {
     const NAME: &'static str = "free_flight";
     type Params = NewtonParams;
     type Structure = ();
+    type Workspace<T: Scalar> = ();
 
     fn new(params: &NewtonParams) -> Self {
         FreeFlight { newton: *params }

@@ -25,8 +25,8 @@ pub mod registry;
 pub mod silico;
 
 pub use backend::{dense_solve, ContactBackend, Feature, Param};
-pub(crate) use registry::with_backend;
-pub use registry::{BackendParams, SolverKind, UnknownBackend};
+pub(crate) use registry::{with_backend, with_backend_workspace};
+pub use registry::{BackendParams, SolverKind, UnknownBackend, Workspace};
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;

@@ -145,6 +145,36 @@ macro_rules! backends {
         /// Binds `$b` to the backend of `$kind` built from `$params`
         /// (a [`BackendParams`]) and evaluates `$body`: the one `match` over
         /// the backends.
+        /// What a rollout carries from one step to the next: the workspace
+        /// of the backend it runs ([`ContactBackend::Workspace`]); empty
+        /// until the first step.
+        #[derive(Clone, Debug, Default)]
+        pub enum Workspace<T: $crate::Scalar> {
+            /// No step taken yet.
+            #[default]
+            Empty,
+            $( $(#[$doc])* $Variant(<$ty as ContactBackend>::Workspace<T>), )*
+        }
+
+        macro_rules! with_backend_workspace {
+            ($d kind:expr, $d params:expr, $d ws:expr, |$d b:ident, $d w:ident| $d body:expr) => {
+                match $d kind {
+                    $( $crate::contact::SolverKind::$Variant => {
+                        let $d b = <$ty as $crate::contact::ContactBackend>::new(&($d params).$field);
+                        let ws: &mut $crate::contact::Workspace<_> = $d ws;
+                        if !matches!(ws, $crate::contact::Workspace::$Variant(_)) {
+                            *ws = $crate::contact::Workspace::$Variant(Default::default());
+                        }
+                        let $crate::contact::Workspace::$Variant($d w) = ws else {
+                            unreachable!("set above")
+                        };
+                        $d body
+                    } )*
+                }
+            };
+        }
+        pub(crate) use with_backend_workspace;
+
         macro_rules! with_backend {
             ($d kind:expr, $d params:expr, |$d b:ident| $d body:expr) => {
                 match $d kind {

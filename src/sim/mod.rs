@@ -454,6 +454,31 @@ pub fn step<T: Scalar>(
     check_inputs(world, state, u)?;
     let problem = world.problem(state, u);
     let sol = with_backend!(world.solver, world.backends, |b| b.solve(&problem)?);
+    finish(sol)
+}
+
+/// [`step`] as one step of a rollout: `workspace` carries what the
+/// backend keeps from the previous step (`ipm`: its contact solution, the
+/// start of this step's interior point; see
+/// [`ContactBackend::Workspace`](crate::contact::ContactBackend::Workspace)).
+/// Start a rollout with `Workspace::default()`. The result agrees with
+/// [`step`] to the solver's tolerance (both converge to the same root;
+/// only the starting point differs).
+pub fn step_with<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    u: &DVec<T>,
+    workspace: &mut crate::contact::Workspace<T>,
+) -> Result<StepOutput<T>, SimError> {
+    check_inputs(world, state, u)?;
+    let problem = world.problem(state, u);
+    let sol =
+        crate::contact::with_backend_workspace!(world.solver, world.backends, workspace, |b, w| b
+            .solve_with(&problem, w)?);
+    finish(sol)
+}
+
+fn finish<T: Scalar>(sol: crate::contact::StepSolution<T>) -> Result<StepOutput<T>, SimError> {
     let next = State {
         q: sol.q_next,
         v: sol.v_next,
@@ -512,8 +537,14 @@ pub fn rollout_inspect<T: Scalar>(
     let mut states = Vec::with_capacity(steps + 1);
     let mut stats = Vec::with_capacity(steps);
     states.push(state.clone());
+    let mut workspace = crate::contact::Workspace::default();
     for k in 0..steps {
-        match step(world, states.last().unwrap(), controls.at(k)) {
+        match step_with(
+            world,
+            states.last().unwrap(),
+            controls.at(k),
+            &mut workspace,
+        ) {
             Ok(out) => {
                 inspect(k, &out);
                 states.push(out.state);

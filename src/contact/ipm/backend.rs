@@ -115,6 +115,7 @@ impl ContactBackend for Ipm {
     const RELAXED: bool = true;
     type Params = Params;
     type Structure = Vec<Candidate<f64>>;
+    type Workspace<T: Scalar> = super::Workspace<T>;
 
     fn new(params: &Params) -> Self {
         Ipm { params: *params }
@@ -135,6 +136,14 @@ impl ContactBackend for Ipm {
 
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
         Ok(self.solve_structured(p)?.0)
+    }
+
+    fn solve_with<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut super::Workspace<T>,
+    ) -> Result<StepSolution<T>, SolveError> {
+        self.solve_with_workspace(p, ws)
     }
 
     fn solve_root(

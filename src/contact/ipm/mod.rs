@@ -233,6 +233,12 @@ pub struct Params {
     /// Warm start: initial `v⁺` is the previous velocity `v` (good for
     /// resting contact). Otherwise the free-flight velocity. Default true.
     pub warm_start: bool,
+    /// In a rollout (`sim::rollout`, `sim::step_with`), contacts that were
+    /// candidates in the previous step start from that step's contact
+    /// unknowns (kept in the rollout's workspace) instead of the default
+    /// initial point. Default true. A single `sim::step` always starts
+    /// cold.
+    pub warm_start_contacts: bool,
     /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
     /// system (search directions only). Default true: without it the
     /// Jordan-product linearization stalls against the cone boundary when
@@ -291,6 +297,7 @@ impl Default for Params {
             margin: 0.02,
             initial_scale: 0.01,
             warm_start: true,
+            warm_start_contacts: true,
             nesterov_todd: true,
             newton: NewtonParams::default(),
             max_candidate_rounds: 4,
@@ -723,8 +730,39 @@ impl Ipm {
     pub fn solve_structured_from<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
+        cands: Vec<Candidate<T>>,
+        more_rounds: bool,
+    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
+        self.solve_structured_warm(p, cands, more_rounds, Vec::new())
+    }
+
+    /// One step of a rollout: [`solve_structured`](Self::solve_structured)
+    /// with the contacts the previous step solved as the initial point of
+    /// those that are candidates again (when
+    /// [`Params::warm_start_contacts`]); the workspace receives this
+    /// step's.
+    pub fn solve_with_workspace<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut Workspace<T>,
+    ) -> Result<StepSolution<T>, SolveError> {
+        conic_pairs::refuse_point_clouds("ipm", p)?;
+        let prev = if self.params.warm_start_contacts {
+            std::mem::take(&mut ws.contacts)
+        } else {
+            Vec::new()
+        };
+        let (sol, st) = self.solve_structured_warm(p, candidates(p, &self.params), true, prev)?;
+        ws.contacts = st.candidates.iter().map(|c| c.key()).zip(st.xs).collect();
+        Ok(sol)
+    }
+
+    fn solve_structured_warm<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
         mut cands: Vec<Candidate<T>>,
         more_rounds: bool,
+        previous: Vec<(CandidateKey, DVec<T>)>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         let params = &self.params;
         let (mut v_free, ff_iters) =
@@ -745,7 +783,7 @@ impl Ipm {
         let mut round = 0;
         let mut warm = Warm {
             v: None,
-            xs: Vec::new(),
+            xs: previous,
         };
         loop {
             if cands.is_empty() {
@@ -818,7 +856,25 @@ impl Ipm {
     }
 }
 
-/// Warm start of a candidate round from the previous round's solution.
+/// What `ipm` carries from one step of a rollout to the next
+/// ([`ContactBackend::Workspace`](crate::contact::ContactBackend::Workspace)):
+/// the previous step's contact unknowns by candidate, the initial point of
+/// the candidates the next step shares with it.
+#[derive(Clone, Debug)]
+pub struct Workspace<T: Scalar> {
+    contacts: Vec<(CandidateKey, DVec<T>)>,
+}
+
+impl<T: Scalar> Default for Workspace<T> {
+    fn default() -> Self {
+        Workspace {
+            contacts: Vec::new(),
+        }
+    }
+}
+
+/// Warm start of a candidate round from the previous round's solution
+/// (or, in the first round of a rollout step, the previous step's).
 struct Warm<T: Scalar> {
     /// `v⁺` of every body.
     v: Option<DVec<T>>,

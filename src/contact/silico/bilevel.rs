@@ -207,6 +207,7 @@ impl Bilevel {
 impl ContactBackend for Bilevel {
     const NAME: &'static str = "bilevel";
     type Structure = Vec<Candidate<f64>>;
+    type Workspace<T: Scalar> = ();
     type Params = Params;
     const RELAXED: bool = true;
 

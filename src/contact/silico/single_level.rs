@@ -1389,6 +1389,7 @@ impl SingleLevel {
 impl ContactBackend for SingleLevel {
     const NAME: &'static str = "single_level";
     type Structure = Vec<ConicPair>;
+    type Workspace<T: Scalar> = ();
     type Params = Params;
     const RELAXED: bool = true;
 
