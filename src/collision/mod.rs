@@ -29,7 +29,7 @@
 //! which [`pair_contact`] evaluates alone; unsupported pairs return `None`.
 //!
 //! Zero-safety: every normal is built with
-//! [`safe_normalize`](crate::scalar::safe_normalize); a coincident pair of
+//! [`safe_normalize`]; a coincident pair of
 //! centres falls back to the world `z` axis (decided on primal values).
 //!
 //! [`broad_phase`] finds candidate body pairs by sweep and prune on
