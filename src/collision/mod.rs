@@ -38,12 +38,16 @@
 
 pub mod box_box;
 pub mod box_plane;
+#[doc(hidden)]
 pub mod broad_phase;
 pub mod capsule_capsule;
 pub mod capsule_plane;
 pub mod capsule_sphere;
+#[doc(hidden)]
 pub mod conic;
+#[doc(hidden)]
 pub mod frame;
+#[doc(hidden)]
 pub mod kernels;
 pub mod sphere_box;
 pub mod sphere_plane;

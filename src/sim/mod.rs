@@ -27,6 +27,7 @@
 pub mod batch;
 mod failure;
 pub mod penetration;
+#[doc(hidden)]
 pub mod validate;
 
 pub use failure::RolloutError;
