@@ -32,7 +32,7 @@
 //! | [`prelude`] | the names most programs need, in one `use` |
 //! | [`scene`] | load a scene file ([`scene::load`]) into a [`sim::World`], its initial state and controls |
 //! | [`sim`] | [`sim::step`], [`sim::rollout`], batched rollouts, penetration measures |
-//! | [`diff`] | derivatives of a step or a rollout ([`diff::Method`]: `ift`, `lift`, `unrolled`, `fd`) and [`diff::check`] |
+//! | [`diff`] | derivatives of a step or a rollout ([`diff::Method`]: `ift`, `lift`, `unrolled`, `fd`) and [`diff::check()`] |
 //! | [`opt`] | trajectory optimization and system identification ([`opt::optimize`]) |
 //! | [`scalar`] | the [`Scalar`] trait and the dual / hyper-dual scalars |
 //! | [`math`] | vectors, rotations, poses |
