@@ -24,17 +24,43 @@
 //! let dz_dv0 = z.eps.unwrap_generic(nalgebra::U1, nalgebra::U1)[0];
 //! assert!((dz_dv0 - 0.1).abs() < 1e-12);
 //! ```
+//!
+//! # The API
+//!
+//! | module | for |
+//! |---|---|
+//! | [`prelude`] | the names most programs need, in one `use` |
+//! | [`scene`] | load a scene file ([`scene::load`]) into a [`sim::World`], its initial state and controls |
+//! | [`sim`] | [`sim::step`], [`sim::rollout`], batched rollouts, penetration measures |
+//! | [`diff`] | derivatives of a step or a rollout ([`diff::Method`]: `ift`, `lift`, `unrolled`, `fd`) and [`diff::check()`] |
+//! | [`opt`] | trajectory optimization and system identification ([`opt::optimize`]) |
+//! | [`scalar`] | the [`Scalar`] trait and the dual / hyper-dual scalars |
+//! | [`math`] | vectors, rotations, poses |
+//! | [`geometry`] | shapes and materials |
+//! | [`dynamics`] | the rigid-body model, URDF robots, RNEA / ABA / CRBA and their derivatives |
+//! | [`collision`] | closed-form pair queries (gaps, normals) between primitive shapes |
+//! | [`contact`] | the contact backends ([`contact::SolverKind`] lists them) and their parameters |
+//! | [`viz`] | trajectory JSON and the self-contained HTML viewer |
+//!
+//! Solver internals that the tests reach (the interior-point and conic
+//! machinery, generated kernels, the experiments) keep their public paths
+//! but are hidden from this documentation: they are not a stable API.
 #![warn(missing_docs)]
 
 extern crate self as dualsim;
 
 pub mod collision;
 pub mod contact;
+// internals of the command line, the experiments and the tests: reachable
+// at their paths, hidden from the documentation (see "The API" above)
+#[doc(hidden)]
 pub mod demo;
 pub mod diff;
 pub mod dynamics;
+#[doc(hidden)]
 pub mod experiments;
 pub mod geometry;
+#[doc(hidden)]
 pub mod linalg;
 pub mod math;
 pub mod opt;
@@ -51,9 +77,11 @@ pub use scalar::Scalar;
 /// The names most programs need.
 pub mod prelude {
     pub use crate::contact::{FrictionCone, SolverKind, SolverParams};
+    pub use crate::diff::{rollout_jacobian, step_jacobian, DiffOptions, Method, RolloutJacobian};
     pub use crate::dynamics::{Data, Model};
     pub use crate::geometry::{Material, Shape, StaticGeometry};
     pub use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
     pub use crate::scalar::Scalar;
+    pub use crate::scene::{Scene, SceneError};
     pub use crate::sim::{rollout, step, Controls, SimError, State, StepOutput, Trajectory, World};
 }

@@ -314,8 +314,8 @@ fn shapes() -> Vec<(&'static str, Shape<f64>, Vec3<f64>, Vec3<f64>)> {
     let hexagon: Vec<Vec3<f64>> = (0..6)
         .map(|k| {
             Vec3::new(
-                (k as f64 * 1.0471976).cos(),
-                (k as f64 * 1.0471976).sin(),
+                (k as f64 * std::f64::consts::FRAC_PI_3).cos(),
+                (k as f64 * std::f64::consts::FRAC_PI_3).sin(),
                 0.0,
             )
         })
@@ -490,7 +490,7 @@ fn try_stack(
         .unwrap();
         let q = so3::exp(&b.rot);
         let (lo, hi) = z_extent(b.shape, &q);
-        let z = top + gap - lo + if k == 0 { 0.0 } else { 0.0 };
+        let z = top + gap - lo;
         positions.push([xy[k][0], xy[k][1], z]);
         quats.push(q);
         rest.push(rest_top - lo);

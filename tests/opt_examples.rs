@@ -79,7 +79,7 @@ fn arm7_reduced() {
     let methods = [OptMethod::Newton, OptMethod::GaussNewton, OptMethod::Lbfgs];
     let reports = compare(&obj, &methods, &base).unwrap();
     let target = [-0.1245, -0.2603, 0.0868];
-    let y0 = obj.outputs(&vec![0.0; 14]).unwrap();
+    let y0 = obj.outputs(&[0.0; 14]).unwrap();
     let start: f64 = (0..3)
         .map(|i| (y0[i] - target[i]).powi(2))
         .sum::<f64>()

@@ -115,10 +115,10 @@ fn opt_names() -> Names<OptMethod> {
     )
 }
 use dualsim::scene::{self, Scene};
-use dualsim::sim::{rollout_inspect, RolloutError};
+use dualsim::sim::{rollout_inspect, RolloutError, State, StepOutput, Trajectory};
 use dualsim::viz::{
     atomic_write, partial_trajectory_json_with, run_report, trajectory_json, trajectory_json_with,
-    RunReport, StepContacts,
+    RunReport, StepContacts, TrajectoryWriter,
 };
 
 #[derive(Parser)]
@@ -358,22 +358,41 @@ fn run(
     if let Some(n) = steps {
         scene.steps = n;
     }
-    let (report, result, contacts) = simulate(&scene, out.is_some());
-    // The trajectory is written whether the run succeeded or stopped at a
-    // failing step (then: the steps completed before it).
+    // The trajectory is streamed to a temporary file next to the target
+    // while the run goes (memory does not grow with the steps) and renamed
+    // over it at the end, whether the run succeeded or stopped at a failing
+    // step (then: the steps completed before it and the "error" entry).
+    let target = out.map(|dir| dir.join("trajectory.json"));
     let mut code = ExitCode::SUCCESS;
-    if let Some(dir) = out {
-        let doc = match &result {
-            Ok(traj) => trajectory_json_with(&scene, traj, Some(&contacts)),
-            Err(e) => partial_trajectory_json_with(&scene, e, Some(&contacts)),
-        };
-        if let Err(e) = write_json(dir, "trajectory.json", &doc) {
-            eprintln!(
-                "error: writing {}: {e}",
-                dir.join("trajectory.json").display()
-            );
-            code = ExitCode::from(EXIT_SIM);
+    let mut write_error: Option<std::io::Error> = None;
+    let mut writer = match &target {
+        Some(t) => match TrajectoryWriter::create(&scene, t, true)
+            .and_then(|mut w| w.frame(&scene, &scene.initial, None, None).map(|_| w))
+        {
+            Ok(w) => Some(w),
+            Err(e) => {
+                write_error = Some(e);
+                None
+            }
+        },
+        None => None,
+    };
+    let (report, _) = simulate_streaming(&scene, |_, _, out| {
+        if let Some(w) = &mut writer {
+            if let Err(e) = w.frame(&scene, &out.state, Some(&out.stats), Some(&out.contacts)) {
+                write_error = Some(e);
+                writer = None;
+            }
         }
+    });
+    if let Some(w) = writer {
+        if let Err(e) = w.finish(report.error.as_ref()) {
+            write_error = Some(e);
+        }
+    }
+    if let (Some(t), Some(e)) = (&target, &write_error) {
+        eprintln!("error: writing {}: {e}", t.display());
+        code = ExitCode::from(EXIT_SIM);
     }
     if json {
         println!(
@@ -385,11 +404,11 @@ fn run(
     }
     if let Some(e) = &report.error {
         eprintln!("error: simulation {}", e.message);
-        if let Some(dir) = out {
+        if let (Some(t), None) = (&target, &write_error) {
             eprintln!(
                 "the {} step(s) completed before it are in {}",
                 report.steps,
-                dir.join("trajectory.json").display()
+                t.display()
             );
         }
         return ExitCode::from(EXIT_SIM);
@@ -407,16 +426,7 @@ fn simulate(
     Result<dualsim::sim::Trajectory<f64>, RolloutError<f64>>,
     StepContacts,
 ) {
-    let bar = if scene.steps >= 2000 {
-        let b = indicatif::ProgressBar::new(scene.steps as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    } else {
-        None
-    };
+    let bar = progress(Some(scene.steps as u64), "steps");
     let t0 = Instant::now();
     let mut contacts = StepContacts::new();
     let result = rollout_inspect(
@@ -428,19 +438,86 @@ fn simulate(
             if keep_contacts {
                 contacts.push(out.contacts.clone());
             }
-            if let Some(b) = &bar {
-                if k % 64 == 0 {
-                    b.set_position(k as u64);
-                }
-            }
+            bar.set_position(k as u64 + 1);
         },
     );
     let wall = t0.elapsed().as_secs_f64();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     let report = run_report(scene, &result, wall);
     (report, result, contacts)
+}
+
+/// Runs the scene step by step without keeping the trajectory (a progress
+/// bar on a terminal): `each(k, x, out)` sees step `k`, from state `x`, and
+/// its output. The result's trajectory (`completed` of a failure) holds
+/// the last state only, with the statistics of every step.
+fn simulate_streaming(
+    scene: &Scene,
+    mut each: impl FnMut(usize, &State<f64>, &StepOutput<f64>),
+) -> (RunReport, Result<Trajectory<f64>, RolloutError<f64>>) {
+    let bar = progress(Some(scene.steps as u64), "steps");
+    let t0 = Instant::now();
+    let mut state = scene.initial.clone();
+    let mut stats = Vec::with_capacity(scene.steps);
+    let mut failure = None;
+    for k in 0..scene.steps {
+        match dualsim::sim::step(&scene.world, &state, scene.controls.at(k)) {
+            Ok(out) => {
+                each(k, &state, &out);
+                stats.push(out.stats);
+                state = out.state;
+                bar.set_position(k as u64 + 1);
+            }
+            Err(error) => {
+                failure = Some((k, error));
+                break;
+            }
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let completed = Trajectory {
+        states: vec![state],
+        stats,
+    };
+    let result = match failure {
+        None => Ok(completed),
+        Some((step, error)) => Err(RolloutError {
+            step,
+            error,
+            completed,
+        }),
+    };
+    (run_report(scene, &result, wall), result)
+}
+
+/// A progress bar (`len` steps) or, without a length, a spinner with the
+/// elapsed time, on standard error when it is a terminal; hidden otherwise
+/// (piped output, tests, `--json` consumers see nothing of it).
+fn progress(len: Option<u64>, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let (bar, template) = match len {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{bar:40} {pos}/{len} {msg} {elapsed} (eta {eta})",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} {msg} {elapsed}",
+        ),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message(what.to_string());
+    if len.is_none() {
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    }
+    bar
 }
 
 fn print_summary(r: &RunReport) {
@@ -574,13 +651,19 @@ fn check(
         },
         ..Default::default()
     };
-    let report = match dualsim::diff::check(
+    let bar = progress(
+        None,
+        &format!("check: {} steps by ift, lift, unrolled and fd", scene.steps),
+    );
+    let report = dualsim::diff::check(
         &scene.world,
         &scene.initial,
         &scene.controls,
         scene.steps,
         &opts,
-    ) {
+    );
+    bar.finish_and_clear();
+    let report = match report {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -673,8 +756,17 @@ fn grad(
         partials,
         ..Default::default()
     };
+    let bar = progress(
+        None,
+        &format!(
+            "grad: {} steps by {}, {} input column(s)",
+            scene.steps,
+            method.name(),
+            inputs.len()
+        ),
+    );
     let t0 = Instant::now();
-    let rj = match dualsim::diff::rollout_jacobian(
+    let rj = dualsim::diff::rollout_jacobian(
         &scene.world,
         &scene.initial,
         &scene.controls,
@@ -682,7 +774,9 @@ fn grad(
         &inputs,
         method,
         &opts,
-    ) {
+    );
+    bar.finish_and_clear();
+    let rj = match rj {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -756,22 +850,23 @@ fn bench(path: &Path, json: bool) -> ExitCode {
     };
     // The state timed: the last one of the run from which a step has
     // active contacts (contact is what costs), else the initial state.
-    let (_, result, _) = simulate(&scene, false);
-    let traj = match result {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!(
-                "error: the scene's run fails at step {}: {}; bench times a step of the run",
-                e.step, e.error
-            );
-            return ExitCode::from(EXIT_SIM);
+    let mut last_contact: Option<(usize, State<f64>, usize)> = None;
+    let (_, result) = simulate_streaming(&scene, |k, x, out| {
+        if out.stats.contacts > 0 {
+            last_contact = Some((k, x.clone(), out.stats.contacts));
         }
-    };
-    let timed = traj.stats.iter().rposition(|s| s.contacts > 0);
-    let k = timed.unwrap_or(0);
-    let contacts = traj.stats.get(k).map_or(0, |s| s.contacts);
+    });
+    if let Err(e) = result {
+        eprintln!(
+            "error: the scene's run fails at step {}: {}; bench times a step of the run",
+            e.step, e.error
+        );
+        return ExitCode::from(EXIT_SIM);
+    }
+    let timed = last_contact.as_ref().map(|(k, _, _)| *k);
+    let (k, x, contacts) = last_contact.unwrap_or_else(|| (0, scene.initial.clone(), 0));
     let w = &scene.world;
-    let x = &traj.states[k];
+    let x = &x;
     let u = scene.controls.at(k);
     let what = match timed {
         Some(_) => format!(
@@ -803,7 +898,9 @@ fn bench(path: &Path, json: bool) -> ExitCode {
         times.sort_by(f64::total_cmp);
         Some(times[times.len() / 2])
     }
+    let bar = progress(None, "bench: timing the step and its Jacobians");
     let Some(step_s) = median(|| dualsim::sim::step(w, x, u).is_ok()) else {
+        bar.finish_and_clear();
         eprintln!("error: the step fails on this scene");
         return ExitCode::from(EXIT_SIM);
     };
@@ -813,11 +910,13 @@ fn bench(path: &Path, json: bool) -> ExitCode {
         match median(|| dualsim::diff::step_jacobian(w, x, u, &params, m, &o).is_ok()) {
             Some(t) => jac.insert(m.name().to_string(), serde_json::json!(t)),
             None => {
+                bar.finish_and_clear();
                 eprintln!("error: {} fails on this scene", m.name());
                 return ExitCode::from(EXIT_SIM);
             }
         };
     }
+    bar.finish_and_clear();
     if json {
         println!(
             "{}",
@@ -931,16 +1030,21 @@ fn hessian(path: &Path, method: HessianMethod, check: bool, json: bool) -> ExitC
         vec![method]
     };
     let mut results = Vec::new();
+    let bar = progress(Some(methods.len() as u64), "Hessian method(s)");
     for m in &methods {
         let t0 = Instant::now();
-        match obj.hessian(&delta, *m) {
+        let h = obj.hessian(&delta, *m);
+        bar.inc(1);
+        match h {
             Ok(d) => results.push((*m, d, t0.elapsed().as_secs_f64())),
             Err(e) => {
+                bar.finish_and_clear();
                 eprintln!("error: {}: {e}", m.name());
                 return ExitCode::from(EXIT_SIM);
             }
         }
     }
+    bar.finish_and_clear();
     let (m0, d0, wall0) = &results[0];
     let mut doc = serde_json::json!({
         "wrt": obj.wrt(),

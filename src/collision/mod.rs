@@ -29,7 +29,7 @@
 //! which [`pair_contact`] evaluates alone; unsupported pairs return `None`.
 //!
 //! Zero-safety: every normal is built with
-//! [`safe_normalize`](crate::scalar::safe_normalize); a coincident pair of
+//! [`safe_normalize`]; a coincident pair of
 //! centres falls back to the world `z` axis (decided on primal values).
 //!
 //! [`broad_phase`] finds candidate body pairs by sweep and prune on
@@ -38,12 +38,16 @@
 
 pub mod box_box;
 pub mod box_plane;
+#[doc(hidden)]
 pub mod broad_phase;
 pub mod capsule_capsule;
 pub mod capsule_plane;
 pub mod capsule_sphere;
+#[doc(hidden)]
 pub mod conic;
+#[doc(hidden)]
 pub mod frame;
+#[doc(hidden)]
 pub mod kernels;
 pub mod sphere_box;
 pub mod sphere_plane;

@@ -20,13 +20,21 @@
 
 pub mod backend;
 pub mod free_flight;
+#[doc(hidden)]
 pub mod ipm;
 pub mod registry;
+#[doc(hidden)]
 pub mod silico;
 
 pub use backend::{dense_solve, ContactBackend, Feature, Param};
 pub(crate) use registry::{with_backend, with_backend_workspace};
 pub use registry::{BackendParams, SolverKind, UnknownBackend, Workspace};
+
+// The backends and their tuning, documented here; their modules hold the
+// solvers' internals (reached by tests, hidden from the documentation).
+pub use free_flight::FreeFlight;
+pub use ipm::{Ipm, Params as IpmParams};
+pub use silico::{bilevel::Bilevel, single_level::SingleLevel};
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;

@@ -2,7 +2,7 @@
 //!
 //! [`batch_rollout_jacobians`] computes one [`rollout_jacobian`] per
 //! initial state on a rayon pool chosen by
-//! [`BatchOptions`](crate::sim::batch::BatchOptions), exactly as
+//! [`BatchOptions`], exactly as
 //! [`crate::sim::batch::batch_rollouts`] runs rollouts: each entry is
 //! computed on one thread by the same code as the serial call, so it is
 //! bitwise equal to it (see the module docs of [`crate::sim::batch`] for

@@ -29,6 +29,7 @@ pub mod batch;
 pub mod check;
 mod implicit;
 pub mod names;
+#[doc(hidden)]
 pub use crate::contact::ipm::partials;
 pub mod rollout;
 mod seed;

@@ -9,7 +9,7 @@
 //!   `S_{k+1} = A_k S_k + B_k` with `A_k = ∂x_{k+1}/∂x_k` and `B_k` the
 //!   direct dependence of step `k` on θ (model parameters, step `k`'s
 //!   control);
-//! * `Lift` runs [`lift_step`](super::lift_step) in `DualSVec64<8>` column
+//! * `Lift` runs [`lift_step`] in `DualSVec64<8>` column
 //!   blocks, `Unrolled` the plain rollout in the same scalar;
 //! * `Fd` perturbs each input and reruns the rollout.
 

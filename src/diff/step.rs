@@ -309,7 +309,7 @@ fn ift<B: ImplicitStep>(
         let t = articulated_output(&world.model, &state.q, &v_next, world.dt, &q_next)?;
         let dofs = crate::dynamics::articulated::articulated_dofs(&world.model);
         let tv = t.columns(nv, nv).into_owned();
-        let moved = &tv * &dy.rows(0, nv);
+        let moved = &tv * dy.rows(0, nv);
         for &r in &dofs {
             for (j, prm) in params.iter().enumerate() {
                 let mut val = moved[(r, j)];

@@ -11,7 +11,7 @@
 //!
 //! A step from `q` with the *interval* velocity `v` of the previous step to
 //! the interval velocity `v⁺` of this step, `q⁺ = q ⊕ h v⁺`
-//! (see [`crate::math::integrate`]), satisfies the discrete Euler–Lagrange
+//! (see [`crate::math::integrate`](mod@crate::math::integrate)), satisfies the discrete Euler–Lagrange
 //! equations
 //!
 //! ```text

@@ -24,7 +24,9 @@
 
 pub mod aba;
 pub mod aba_derivatives;
+#[doc(hidden)]
 pub mod articulated;
+#[doc(hidden)]
 pub mod cholesky;
 pub mod configuration;
 pub mod crba;

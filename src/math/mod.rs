@@ -1,11 +1,11 @@
 //! Short aliases and the rotation / rigid-motion algebra, all generic over
-//! [`Scalar`](crate::Scalar).
+//! [`Scalar`].
 //!
 //! * [`so3`]: unit quaternions `[w, x, y, z]`, rotation matrices, the
 //!   exponential and logarithm maps (zero-safe, Taylor branches near zero);
 //! * [`se3`]: rigid poses (compose, act, inverse, exp, log);
 //! * [`spatial`]: spatial motion and force vectors and rigid-body inertia;
-//! * [`integrate`]: the free-joint retraction `q ⊕ h v` used by the time
+//! * [`integrate`](mod@integrate): the free-joint retraction `q ⊕ h v` used by the time
 //!   stepper and its inverse `difference`.
 
 pub mod integrate;

@@ -134,7 +134,7 @@ pub fn log<T: Scalar>(q: &Quat<T>) -> Vec3<T> {
     u * f
 }
 
-/// Rotation matrix exp([ω]×) by Rodrigues' formula (zero-safe).
+/// Rotation matrix exp(\[ω\]×) by Rodrigues' formula (zero-safe).
 ///
 /// ```
 /// use dualsim::math::{so3, Vec3};

@@ -162,7 +162,7 @@ pub fn convergence_svg(reports: &[OptimizeReport], title: &str) -> String {
         };
         let xmax = reports
             .iter()
-            .flat_map(|r| xs(r))
+            .flat_map(&xs)
             .fold(0.0_f64, f64::max)
             .max(1e-9);
         let px = |x: f64| x0 + pad + (w - 1.5 * pad) * x / xmax;

@@ -1,6 +1,6 @@
 //! Many independent rollouts in parallel.
 //!
-//! [`batch_rollouts`] runs one [`rollout`](super::rollout) per initial
+//! [`batch_rollouts`] runs one [`rollout`] per initial
 //! state (each with its own [`Controls`]) of the same world, in parallel
 //! on a [rayon] thread pool: a local pool of [`BatchOptions::threads`]
 //! threads when given, else rayon's global pool. The result holds one
@@ -13,7 +13,7 @@
 //! # Bitwise identical to serial runs
 //!
 //! Each rollout is computed by the same code as a serial
-//! [`rollout`](super::rollout), on one thread from start to end, and
+//! [`rollout`], on one thread from start to end, and
 //! reads only its own inputs and the shared `&World` (immutable). There is
 //! no shared mutable state on the step's path: the contact backends keep
 //! their warm start inside one call, the conic collision solver's

@@ -8,7 +8,7 @@
 //!
 //! [`step`] checks its inputs (finite state and controls) and refuses
 //! options the backend does not implement ([`World::check_supported`]),
-//! builds a [`StepProblem`](crate::contact::StepProblem) and hands it to
+//! builds a [`StepProblem`] and hands it to
 //! the world's contact backend. [`rollout`] chains steps and keeps them
 //! when one fails ([`RolloutError`]); [`batch`] runs many independent
 //! rollouts in parallel, bitwise identical to serial runs. [`validate`] holds the physical
@@ -27,6 +27,7 @@
 pub mod batch;
 mod failure;
 pub mod penetration;
+#[doc(hidden)]
 pub mod validate;
 
 pub use failure::RolloutError;

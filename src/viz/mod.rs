@@ -3,7 +3,7 @@
 //! never sees a half-written file.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -12,7 +12,7 @@ pub mod viewer;
 use crate::contact::ContactImpulse;
 use crate::dynamics::free::{orientation, position};
 use crate::scene::Scene;
-use crate::sim::{RolloutError, State, Trajectory};
+use crate::sim::{RolloutError, State, StepStats, Trajectory};
 
 /// One body's state in a report.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -264,32 +264,222 @@ pub fn trajectory_json_with(
         .enumerate()
         .map(|(k, s)| {
             let stats = k.checked_sub(1).and_then(|j| traj.stats.get(j));
-            let mut f = serde_json::json!({
-                "t": k as f64 * w.dt,
-                "bodies": body_reports(scene, s),
-                "robots": robot_reports(scene, s),
-                "links": viewer::link_poses(w, &mut data, &links, s),
-                "energy": viewer::energy(w, &mut data, s),
-                "iterations": stats.map(|x| x.iterations),
-                "penetration": stats.map(|x| x.max_penetration),
+            let step_contacts = contacts.map(|c| {
+                k.checked_sub(1)
+                    .and_then(|j| c.get(j))
+                    .map_or(&[][..], |c| &c[..])
             });
-            if let Some(c) = contacts {
-                f["contacts"] = match k.checked_sub(1).and_then(|j| c.get(j)) {
-                    Some(c) => viewer::contacts_json(c, w.dt),
-                    None => serde_json::json!([]),
-                };
-            }
-            f
+            frame_json(scene, &mut data, &links, k, s, stats, step_contacts)
         })
         .collect();
-    serde_json::json!({
+    let mut doc = trajectory_header(scene);
+    doc.insert("frames".to_string(), serde_json::Value::Array(frames));
+    serde_json::Value::Object(doc)
+}
+
+/// Every entry of a trajectory document but `"frames"` (and `"error"`).
+fn trajectory_header(scene: &Scene) -> serde_json::Map<String, serde_json::Value> {
+    let w = &scene.world;
+    let doc = serde_json::json!({
         "dt": w.dt,
         "solver": w.solver.name(),
         "bodies": w.model.bodies.iter().filter(|b| b.is_free_root()).map(|b| b.name.clone()).collect::<Vec<_>>(),
         "robots": w.robots.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
         "geometry": viewer::geometry_json(w),
-        "frames": frames,
-    })
+    });
+    match doc {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("json! of an object literal is an object"),
+    }
+}
+
+/// Frame `k` of a trajectory document: the state after `k` steps, the
+/// statistics and (when recorded) the contacts of the step that reached it.
+fn frame_json(
+    scene: &Scene,
+    data: &mut crate::dynamics::Data<f64>,
+    links: &[usize],
+    k: usize,
+    state: &State<f64>,
+    stats: Option<&StepStats>,
+    contacts: Option<&[ContactImpulse<f64>]>,
+) -> serde_json::Value {
+    let w = &scene.world;
+    let mut f = serde_json::json!({
+        "t": k as f64 * w.dt,
+        "bodies": body_reports(scene, state),
+        "robots": robot_reports(scene, state),
+        "links": viewer::link_poses(w, data, links, state),
+        "energy": viewer::energy(w, data, state),
+        "iterations": stats.map(|x| x.iterations),
+        "penetration": stats.map(|x| x.max_penetration),
+    });
+    if let Some(c) = contacts {
+        f["contacts"] = viewer::contacts_json(c, w.dt);
+    }
+    f
+}
+
+/// A trajectory file written while the run goes (`dualsim run --out`):
+/// the frames are appended one by one to a temporary file next to the
+/// target, which [`TrajectoryWriter::finish`] completes and renames over
+/// it, so memory does not grow with the number of steps and a reader
+/// never sees a half-written file.
+///
+/// The file is the document of [`trajectory_json_with`], pretty-printed:
+/// byte for byte the same for a run that succeeds; for a failed run
+/// ([`TrajectoryWriter::finish`] with an [`ErrorReport`]) the `"error"`
+/// entry comes last instead of in key order (the same JSON value as
+/// [`partial_trajectory_json_with`]); `tests/cli.rs` checks both.
+pub struct TrajectoryWriter {
+    target: PathBuf,
+    tmp: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    tail: serde_json::Map<String, serde_json::Value>,
+    data: crate::dynamics::Data<f64>,
+    links: Vec<usize>,
+    frames: usize,
+    contacts: bool,
+}
+
+impl TrajectoryWriter {
+    /// Starts the file `path` (its directory is created): writes the
+    /// entries that precede `"frames"` to a temporary file in the same
+    /// directory. `contacts`: the frames carry a `"contacts"` entry.
+    pub fn create(scene: &Scene, path: &Path, contacts: bool) -> std::io::Result<Self> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = TrajectoryWriter {
+            target: path.to_path_buf(),
+            tmp,
+            out: Some(std::io::BufWriter::new(file)),
+            tail: serde_json::Map::new(),
+            data: scene.world.model.data(),
+            links: viewer::drawn_links(&scene.world),
+            frames: 0,
+            contacts,
+        };
+        // serde_json's map is ordered by key: the entries before "frames"
+        // are written now, the ones after it by `finish`.
+        let mut head = String::from("{");
+        for (key, value) in trajectory_header(scene) {
+            if key.as_str() < "frames" {
+                head.push_str(&entry(&key, &value));
+                head.push(',');
+            } else {
+                w.tail.insert(key, value);
+            }
+        }
+        head.push_str("\n  \"frames\": [");
+        w.write(head.as_bytes())?;
+        Ok(w)
+    }
+
+    /// Appends the next frame: the state after as many steps as frames
+    /// were written before, with the statistics and the contacts of the
+    /// step that reached it (`None` for the initial state).
+    pub fn frame(
+        &mut self,
+        scene: &Scene,
+        state: &State<f64>,
+        stats: Option<&StepStats>,
+        contacts: Option<&[ContactImpulse<f64>]>,
+    ) -> std::io::Result<()> {
+        let contacts = self.contacts.then(|| contacts.unwrap_or(&[]));
+        let f = frame_json(
+            scene,
+            &mut self.data,
+            &self.links,
+            self.frames,
+            state,
+            stats,
+            contacts,
+        );
+        let text = serde_json::to_string_pretty(&f).expect("json serializes");
+        let sep = if self.frames == 0 {
+            "\n    "
+        } else {
+            ",\n    "
+        };
+        self.frames += 1;
+        self.write(sep.as_bytes())?;
+        self.write(indent(&text, "    ").as_bytes())
+    }
+
+    /// Completes the file (the entries after `"frames"`, then `"error"`
+    /// for a failed run), flushes it to disk and renames it over the
+    /// target.
+    pub fn finish(mut self, error: Option<&ErrorReport>) -> std::io::Result<()> {
+        let mut text = String::from(if self.frames == 0 { "]" } else { "\n  ]" });
+        let mut tail = std::mem::take(&mut self.tail);
+        if let Some(e) = error {
+            tail.insert(
+                "error".to_string(),
+                serde_json::to_value(e).expect("report serializes"),
+            );
+        }
+        let error = tail.remove("error");
+        let rest = tail.iter().map(|(k, v)| (k.as_str(), v));
+        for (key, value) in rest.chain(error.as_ref().map(|e| ("error", e))) {
+            text.push(',');
+            text.push_str(&entry(key, value));
+        }
+        text.push_str("\n}");
+        self.write(text.as_bytes())?;
+        let out = self.out.take().expect("not finished twice");
+        let result = (|| {
+            let file = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            std::fs::rename(&self.tmp, &self.target)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        result
+    }
+
+    /// Writes to the temporary file; on an error the file is removed.
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let Some(out) = self.out.as_mut() else {
+            return Err(std::io::Error::other("the trajectory file was abandoned"));
+        };
+        let r = out.write_all(bytes);
+        if r.is_err() {
+            self.out = None;
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        r
+    }
+}
+
+impl Drop for TrajectoryWriter {
+    /// A writer dropped without [`TrajectoryWriter::finish`] removes its
+    /// temporary file (the target is left as it was).
+    fn drop(&mut self) {
+        if self.out.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// `"key": value` of a pretty-printed top-level object (a newline and two
+/// spaces before it, the value's own lines indented by two).
+fn entry(key: &str, value: &serde_json::Value) -> String {
+    let key = serde_json::to_string(key).expect("json serializes");
+    let value = serde_json::to_string_pretty(value).expect("json serializes");
+    format!("\n  {key}: {}", indent(&value, "  "))
+}
+
+/// `text` with every line after the first prefixed by `prefix` (JSON text
+/// has no raw newline inside a string).
+fn indent(text: &str, prefix: &str) -> String {
+    text.replace('\n', &format!("\n{prefix}"))
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
