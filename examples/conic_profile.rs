@@ -100,13 +100,6 @@ fn main() {
             }
         }
     }
-    if std::env::var_os("CONIC_STATS").is_some() {
-        let st: Vec<usize> = dualsim::collision::conic::solve::STATS
-            .iter()
-            .map(|a| a.load(std::sync::atomic::Ordering::Relaxed))
-            .collect();
-        println!("{st:?}");
-    }
     println!(
         "{case}: {n} solves, {fails} failed, mean iterations {:.2}",
         iters as f64 / n.max(1) as f64
