@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
-use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
+use dualsim::diff::{names, CheckOptions, CheckStatus, DiffOptions, Method, Param, Partials};
 use dualsim::opt::{HessianMethod, OptMethod};
 
 /// A command-line value parser over a closed set of names (the library's
@@ -269,6 +269,8 @@ enum Command {
 const EXIT_INPUT: u8 = 2;
 /// Exit status for a simulation failure.
 const EXIT_SIM: u8 = 1;
+/// Exit status of `check` when there was nothing to compare (not a pass).
+const EXIT_NOTHING_CHECKED: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -609,18 +611,23 @@ fn check(
             opts.tol_lift, opts.tol_unrolled, opts.tol_fd
         );
         println!(
-            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}",
-            "of", "wrt", "|J|", "lift", "unrolled", "fd"
+            "fd skipped: input columns (over samples) of the block left out of fd as not smooth within ±eps; a block fails with none compared or more than {}% skipped",
+            report.max_fd_skipped_share * 100.0
+        );
+        println!(
+            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12} {:>10}",
+            "of", "wrt", "|J|", "lift", "unrolled", "fd", "fd skipped"
         );
         for b in &report.blocks {
             println!(
-                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {}",
+                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {:>10} {}",
                 b.of,
                 b.wrt,
                 b.norm,
                 b.max_rel_diff["ift_vs_lift"],
                 b.max_rel_diff["ift_vs_unrolled"],
                 b.max_rel_diff["ift_vs_fd"],
+                format!("{}/{}", b.fd_skipped, b.fd_skipped + b.fd_compared),
                 if b.passed { "" } else { "FAIL" }
             );
         }
@@ -630,12 +637,25 @@ fn check(
                 report.fd_skipped_columns
             );
         }
-        println!("{}", if report.passed { "passed" } else { "FAILED" });
+        println!(
+            "{}",
+            match report.status {
+                CheckStatus::Passed => "passed",
+                CheckStatus::Failed => "FAILED",
+                CheckStatus::NothingChecked =>
+                    "NOTHING CHECKED: the scene has no moving body or robot, so there is no derivative to compare",
+            }
+        );
     }
-    if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_SIM)
+    match report.status {
+        CheckStatus::Passed => ExitCode::SUCCESS,
+        CheckStatus::Failed => ExitCode::from(EXIT_SIM),
+        CheckStatus::NothingChecked => {
+            if json {
+                eprintln!("error: nothing checked: the scene has no moving body or robot");
+            }
+            ExitCode::from(EXIT_NOTHING_CHECKED)
+        }
     }
 }
 
