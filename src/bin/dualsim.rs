@@ -358,7 +358,9 @@ fn run(
         Err(code) => return code,
     };
     if let Some(n) = steps {
-        scene.steps = n;
+        if let Err(code) = override_steps(&mut scene, path, n) {
+            return code;
+        }
     }
     let (report, result, contacts) = simulate(&scene, out.is_some());
     // The trajectory is written whether the run succeeded or stopped at a
@@ -443,6 +445,42 @@ fn simulate(
     }
     let report = run_report(scene, &result, wall);
     (report, result, contacts)
+}
+
+/// `--steps N`: refused (exit 2, located at the scene's first `per_step`)
+/// when the scene's `per_step` controls have fewer than N rows — the steps
+/// past them would silently repeat the last row.
+fn override_steps(scene: &mut Scene, path: &Path, n: usize) -> Result<(), ExitCode> {
+    if let dualsim::sim::Controls::PerStep(rows) = &scene.controls {
+        if n > rows.len() {
+            // the first `per_step` key, and the index of its `[[control]]`
+            let (line, col, table) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| {
+                    let mut table = 0usize;
+                    text.lines().enumerate().find_map(|(i, l)| {
+                        let t = l.trim_start();
+                        if t.starts_with("[[control]]") {
+                            table += 1;
+                        }
+                        t.starts_with("per_step")
+                            .then(|| (i + 1, l.len() - t.len() + 1, table.saturating_sub(1)))
+                    })
+                })
+                .unwrap_or((1, 1, 0));
+            eprintln!(
+                "error: {}:{line}:{col}: control[{table}].per_step: --steps {n} exceeds the {} per-step control rows \
+                 (one per `[sim] steps`); the steps past them would repeat the last row. \
+                 Give per_step rows for {n} steps, or run at most {} steps",
+                path.display(),
+                rows.len(),
+                rows.len()
+            );
+            return Err(ExitCode::from(EXIT_INPUT));
+        }
+    }
+    scene.steps = n;
+    Ok(())
 }
 
 fn print_summary(r: &RunReport) {
@@ -874,7 +912,9 @@ fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
             Err(code) => return code,
         };
         if let Some(n) = steps {
-            scene.steps = n;
+            if let Err(code) = override_steps(&mut scene, path, n) {
+                return code;
+            }
         }
         let (report, result, contacts) = simulate(&scene, true);
         print_summary(&report);
