@@ -1188,3 +1188,30 @@ fn check_with_nothing_to_check_exits_3() {
     assert_eq!(doc["passed"], false);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `single_level` and `bilevel` on a robot without collision shapes (the
+/// double pendulum's URDF has none): a located refusal naming the backend
+/// and the robot, exit 2, no panic.
+#[test]
+fn silico_backends_refuse_a_robot_without_collision_shapes() {
+    let p = example("double_pendulum.toml");
+    for solver in ["single_level", "bilevel"] {
+        let out = bin()
+            .args(["run", "--solver", solver])
+            .arg(&p)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{solver}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let prefix = format!(
+            "error: {}:8:1: robot[0]: the `{solver}` backend",
+            p.display()
+        );
+        assert!(stderr.starts_with(&prefix), "{stderr}");
+        assert!(
+            stderr.contains("articulated robots (robot `pendulum`"),
+            "{stderr}"
+        );
+    }
+}
