@@ -1215,3 +1215,41 @@ fn silico_backends_refuse_a_robot_without_collision_shapes() {
         );
     }
 }
+
+/// A floating-base robot whose root link has no `<inertial>`: a located
+/// scene error naming the link (was: NaN at the first step).
+#[test]
+fn floating_robot_with_a_massless_root_is_refused() {
+    let dir = std::env::temp_dir().join(format!("dualsim-cli-massless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let urdf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/massless_root.urdf");
+    std::fs::copy(&urdf, dir.join("m.urdf")).unwrap();
+    let p = dir.join("m.toml");
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[robot]]\nname = \"r\"\nurdf = \"m.urdf\"\nbase = \"floating\"\nignore_joint_limits = true\n",
+    )
+    .unwrap();
+    let out = bin().arg("run").arg(&p).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let prefix = format!("error: {}:7:8: robot[0].urdf:", p.display());
+    assert!(stderr.starts_with(&prefix), "{stderr}");
+    assert!(
+        stderr.contains("root link `root` of a floating base has no mass"),
+        "{stderr}"
+    );
+    // the same robot on a fixed base is fine
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[robot]]\nname = \"r\"\nurdf = \"m.urdf\"\nignore_joint_limits = true\n",
+    )
+    .unwrap();
+    let out = bin().arg("run").arg(&p).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -948,6 +948,27 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let base = choose(cx, r.str_opt("base")?, BASES, BaseJoint::Fixed)?;
         let urdf = urdf::load_file(base_dir.join(file), base)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
+        if base == BaseJoint::Floating {
+            // a massless root leaves the base's coordinates without inertia
+            // (NaN at the first step): refused here
+            if let Some(root) = urdf.model.bodies.iter().find(|b| b.parent.is_none()) {
+                let i = &root.inertia;
+                let d = i.inertia.diagonal();
+                if !(i.mass > 0.0 && d.x > 0.0 && d.y > 0.0 && d.z > 0.0) {
+                    return Err(cx.error(
+                        fspan.clone(),
+                        &fpath,
+                        format!(
+                            "{file}: the root link `{}` of a floating base has no mass or \
+                             rotational inertia (mass {}, inertia diagonal [{}, {}, {}]): the \
+                             base's six coordinates would have no inertia; give it an \
+                             <inertial> or use base = \"fixed\"",
+                            root.name, i.mass, d.x, d.y, d.z
+                        ),
+                    ));
+                }
+            }
+        }
         let pos = match r.vec_opt::<3>("base_position")? {
             None => [0.0; 3],
             Some((x, span, p)) => {
