@@ -50,10 +50,10 @@ pub fn summary(r: &CheckReport) -> String {
         worst("ift_vs_lift"),
         worst("ift_vs_unrolled"),
         worst("ift_vs_fd"),
-        if r.passed {
-            "all methods agree"
-        } else {
-            "DISAGREE"
+        match r.status {
+            crate::diff::CheckStatus::Passed => "all methods agree",
+            crate::diff::CheckStatus::Failed => "DISAGREE",
+            crate::diff::CheckStatus::NothingChecked => "NOTHING CHECKED",
         }
     )
 }

@@ -1207,3 +1207,129 @@ fn run_out_streams_the_in_memory_document() {
     assert!(got == expect, "the streamed file of a failed run differs");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `run --steps N` beyond a scene's `per_step` rows is refused, located at
+/// the `per_step` key (it would otherwise repeat the last row silently);
+/// at most the rows is accepted.
+#[test]
+fn steps_beyond_per_step_controls_are_refused() {
+    let dir = std::env::temp_dir().join(format!("dualsim-cli-perstep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("perstep.toml");
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 3\n\n[[body]]\nname = \"b\"\nmass = 1.0\ninertia = [0.1, 0.1, 0.1]\n\n[[control]]\ntarget = \"b\"\nper_step = [\n  [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],\n  [2.0, 0.0, 0.0, 0.0, 0.0, 0.0],\n  [3.0, 0.0, 0.0, 0.0, 0.0, 0.0],\n]\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["run", "--steps", "5"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let prefix = format!("error: {}:12:1: control[0].per_step:", p.display());
+    assert!(stderr.starts_with(&prefix), "{stderr}");
+    assert!(stderr.contains("--steps 5 exceeds the 3 per-step control rows"));
+    let ok = bin()
+        .args(["run", "--steps", "2"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `check` on a scene with nothing to differentiate (only static
+/// geometry) is not a pass: it says so and exits 3.
+#[test]
+fn check_with_nothing_to_check_exits_3() {
+    let dir = std::env::temp_dir().join(format!("dualsim-cli-nothing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("statics.toml");
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[static]]\nname = \"ground\"\nshape = { type = \"plane\", normal = [0.0, 0.0, 1.0] }\n",
+    )
+    .unwrap();
+    let out = bin().arg("check").arg(&p).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("NOTHING CHECKED"), "{stdout}");
+    assert!(!stdout.lines().any(|l| l == "passed"));
+    let out = bin().args(["check", "--json"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["status"], "nothing_checked");
+    assert_eq!(doc["passed"], false);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `single_level` and `bilevel` on a robot without collision shapes (the
+/// double pendulum's URDF has none): a located refusal naming the backend
+/// and the robot, exit 2, no panic.
+#[test]
+fn silico_backends_refuse_a_robot_without_collision_shapes() {
+    let p = example("double_pendulum.toml");
+    for solver in ["single_level", "bilevel"] {
+        let out = bin()
+            .args(["run", "--solver", solver])
+            .arg(&p)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{solver}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let prefix = format!(
+            "error: {}:8:1: robot[0]: the `{solver}` backend",
+            p.display()
+        );
+        assert!(stderr.starts_with(&prefix), "{stderr}");
+        assert!(
+            stderr.contains("articulated robots (robot `pendulum`"),
+            "{stderr}"
+        );
+    }
+}
+
+/// A floating-base robot whose root link has no `<inertial>`: a located
+/// scene error naming the link (was: NaN at the first step).
+#[test]
+fn floating_robot_with_a_massless_root_is_refused() {
+    let dir = std::env::temp_dir().join(format!("dualsim-cli-massless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let urdf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/massless_root.urdf");
+    std::fs::copy(&urdf, dir.join("m.urdf")).unwrap();
+    let p = dir.join("m.toml");
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[robot]]\nname = \"r\"\nurdf = \"m.urdf\"\nbase = \"floating\"\nignore_joint_limits = true\n",
+    )
+    .unwrap();
+    let out = bin().arg("run").arg(&p).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let prefix = format!("error: {}:7:8: robot[0].urdf:", p.display());
+    assert!(stderr.starts_with(&prefix), "{stderr}");
+    assert!(
+        stderr.contains("root link `root` of a floating base has no mass"),
+        "{stderr}"
+    );
+    // the same robot on a fixed base is fine
+    std::fs::write(
+        &p,
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[robot]]\nname = \"r\"\nurdf = \"m.urdf\"\nignore_joint_limits = true\n",
+    )
+    .unwrap();
+    let out = bin().arg("run").arg(&p).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

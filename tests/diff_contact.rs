@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use dualsim::diff::{
-    check, lift_step, rollout_jacobian, seeded, step_jacobian, CheckOptions, DiffOptions, Input,
-    Method, Param,
+    check, lift_step, rollout_jacobian, seeded, step_jacobian, CheckOptions, CheckStatus,
+    DiffOptions, Input, Method, Param,
 };
 use dualsim::math::{DMat, Mat3, Pose, Vec3};
 use dualsim::prelude::*;
@@ -410,4 +410,138 @@ fn relaxation_smooths_the_friction_gradient() {
         .map(|w| (w[1] - w[0]).abs())
         .fold(0.0, f64::max);
     assert!(max_jump > 0.5 * 0.01);
+}
+
+/// The kink test of `fd` on known second differences: a slope jump inside
+/// the stencil grows with the step (kink), round-off does not (error, so
+/// the column is compared).
+#[test]
+fn kink_test_tells_a_slope_jump_from_solver_error() {
+    use dualsim::diff::second_difference_grows;
+    // f(x) = |x − a|, a = 0.4 ε: s(h) = 2 (h − |a|) for h > |a|
+    let eps = 1e-7;
+    let a: f64 = 0.4e-7;
+    let f = |x: f64| (x - a).abs();
+    let s = |h: f64| DVec::from_vec(vec![f(h) + f(-h) - 2.0 * f(0.0)]);
+    assert!((s(eps)[0] - 1.2e-7).abs() < 1e-20);
+    assert!(second_difference_grows(&s(eps), &s(2.0 * eps)));
+    // a smooth map: s(2ε) = 4 s(ε) (also "not smooth within ε" once it
+    // is large enough to reach the candidate threshold)
+    let g = |x: f64| 1e4 * x * x;
+    let sg = |h: f64| DVec::from_vec(vec![g(h) + g(-h) - 2.0 * g(0.0)]);
+    assert!(second_difference_grows(&sg(eps), &sg(2.0 * eps)));
+    // solver error of ~1e-9 on each solve: s does not grow with the step
+    let s1 = DVec::from_vec(vec![2e-9, -1e-9]);
+    let s2 = DVec::from_vec(vec![-1.9e-9, 1.2e-9]);
+    assert!(!second_difference_grows(&s1, &s2));
+}
+
+/// An accuracy regression of `fd` — here round-off: at ε = 1e-12 each
+/// difference quotient carries ~1e-16/1e-12 = 1e-4 relative error — is a
+/// FAILURE, not a column skipped as a kink (before, 31 of box_toss's
+/// columns were skipped and whole blocks read fd = 0). The same scene
+/// passes at the default ε with no column skipped.
+#[test]
+fn an_inaccurate_fd_fails_instead_of_being_skipped() {
+    let s = load("box_toss.toml");
+    let opts = |fd_eps: f64| CheckOptions {
+        samples: 2,
+        diff: DiffOptions {
+            fd_eps,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let good = check(&s.world, &s.initial, &s.controls, s.steps, &opts(1e-7)).unwrap();
+    assert!(good.passed, "{:#?}", good.blocks);
+    assert_eq!(good.fd_skipped_columns, 0);
+    assert!(good.blocks.iter().all(|b| b.fd_compared > 0));
+
+    let bad = check(&s.world, &s.initial, &s.controls, s.steps, &opts(1e-12)).unwrap();
+    println!(
+        "fd_eps 1e-12: {} columns skipped, {} of {} blocks failed",
+        bad.fd_skipped_columns,
+        bad.blocks.iter().filter(|b| !b.passed).count(),
+        bad.blocks.len()
+    );
+    assert!(!bad.passed);
+    assert_eq!(bad.status, CheckStatus::Failed);
+    // the errors are compared, not skipped: at most one column in ten
+    let columns: usize = bad
+        .blocks
+        .iter()
+        .filter(|b| b.of == "position")
+        .map(|b| b.fd_compared + b.fd_skipped)
+        .sum();
+    assert!(
+        bad.fd_skipped_columns * 10 <= columns,
+        "{} of {columns} columns skipped",
+        bad.fd_skipped_columns
+    );
+    let worst = bad
+        .blocks
+        .iter()
+        .map(|b| b.max_rel_diff["ift_vs_fd"])
+        .fold(0.0, f64::max);
+    assert!(worst > 1e-5, "fd error {worst:e} is not seen");
+}
+
+/// A block whose `fd` columns are skipped beyond the stated share fails:
+/// capsule_pile has columns skipped at the default ε (a contact at a
+/// capsule's segment end; 4 of the 24 shape columns, as `dualsim check`
+/// prints); with a share of 0 every block with a skipped
+/// column fails, with the default share (0.5) the scene passes.
+#[test]
+fn a_block_with_too_many_skipped_columns_fails() {
+    let s = load("capsule_pile.toml");
+    let opts = |share: f64| CheckOptions {
+        max_fd_skipped_share: share,
+        diff: DiffOptions {
+            fd_eps: 1e-7, // as `dualsim check`
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let r = check(&s.world, &s.initial, &s.controls, s.steps, &opts(0.5)).unwrap();
+    assert!(r.passed, "{:#?}", r.blocks);
+    assert_eq!(r.max_fd_skipped_share, 0.5);
+    let per_block: usize = r.blocks.iter().map(|b| b.fd_skipped).sum();
+    assert!(
+        r.fd_skipped_columns > 0,
+        "nothing skipped: pick another scene"
+    );
+    assert!(per_block >= r.fd_skipped_columns);
+    for b in &r.blocks {
+        assert!(b.fd_compared > 0 && 2 * b.fd_skipped <= b.fd_compared + b.fd_skipped);
+    }
+    let strict = check(&s.world, &s.initial, &s.controls, s.steps, &opts(0.0)).unwrap();
+    assert!(!strict.passed);
+    for b in &strict.blocks {
+        let lift_ok = b.max_rel_diff["ift_vs_lift"] <= 1e-9
+            && b.max_rel_diff["ift_vs_unrolled"] <= 1e-7
+            && b.max_rel_diff["ift_vs_fd"] <= 1e-5;
+        assert!(lift_ok);
+        assert_eq!(b.passed, b.fd_skipped == 0, "{} / {}", b.of, b.wrt);
+    }
+}
+
+/// A scene without a moving body has no Jacobian block: not a pass.
+#[test]
+fn check_with_nothing_to_compare_is_not_a_pass() {
+    let s = scene::parse(
+        "[sim]\ndt = 0.01\nsteps = 5\n\n[[static]]\nname = \"ground\"\nshape = { type = \"plane\", normal = [0.0, 0.0, 1.0] }\n",
+        "statics.toml",
+    )
+    .unwrap();
+    let r = check(
+        &s.world,
+        &s.initial,
+        &s.controls,
+        s.steps,
+        &CheckOptions::default(),
+    )
+    .unwrap();
+    assert!(r.blocks.is_empty());
+    assert!(!r.passed);
+    assert_eq!(r.status, CheckStatus::NothingChecked);
 }

@@ -423,3 +423,73 @@ fn registry_names_and_features() {
     assert!(SolverKind::Ipm.supports(dualsim::contact::Feature::Robots));
     assert!(!SolverKind::SingleLevel.supports(dualsim::contact::Feature::Robots));
 }
+
+/// A polytope whose half-spaces do not bound a volume (a slab, a wedge, a
+/// pyramid without a base) is a located scene error naming a direction of
+/// unboundedness; a bounded one (a cube, a tetrahedron) is accepted.
+/// The cone's half angle is refused at π/2 and above.
+#[test]
+fn unbounded_polytopes_and_flat_cones_are_refused() {
+    let scene = |shape: &str| {
+        format!(
+            "[sim]\ndt = 0.01\nsteps = 2\n\n[[body]]\nname = \"p\"\nmass = 1.0\ninertia = [0.1, 0.1, 0.1]\nposition = [0.0, 0.0, 5.0]\nshape = {shape}\n"
+        )
+    };
+    let poly = |normals: &str, offsets: &str| {
+        scene(&format!(
+            "{{ type = \"polytope\", normals = {normals}, offsets = {offsets} }}"
+        ))
+    };
+    for (normals, offsets, dir) in [
+        // slab |z| ≤ 0.5: unbounded in x and y
+        ("[[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]", "[0.5, 0.5]", ""),
+        // a single half-space
+        ("[[0.0, 0.0, 1.0]]", "[0.5]", ""),
+        // a square prism without caps: unbounded along ±z
+        (
+            "[[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]]",
+            "[0.5, 0.5, 0.5, 0.5]",
+            "",
+        ),
+        // a pyramid without its base: unbounded along −z
+        (
+            "[[1.0, 0.0, 1.0], [-1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [0.0, -1.0, 1.0]]",
+            "[0.5, 0.5, 0.5, 0.5]",
+            "",
+        ),
+    ] {
+        let e = dualsim::scene::parse(&poly(normals, offsets), "t.toml").unwrap_err();
+        assert_eq!(
+            (e.line, e.column, e.path.as_str()),
+            (10, 40, "body[0].shape.normals"),
+            "{e}"
+        );
+        assert!(e.message.contains("do not bound a volume"), "{e}");
+        assert!(e.message.contains(dir), "{normals}: {e}");
+    }
+    // bounded: a cube and a tetrahedron
+    for (normals, offsets) in [
+        (
+            "[[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]",
+            "[0.5, 0.5, 0.5, 0.5, 0.5, 0.5]",
+        ),
+        (
+            "[[1.0, 1.0, 1.0], [1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]]",
+            "[0.3, 0.3, 0.3, 0.3]",
+        ),
+    ] {
+        dualsim::scene::parse(&poly(normals, offsets), "t.toml").unwrap();
+    }
+    for angle in ["1.5707963267948966", "2.0"] {
+        let e = dualsim::scene::parse(
+            &scene(&format!(
+                "{{ type = \"cone\", height = 1.0, half_angle = {angle} }}"
+            )),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "body[0].shape.half_angle", "{e}");
+        assert_eq!(e.line, 10, "{e}");
+        assert!(e.message.contains("(0, pi/2)"), "{e}");
+    }
+}

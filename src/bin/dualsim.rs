@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
-use dualsim::diff::{names, CheckOptions, DiffOptions, Method, Param, Partials};
+use dualsim::diff::{names, CheckOptions, CheckStatus, DiffOptions, Method, Param, Partials};
 use dualsim::opt::{HessianMethod, OptMethod};
 
 /// A command-line value parser over a closed set of names (the library's
@@ -269,6 +269,8 @@ enum Command {
 const EXIT_INPUT: u8 = 2;
 /// Exit status for a simulation failure.
 const EXIT_SIM: u8 = 1;
+/// Exit status of `check` when there was nothing to compare (not a pass).
+const EXIT_NOTHING_CHECKED: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -356,7 +358,9 @@ fn run(
         Err(code) => return code,
     };
     if let Some(n) = steps {
-        scene.steps = n;
+        if let Err(code) = override_steps(&mut scene, path, n) {
+            return code;
+        }
     }
     // The trajectory is streamed to a temporary file next to the target
     // while the run goes (memory does not grow with the steps) and renamed
@@ -460,8 +464,11 @@ fn simulate_streaming(
     let mut state = scene.initial.clone();
     let mut stats = Vec::with_capacity(scene.steps);
     let mut failure = None;
+    // Chained as `sim::rollout` chains them (the backend's workspace: warm
+    // start from the previous step).
+    let mut workspace = dualsim::contact::Workspace::default();
     for k in 0..scene.steps {
-        match dualsim::sim::step(&scene.world, &state, scene.controls.at(k)) {
+        match dualsim::sim::step_with(&scene.world, &state, scene.controls.at(k), &mut workspace) {
             Ok(out) => {
                 each(k, &state, &out);
                 stats.push(out.stats);
@@ -518,6 +525,42 @@ fn progress(len: Option<u64>, what: &str) -> indicatif::ProgressBar {
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
     }
     bar
+}
+
+/// `--steps N`: refused (exit 2, located at the scene's first `per_step`)
+/// when the scene's `per_step` controls have fewer than N rows — the steps
+/// past them would silently repeat the last row.
+fn override_steps(scene: &mut Scene, path: &Path, n: usize) -> Result<(), ExitCode> {
+    if let dualsim::sim::Controls::PerStep(rows) = &scene.controls {
+        if n > rows.len() {
+            // the first `per_step` key, and the index of its `[[control]]`
+            let (line, col, table) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| {
+                    let mut table = 0usize;
+                    text.lines().enumerate().find_map(|(i, l)| {
+                        let t = l.trim_start();
+                        if t.starts_with("[[control]]") {
+                            table += 1;
+                        }
+                        t.starts_with("per_step")
+                            .then(|| (i + 1, l.len() - t.len() + 1, table.saturating_sub(1)))
+                    })
+                })
+                .unwrap_or((1, 1, 0));
+            eprintln!(
+                "error: {}:{line}:{col}: control[{table}].per_step: --steps {n} exceeds the {} per-step control rows \
+                 (one per `[sim] steps`); the steps past them would repeat the last row. \
+                 Give per_step rows for {n} steps, or run at most {} steps",
+                path.display(),
+                rows.len(),
+                rows.len()
+            );
+            return Err(ExitCode::from(EXIT_INPUT));
+        }
+    }
+    scene.steps = n;
+    Ok(())
 }
 
 fn print_summary(r: &RunReport) {
@@ -692,18 +735,23 @@ fn check(
             opts.tol_lift, opts.tol_unrolled, opts.tol_fd
         );
         println!(
-            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12}",
-            "of", "wrt", "|J|", "lift", "unrolled", "fd"
+            "fd skipped: input columns (over samples) of the block left out of fd as not smooth within ±eps; a block fails with none compared or more than {}% skipped",
+            report.max_fd_skipped_share * 100.0
+        );
+        println!(
+            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12} {:>10}",
+            "of", "wrt", "|J|", "lift", "unrolled", "fd", "fd skipped"
         );
         for b in &report.blocks {
             println!(
-                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {}",
+                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {:>10} {}",
                 b.of,
                 b.wrt,
                 b.norm,
                 b.max_rel_diff["ift_vs_lift"],
                 b.max_rel_diff["ift_vs_unrolled"],
                 b.max_rel_diff["ift_vs_fd"],
+                format!("{}/{}", b.fd_skipped, b.fd_skipped + b.fd_compared),
                 if b.passed { "" } else { "FAIL" }
             );
         }
@@ -713,12 +761,25 @@ fn check(
                 report.fd_skipped_columns
             );
         }
-        println!("{}", if report.passed { "passed" } else { "FAILED" });
+        println!(
+            "{}",
+            match report.status {
+                CheckStatus::Passed => "passed",
+                CheckStatus::Failed => "FAILED",
+                CheckStatus::NothingChecked =>
+                    "NOTHING CHECKED: the scene has no moving body or robot, so there is no derivative to compare",
+            }
+        );
     }
-    if report.passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_SIM)
+    match report.status {
+        CheckStatus::Passed => ExitCode::SUCCESS,
+        CheckStatus::Failed => ExitCode::from(EXIT_SIM),
+        CheckStatus::NothingChecked => {
+            if json {
+                eprintln!("error: nothing checked: the scene has no moving body or robot");
+            }
+            ExitCode::from(EXIT_NOTHING_CHECKED)
+        }
     }
 }
 
@@ -953,7 +1014,9 @@ fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
             Err(code) => return code,
         };
         if let Some(n) = steps {
-            scene.steps = n;
+            if let Err(code) = override_steps(&mut scene, path, n) {
+                return code;
+            }
         }
         let (report, result, contacts) = simulate(&scene, true);
         print_summary(&report);

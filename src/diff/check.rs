@@ -18,8 +18,13 @@
 //! disagree (a kink such as a contact exactly at a capsule's segment end,
 //! or a curvature scale ρ/γ shorter than ε) — the difference quotient is
 //! not a derivative: such columns are left out of the `fd` comparison and
-//! counted in [`CheckReport::fd_skipped_columns`] (`ift`, `lift` and
-//! `unrolled` are still compared there).
+//! counted per block ([`BlockReport::fd_skipped`]) and in total
+//! ([`CheckReport::fd_skipped_columns`]); `ift`, `lift` and `unrolled` are
+//! still compared there. A block whose `fd` comparison has no column left,
+//! or more than [`CheckOptions::max_fd_skipped_share`] of its columns
+//! skipped, fails: a check cannot pass with `fd` compared on nothing. A
+//! scene with nothing to compare (no moving body or robot) does not pass
+//! either: its status is [`CheckStatus::NothingChecked`].
 
 use std::collections::BTreeMap;
 
@@ -46,6 +51,10 @@ pub struct CheckOptions {
     pub tol_unrolled: f64,
     /// Tolerance of `fd` vs `ift` (relative). Default 1e-5.
     pub tol_fd: f64,
+    /// Largest share of a block's input columns (summed over samples)
+    /// that may be left out of the `fd` comparison as not smooth; a block
+    /// with more skipped, or with none compared, fails. Default 0.5.
+    pub max_fd_skipped_share: f64,
 }
 
 impl Default for CheckOptions {
@@ -57,6 +66,7 @@ impl Default for CheckOptions {
             tol_lift: 1e-9,
             tol_unrolled: 1e-7,
             tol_fd: 1e-5,
+            max_fd_skipped_share: 0.5,
         }
     }
 }
@@ -74,8 +84,29 @@ pub struct BlockReport {
     pub max_abs_diff: BTreeMap<String, f64>,
     /// The same relative to `max(1, norm)`.
     pub max_rel_diff: BTreeMap<String, f64>,
-    /// Whether every method is within tolerance.
+    /// Input columns of the block (summed over samples) where `fd` was
+    /// compared.
+    pub fd_compared: usize,
+    /// Input columns of the block (summed over samples) left out of the
+    /// `fd` comparison as not smooth within ±ε.
+    pub fd_skipped: usize,
+    /// Whether every method is within tolerance and `fd` was compared on
+    /// enough columns (at least one, and at most
+    /// [`CheckOptions::max_fd_skipped_share`] skipped).
     pub passed: bool,
+}
+
+/// The outcome of [`check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Every block passed.
+    Passed,
+    /// At least one block failed.
+    Failed,
+    /// There was nothing to compare: the scene has no moving body or
+    /// robot, so no Jacobian block has a row (this is not a pass).
+    NothingChecked,
 }
 
 /// The report of [`check`] (the `check --json` document).
@@ -92,8 +123,13 @@ pub struct CheckReport {
     /// Input columns (summed over samples) where the step map is not
     /// smooth within ±ε (see the module docs): `fd` is not compared there.
     pub fd_skipped_columns: usize,
-    /// Whether all blocks pass.
+    /// The largest share of a block's columns that may be skipped
+    /// ([`CheckOptions::max_fd_skipped_share`]).
+    pub max_fd_skipped_share: f64,
+    /// Whether all blocks pass (false when there is no block).
     pub passed: bool,
+    /// `passed`, `failed` or `nothing_checked`.
+    pub status: CheckStatus,
 }
 
 fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
@@ -200,8 +236,8 @@ pub fn check(
         }
     }
     let mut skipped = 0;
-    // (of, wrt) -> (norm, abs diffs per method)
-    let mut acc: BTreeMap<(usize, usize), (f64, [f64; 3])> = BTreeMap::new();
+    // (of, wrt) -> (norm, abs diffs per method, fd compared, fd skipped)
+    let mut acc: BTreeMap<(usize, usize), (f64, [f64; 3], usize, usize)> = BTreeMap::new();
     for &k in &sample_steps {
         let x = &traj.states[k];
         let u = controls.at(k);
@@ -224,7 +260,10 @@ pub fn check(
                 if rows.is_empty() || cols.is_empty() {
                     continue;
                 }
-                let entry = acc.entry((oi, wi)).or_insert((0.0, [0.0; 3]));
+                let entry = acc.entry((oi, wi)).or_insert((0.0, [0.0; 3], 0, 0));
+                let nskip = cols.iter().filter(|c| jumps.contains(c)).count();
+                entry.2 += cols.len() - nskip;
+                entry.3 += nskip;
                 for &r in rows {
                     for &c in &cols {
                         entry.0 = entry.0.max(ji[(r, c)].abs());
@@ -242,7 +281,7 @@ pub fn check(
     let names = ["ift_vs_lift", "ift_vs_unrolled", "ift_vs_fd"];
     let tols = [opts.tol_lift, opts.tol_unrolled, opts.tol_fd];
     let mut blocks = Vec::new();
-    for ((oi, wi), (norm, diffs)) in acc {
+    for ((oi, wi), (norm, diffs, compared, skipped)) in acc {
         let scale = norm.max(1.0);
         let mut abs = BTreeMap::new();
         let mut rel = BTreeMap::new();
@@ -252,22 +291,34 @@ pub fn check(
             rel.insert(names[m].to_string(), diffs[m] / scale);
             passed &= diffs[m] / scale <= tols[m];
         }
+        let total = compared + skipped;
+        passed &= compared > 0 && skipped as f64 <= opts.max_fd_skipped_share * total as f64;
         blocks.push(BlockReport {
             of: of_rows[oi].0.to_string(),
             wrt: kinds[wi].to_string(),
             norm,
             max_abs_diff: abs,
             max_rel_diff: rel,
+            fd_compared: compared,
+            fd_skipped: skipped,
             passed,
         });
     }
-    let passed = blocks.iter().all(|b| b.passed);
+    let status = if blocks.is_empty() {
+        CheckStatus::NothingChecked
+    } else if blocks.iter().all(|b| b.passed) {
+        CheckStatus::Passed
+    } else {
+        CheckStatus::Failed
+    };
     Ok(CheckReport {
         methods: Method::ALL.iter().map(|m| m.name().to_string()).collect(),
         sample_steps,
         rho: opts.diff.rho.unwrap_or(world.params.rho),
         blocks,
         fd_skipped_columns: skipped,
-        passed,
+        max_fd_skipped_share: opts.max_fd_skipped_share,
+        passed: status == CheckStatus::Passed,
+        status,
     })
 }

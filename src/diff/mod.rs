@@ -37,11 +37,14 @@ mod step;
 
 pub use crate::contact::dense_solve;
 pub use batch::batch_rollout_jacobians;
-pub use check::{check, CheckOptions, CheckReport};
+pub use check::{check, BlockReport, CheckOptions, CheckReport, CheckStatus};
 pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
-pub use step::{lift_step, step_jacobian, DiffOptions, Partials, StepJacobian};
+pub use step::{
+    lift_step, second_difference_grows, step_jacobian, DiffOptions, Partials, StepJacobian,
+    KINK_SLOPE_JUMP,
+};
 
 use crate::contact::SolveError;
 use crate::sim::SimError;

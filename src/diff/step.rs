@@ -77,9 +77,11 @@ pub struct StepJacobian {
     /// that the difference quotient is not a derivative: the ±ε
     /// perturbation changed the solver's structure (the contact candidate
     /// set), or the one-sided differences disagree by more than 0.1% of
-    /// `max(1, ‖column‖∞)` (a kink — e.g. a contact exactly at a capsule's
-    /// segment end — or a curvature scale below ε, as for resting contact
-    /// at very small ρ, where the relaxed gap ρ/γ is shorter than ε).
+    /// `max(1, ‖column‖∞)` and the second difference grows with the step
+    /// ([`second_difference_grows`]: a kink — e.g. a contact exactly at a
+    /// capsule's segment end — or a curvature scale below ε, as for resting
+    /// contact at very small ρ, where the relaxed gap ρ/γ is shorter than
+    /// ε; not error of the solves, which is compared).
     pub nonsmooth: Vec<usize>,
 }
 
@@ -466,6 +468,37 @@ fn unrolled(
     })
 }
 
+/// A column of `fd` is a kink candidate when its one-sided slopes differ by
+/// more than this, relative to `max(1, ‖central difference‖∞)`.
+pub const KINK_SLOPE_JUMP: f64 = 1e-3;
+
+/// The kink test of `fd`: whether the second difference
+/// `s(h) = f(h) + f(−h) − 2 f(0)` grows with the step, given `s(ε)` and
+/// `s(2ε)`.
+///
+/// The one-sided slopes of a column differ by `s(ε)/ε`. Where the map is
+/// smooth, `s(h) ≈ h² f''` (truncation: `s(2ε) = 4 s(ε)`); at a kink with
+/// slope jump `J` at `|a| < ε`, `s(h) = J (h − |a|)`, so `s(2ε) ≥ 2 s(ε)`
+/// (a curvature scale below ε, such as resting contact at small ρ, looks
+/// the same). Error of the solves — round-off `δ` divided by a small ε, an
+/// inaccurate solver, a jump of the solve's iterate — does not grow with
+/// the step: `s(2ε) ≈ s(ε) ≈ δ`. Only a growth of at least 1.5× (the
+/// midpoint between 1 and 2) is a kink; anything else is error, and the
+/// column is compared (so an accuracy regression fails instead of being
+/// left out).
+///
+/// ```
+/// use dualsim::diff::second_difference_grows;
+/// use dualsim::math::DVec;
+/// let s = |h: f64| DVec::from_vec(vec![(h - 0.3e-7f64).max(0.0) * 2.0]); // |x| kink at 0.3 ε
+/// assert!(second_difference_grows(&s(1e-7), &s(2e-7)));
+/// let noise = DVec::from_vec(vec![3e-12]);
+/// assert!(!second_difference_grows(&noise, &(-&noise)));
+/// ```
+pub fn second_difference_grows(s_eps: &DVec<f64>, s_2eps: &DVec<f64>) -> bool {
+    s_2eps.amax() >= 1.5 * s_eps.amax()
+}
+
 fn fd<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -497,9 +530,18 @@ fn fd<B: ImplicitStep>(
         let (plus, sp) = run(eps)?;
         let (minus, sm) = run(-eps)?;
         let central = (&plus - &minus) / (2.0 * eps);
-        let forward = (&plus - &zero) / eps;
-        let backward = (&zero - &minus) / eps;
-        let kink = (&forward - &backward).amax() > 1e-3 * central.amax().max(1.0);
+        // forward − backward one-sided slopes = s(ε)/ε, s the second difference
+        let s1 = &plus + &minus - &zero * 2.0;
+        let mut kink = false;
+        if s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0) {
+            // is the jump in the map's slope, or error of the solves? Measure
+            // the second difference again at 2ε (see `second_difference_grows`);
+            // a failed solve there counts as not smooth.
+            kink = match run(2.0 * eps).and_then(|(p2, _)| Ok((p2, run(-2.0 * eps)?.0))) {
+                Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
+                Err(_) => true,
+            };
+        }
         if kink || !B::same_structure(&sp, &st0) || !B::same_structure(&sm, &st0) {
             changed.push(c);
         }

@@ -587,6 +587,40 @@ fn in_abs(cx: &Cx, span: Range<usize>, path: &str, x: f64, max: f64, unit: &str)
     }
 }
 
+/// A direction `d` with `n·d ≤ 0` for every unit normal `n`, if any: then
+/// `{x : n·x ≤ b}` is unbounded along `d` (its recession cone is not
+/// `{0}`). When the normals span 3-D the cone has no line, so if it is not
+/// `{0}` it has an extreme ray on two of the planes `n·d = 0`, i.e. along
+/// `±nᵢ × nⱼ`; when they do not span 3-D, a cross product (rank 2) or a
+/// perpendicular of the first normal (rank 1) is orthogonal to them all.
+fn recession_direction(normals: &[Vec3<f64>]) -> Option<Vec3<f64>> {
+    const TOL: f64 = 1e-9;
+    let outside = |d: &Vec3<f64>| normals.iter().all(|n| n.dot(d) <= TOL);
+    let n0 = normals.first()?;
+    let helper = if n0.x.abs() < 0.9 {
+        Vec3::new(1.0, 0.0, 0.0)
+    } else {
+        Vec3::new(0.0, 1.0, 0.0)
+    };
+    let p = n0.cross(&helper).normalize();
+    let q = n0.cross(&p);
+    let mut candidates = vec![p, -p, q, -q];
+    for (i, a) in normals.iter().enumerate() {
+        for b in &normals[i + 1..] {
+            let c = a.cross(b);
+            let len = c.norm();
+            if len > TOL {
+                candidates.push(c / len);
+                candidates.push(-c / len);
+            }
+        }
+        if candidates.iter().any(&outside) {
+            break;
+        }
+    }
+    candidates.into_iter().find(outside)
+}
+
 /// Unit vector along `n` without overflow or underflow of the squares
 /// (`[0, -1e300, 1]` → `[0, -1, 1e-300]`); `None` for a zero vector.
 pub fn normalize_scaled(n: [f64; 3]) -> Option<Vec3<f64>> {
@@ -914,6 +948,27 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         let base = choose(cx, r.str_opt("base")?, BASES, BaseJoint::Fixed)?;
         let urdf = urdf::load_file(base_dir.join(file), base)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
+        if base == BaseJoint::Floating {
+            // a massless root leaves the base's coordinates without inertia
+            // (NaN at the first step): refused here
+            if let Some(root) = urdf.model.bodies.iter().find(|b| b.parent.is_none()) {
+                let i = &root.inertia;
+                let d = i.inertia.diagonal();
+                if !(i.mass > 0.0 && d.x > 0.0 && d.y > 0.0 && d.z > 0.0) {
+                    return Err(cx.error(
+                        fspan.clone(),
+                        &fpath,
+                        format!(
+                            "{file}: the root link `{}` of a floating base has no mass or \
+                             rotational inertia (mass {}, inertia diagonal [{}, {}, {}]): the \
+                             base's six coordinates would have no inertia; give it an \
+                             <inertial> or use base = \"fixed\"",
+                            root.name, i.mass, d.x, d.y, d.z
+                        ),
+                    ));
+                }
+            }
+        }
         let pos = match r.vec_opt::<3>("base_position")? {
             None => [0.0; 3],
             Some((x, span, p)) => {
@@ -1492,6 +1547,18 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             }
             let (normals, offsets) = (unit, scaled);
             if ty == "polytope" {
+                if let Some(d) = recession_direction(&normals) {
+                    return Err(cx.error(
+                        nval.span(),
+                        &np,
+                        format!(
+                            "the half-spaces do not bound a volume: the polytope is unbounded \
+                             in direction [{:.3}, {:.3}, {:.3}] (every n·d ≤ 0; the normals must \
+                             point to all sides)",
+                            d.x, d.y, d.z
+                        ),
+                    ));
+                }
                 Shape::Polytope { normals, offsets }
             } else {
                 Shape::PaddedPolygon {
