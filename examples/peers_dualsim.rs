@@ -142,8 +142,8 @@ fn run(w: &World<f64>, x0: &State<f64>, steps: usize) -> Run {
         last: x0.clone(),
     };
     for _ in 0..steps {
-        // Chained as a rollout: `ipm` starts each step's contacts from the
-        // previous step's solution (as MuJoCo warm-starts its solver).
+        // Chained as a rollout (the backend's workspace; `ipm`'s contact
+        // warm start is opt-in and off by default).
         match dualsim::sim::step_with(w, &x, &u, &mut ws) {
             Ok(out) => {
                 r.steps += 1;
@@ -224,8 +224,7 @@ fn main() {
         if want("box") {
             let out = step(&w, &x, &u).unwrap();
             let mut xc = x.clone();
-            // Chained steps as in a rollout (warm start from the previous
-            // step's contacts, kept in the workspace).
+            // Chained steps as in a rollout (the backend's workspace).
             let mut ws = dualsim::contact::Workspace::default();
             let t = time_batched(reps, batch, 20, || {
                 let out = dualsim::sim::step_with(&w, &xc, &u, &mut ws).unwrap();

@@ -2,11 +2,13 @@
 //! a 0.2 m cube of 1 kg resting on a plane (default), or `pile N` spheres.
 //!
 //! With `jac` after the kind, each step also computes the full one-step
-//! Jacobian (state and control) by `ift`. Steps are chained as in a
-//! rollout (`sim::step_with`: `ipm` warm-starts each step's contacts from
-//! the previous step's); with `cold`, each is an independent `sim::step`.
+//! Jacobian (state and control) by `ift`. Each step is an independent
+//! `sim::step`; with `warm`, the steps are chained as in a rollout
+//! (`sim::step_with`) with `ipm`'s opt-in contact warm start
+//! (`warm_start_contacts = true`: each step's contacts start from the
+//! previous step's solution).
 //!
-//! `cargo run --release --example profile_step -- [box|pile N] [jac] [cold] [STEPS]`
+//! `cargo run --release --example profile_step -- [box|pile N] [jac] [warm] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
@@ -69,7 +71,7 @@ fn main() {
         }
     };
     let jac = args.iter().any(|a| a == "jac");
-    let cold = args.iter().any(|a| a == "cold");
+    let cold = !args.iter().any(|a| a == "warm");
     let steps: usize = args
         .last()
         .and_then(|s| s.parse().ok())
@@ -86,6 +88,8 @@ fn main() {
     let mut x = traj.last().clone();
     let mut iters = 0;
     let mut ws = dualsim::contact::Workspace::default();
+    let mut w = w;
+    w.backends.ipm.warm_start_contacts = !cold;
     let t = std::time::Instant::now();
     for _ in 0..steps {
         let out = if cold {
@@ -112,7 +116,7 @@ fn main() {
     println!(
         "{kind}{}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step",
         if jac { " + ift Jacobian" } else { "" },
-        if cold { " (cold)" } else { "" },
+        if cold { "" } else { " (warm start)" },
         dt * 1e6,
         iters as f64 / steps as f64
     );
