@@ -665,14 +665,14 @@ fn slot<'a, T: Scalar>(
 ) -> &'a mut Vec<(usize, Matrix3xX<T>)> {
     if c == contacts.len() {
         contacts.push(ContactEval {
-            contact: contact.clone(),
+            contact: *contact,
             tangents,
             y,
             blocks: Vec::with_capacity(2),
         });
     } else {
         let ce = &mut contacts[c];
-        ce.contact = contact.clone();
+        ce.contact = *contact;
         ce.tangents = tangents;
         ce.y = y;
     }

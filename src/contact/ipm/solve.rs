@@ -425,6 +425,9 @@ fn set_k<T: Scalar>(
 }
 
 /// The geometric stiffness blocks `G[i][j] = ∂(W_iᵀ f)/∂v_j` of a contact.
+// A free body's blocks stay on the stack (one value per contact and
+// factorization, never stored): boxing them would put the heap back.
+#[allow(clippy::large_enum_variant)]
 enum Stiffness {
     Body([[Matrix6<f64>; 2]; 2]),
     Robot(Vec<Vec<DMat<f64>>>),
