@@ -14,9 +14,10 @@
 //! * `box_step`: one f64 `step` of the settled resting box; steps are
 //!   chained (the state stays at rest), timed in batches of `batch` steps,
 //!   the figure is the median batch time / `batch`.
-//! * `box_jacobian`: one `step_jacobian` call by `ift` with respect to
-//!   `q`, `v` and `u` (3 nv columns; it returns the next state too), median
-//!   of single calls.
+//! * `box_jacobian`: one `step_jacobian_with` call by `ift` with respect
+//!   to `q`, `v` and `u` (3 nv columns; it returns the next state too),
+//!   chained as `rollout_jacobian` chains them, median of single calls;
+//!   also from the same settled state each call (`step_jacobian`, cold).
 //! * `pile120`, `sphere_pile`: the whole rollout (wall time of all steps),
 //!   median over repetitions (at least one; more while within `--budget`).
 //! * `humanoid_*`: `rnea`, `aba`, `rnea_derivatives`, `aba_derivatives`
@@ -26,7 +27,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use dualsim::diff::{step_jacobian, step_jacobian_with, DiffOptions, Method, Param};
 use dualsim::dynamics::{
     aba::aba, aba_derivatives::aba_derivatives, rnea::rnea, rnea_derivatives::rnea_derivatives,
     urdf,
@@ -253,7 +254,17 @@ fn main() {
             let o = DiffOptions::default();
             let j = step_jacobian(&w, &x, &u, &ps, Method::Ift, &o).unwrap();
             let jr = (reps / 2).max(20);
+            // Chained as in a rollout (`rollout_jacobian`'s protocol: each
+            // step and its Jacobian from one solve, started from the
+            // previous step's contacts through the workspace).
+            let mut ws = dualsim::contact::Workspace::default();
+            let mut xc = x.clone();
             let t = time_batched(jr, 1, 10, || {
+                let sj = step_jacobian_with(&w, &xc, &u, &ps, Method::Ift, &o, &mut ws).unwrap();
+                xc = black_box(sj).next;
+            });
+            // Every call from the same settled state, a cold solve each.
+            let t_fixed = time_batched(jr, 1, 10, || {
                 black_box(step_jacobian(&w, &x, &u, &ps, Method::Ift, &o).unwrap());
             });
             // ∂vz⁺/∂uz: a resting box's vertical velocity does not respond to a
@@ -261,6 +272,7 @@ fn main() {
             let row_vz = nv + 2;
             emit(json!({
                 "engine": "dualsim", "figure": "box_jacobian", "median_s": t, "reps": jr,
+                "median_s_from_settled_state": t_fixed,
                 "method": "ift", "rows": j.jacobian.nrows(), "cols": j.jacobian.ncols(),
                 "dvz_duz": j.jacobian[(row_vz, 2 * nv + 2)], "dvx_dux": j.jacobian[(nv, 2 * nv)],
             }));

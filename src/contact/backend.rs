@@ -168,6 +168,18 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
         p: &StepProblem<'_, f64>,
     ) -> Result<(DVec<f64>, Self::Structure), SolveError>;
 
+    /// [`solve_root`](Self::solve_root) as one step of a rollout, with
+    /// the workspace the previous steps left (what
+    /// [`solve_with`](Self::solve_with) keeps). Default: `solve_root`,
+    /// ignoring the workspace.
+    fn solve_root_with(
+        &self,
+        p: &StepProblem<'_, f64>,
+        _workspace: &mut Self::Workspace<f64>,
+    ) -> Result<(DVec<f64>, Self::Structure), SolveError> {
+        self.solve_root(p)
+    }
+
     /// The residual `r(y; θ)` of the problem `p` at `y` (complementarity
     /// relaxed to `p.params.rho`).
     fn residual<T: Scalar>(

@@ -42,8 +42,8 @@ pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
 pub use step::{
-    lift_step, second_difference_grows, step_jacobian, DiffOptions, Partials, StepJacobian,
-    KINK_SLOPE_JUMP,
+    lift_step, second_difference_grows, step_jacobian, step_jacobian_with, DiffOptions, Partials,
+    StepJacobian, KINK_SLOPE_JUMP,
 };
 
 use crate::contact::SolveError;

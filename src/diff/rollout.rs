@@ -17,7 +17,7 @@ use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
 use super::step::tangent;
-use super::{lift_step, seeded, step_jacobian, DiffError, DiffOptions, Method, Param};
+use super::{lift_step, seeded, step_jacobian_with, DiffError, DiffOptions, Method, Param};
 use crate::math::{DMat, DVec};
 use crate::sim::{rollout as run, step, Controls, State, World};
 use crate::Scalar;
@@ -194,9 +194,10 @@ fn ift_rollout(
     params.extend(model_params.iter().map(|(_, p)| *p));
     params.extend((0..nv).map(Param::U));
     let mut x = x0.clone();
+    let mut ws = crate::contact::Workspace::default();
     for k in 0..steps {
         let u = controls.at(k);
-        let sj = step_jacobian(world, &x, u, &params, Method::Ift, opts)?;
+        let sj = step_jacobian_with(world, &x, u, &params, Method::Ift, opts, &mut ws)?;
         let j = &sj.jacobian;
         let a = j.columns(0, 2 * nv);
         let mut next = a * &s;

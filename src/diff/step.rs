@@ -271,9 +271,13 @@ fn ift<B: ImplicitStep>(
     u: &DVec<f64>,
     params: &[Param],
     partials: Partials,
+    ws: Option<&mut B::Workspace<f64>>,
 ) -> Result<StepJacobian, DiffError> {
     let p = world.problem(state, u);
-    let (y, st) = b.solve_root(&p)?;
+    let (y, st) = match ws {
+        Some(ws) => b.solve_root_with(&p, ws)?,
+        None => b.solve_root(&p)?,
+    };
     let nv = world.model.nv;
     let jth = param_partials(b, &p, world, state, u, &st, &y, params, partials)?;
     let dy = -b
@@ -554,6 +558,40 @@ fn fd<B: ImplicitStep>(
     })
 }
 
+/// [`step_jacobian`] as one step of a rollout: with [`Method::Ift`], the
+/// step is solved with the workspace the previous steps left (as
+/// [`crate::sim::step_with`]: `ipm` starts its contacts from the
+/// previous step's solution, safeguarded), and the workspace receives
+/// this step's. The Jacobian is the same (the implicit-function
+/// derivative at the root, whatever the solve started from). The other
+/// methods solve from their own starting points and leave the workspace
+/// as it was. Start with `contact::Workspace::default()`;
+/// [`crate::diff::rollout_jacobian`] chains its steps this way.
+pub fn step_jacobian_with(
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    params: &[Param],
+    method: Method,
+    opts: &DiffOptions,
+    workspace: &mut crate::contact::Workspace<f64>,
+) -> Result<StepJacobian, DiffError> {
+    if method != Method::Ift {
+        return step_jacobian(world, state, u, params, method, opts);
+    }
+    crate::sim::check_inputs(world, state, u)?;
+    let w = with_rho(world, opts);
+    crate::contact::with_backend_workspace!(w.solver, w.backends, workspace, |b, ws| ift(
+        &b,
+        &w,
+        state,
+        u,
+        params,
+        opts.partials,
+        Some(ws)
+    ))
+}
+
 /// The Jacobian of one step with respect to `params` by `method`.
 ///
 /// ```
@@ -580,7 +618,9 @@ pub fn step_jacobian(
     crate::sim::check_inputs(world, state, u)?;
     let w = with_rho(world, opts);
     match method {
-        Method::Ift => with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials)),
+        Method::Ift => {
+            with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials, None))
+        }
         Method::Lift => unrolled(&w, state, u, params, true),
         Method::Unrolled => unrolled(&w, state, u, params, false),
         Method::Fd => with_world_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),

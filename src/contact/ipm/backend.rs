@@ -154,6 +154,15 @@ impl ContactBackend for Ipm {
         Ok((stacked_root(&sol.v_next, &st.xs), st.candidates))
     }
 
+    fn solve_root_with(
+        &self,
+        p: &StepProblem<'_, f64>,
+        ws: &mut super::Workspace<f64>,
+    ) -> Result<(DVec<f64>, Vec<Candidate<f64>>), SolveError> {
+        let (sol, st) = self.solve_structured_with_workspace(p, ws)?;
+        Ok((stacked_root(&sol.v_next, &st.xs), st.candidates))
+    }
+
     fn residual<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,

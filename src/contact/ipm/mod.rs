@@ -91,8 +91,11 @@
 //! `T` with zero derivative parts), which does not change the fixed point
 //! of the iteration or of its derivative parts.
 //!
-//! After convergence, `polish_steps` Newton steps with the loop's matrix
-//! tighten the primal residual; then, for a scalar with derivative parts
+//! After convergence, Newton steps with the loop's matrix tighten the
+//! primal residual to round-off: at least `polish_steps` of them in a
+//! scalar with derivative parts, none when the residual already is at
+//! round-off in `f64` (a warm-started resting contact); then, for a
+//! scalar with derivative parts
 //! ([`Scalar::DERIVATIVE_ORDER`](crate::Scalar::DERIVATIVE_ORDER) `= k`),
 //! `k` Newton steps with the exact Jacobian that move only the derivative
 //! parts (the primal stays bit for bit where the f64 solve puts it): at
@@ -237,13 +240,19 @@ pub struct Params {
     /// candidates in the previous step start from that step's contact
     /// unknowns (kept in the rollout's workspace) instead of the default
     /// initial point. A single `sim::step` always starts cold. Default
-    /// false: a resting contact then converges at once (0 iterations
-    /// instead of 5), but a contact that opens or closes starts at the
-    /// wrong corner of its complementarity (γ ≈ 0 with a large slack, or
-    /// the reverse) and the interior point stalls there (impacts of the box
-    /// toss reach the iteration cap); a safeguarded warm start (shifted
-    /// into the cone interior, or retried cold) is not built yet.
+    /// true: a resting contact then converges at once (0 iterations
+    /// instead of 5). Safeguarded: a contact that opens or closes starts at
+    /// the wrong corner of its complementarity (γ ≈ 0 with a large slack,
+    /// or the reverse) where the interior point can stall, so the warm
+    /// attempt of an island gets at most [`Params::warm_attempt_iterations`]
+    /// iterations; then the island is solved again from the default
+    /// initial point with the full budget.
     pub warm_start_contacts: bool,
+    /// Iterations an island's warm attempt may take before it is solved
+    /// again cold (see [`Params::warm_start_contacts`]). Default 4: a
+    /// resting island converges in 0–2; an impact stalls at any cap, so
+    /// a larger one only wastes iterations.
+    pub warm_attempt_iterations: usize,
     /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
     /// system (search directions only). Default true: without it the
     /// Jordan-product linearization stalls against the cone boundary when
@@ -258,7 +267,9 @@ pub struct Params {
     /// Full Newton steps on `r_ρ` with the exact Jacobian after
     /// convergence. Default 2: in a dual scalar each one makes one more
     /// derivative order exact (the `unrolled` method's gradients and
-    /// Hessians), and it tightens the primal residual to round-off.
+    /// Hessians), and it tightens the primal residual to round-off. In
+    /// `f64` (no derivative parts) they stop as soon as the residual is
+    /// at round-off, so 0 is possible.
     pub polish_steps: usize,
     /// The Newton matrix's contact blocks are built in closed form from the
     /// impulse map (`K = diag(h, 1, 1) W`, no geometric stiffness; no dual
@@ -302,7 +313,8 @@ impl Default for Params {
             margin: 0.02,
             initial_scale: 0.01,
             warm_start: true,
-            warm_start_contacts: false,
+            warm_start_contacts: true,
+            warm_attempt_iterations: 4,
             nesterov_todd: true,
             newton: NewtonParams::default(),
             max_candidate_rounds: 4,
@@ -354,6 +366,12 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         ("max_backtracks", p.max_backtracks, 0, 60),
         ("max_candidate_rounds", p.max_candidate_rounds, 0, 100),
         ("polish_steps", p.polish_steps, 0, 100),
+        (
+            "warm_attempt_iterations",
+            p.warm_attempt_iterations,
+            0,
+            100_000,
+        ),
         ("restart_after", p.restart_after, 0, 100_000),
         ("newton.max_iterations", p.newton.max_iterations, 1, 100_000),
     ];
@@ -751,6 +769,16 @@ impl Ipm {
         p: &StepProblem<'_, T>,
         ws: &mut Workspace<T>,
     ) -> Result<StepSolution<T>, SolveError> {
+        Ok(self.solve_structured_with_workspace(p, ws)?.0)
+    }
+
+    /// [`solve_with_workspace`](Self::solve_with_workspace), also
+    /// returning the final candidate set and contact unknowns.
+    pub fn solve_structured_with_workspace<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut Workspace<T>,
+    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         conic_pairs::refuse_point_clouds("ipm", p)?;
         let prev = if self.params.warm_start_contacts {
             std::mem::take(&mut ws.contacts)
@@ -758,8 +786,14 @@ impl Ipm {
             Vec::new()
         };
         let (sol, st) = self.solve_structured_warm(p, candidates(p, &self.params), true, prev)?;
-        ws.contacts = st.candidates.iter().map(|c| c.key()).zip(st.xs).collect();
-        Ok(sol)
+        ws.contacts.clear();
+        ws.contacts.extend(
+            st.candidates
+                .iter()
+                .map(|c| c.key())
+                .zip(st.xs.iter().cloned()),
+        );
+        Ok((sol, st))
     }
 
     fn solve_structured_warm<T: Scalar>(
@@ -924,7 +958,14 @@ impl Ipm {
                         .map(|w| w.1.clone())
                 })
                 .collect();
-            let sol = solve::solve_island(p, &island, v0, x0, params)?;
+            // The first round of a rollout step starts from the previous
+            // step's contacts (safeguarded: retried cold when the warm
+            // attempt stalls); a later round from the previous round's.
+            let sol = if warm.v.is_none() {
+                solve::solve_island_warm(p, &island, v0, x0, params)?
+            } else {
+                solve::solve_island(p, &island, v0, x0, params)?
+            };
             for (c, x) in island.contacts.iter().zip(&sol.xs) {
                 new_xs.push((c.key(), x.clone()));
             }

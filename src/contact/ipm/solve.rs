@@ -717,6 +717,72 @@ pub fn solve_island<T: Scalar>(
     params: &Params,
 ) -> Result<IslandSolution<T>, SolveError> {
     let sp = p.params;
+    solve_island_capped(
+        p,
+        island,
+        v0,
+        x0,
+        params,
+        sp.max_iterations,
+        sp.accept_at_cap,
+    )
+}
+
+/// [`solve_island`] started from the previous step's contact unknowns
+/// `x0` (a rollout's contact warm start, [`Params::warm_start_contacts`]),
+/// safeguarded: the warm attempt may take at most
+/// [`Params::warm_attempt_iterations`] iterations; when it has not
+/// converged by then (a contact that opened or closed starts at the wrong
+/// corner of its complementarity and the interior point stalls there) or
+/// fails, the island is solved again from the default initial point with
+/// the full iteration budget. The reported iterations count both attempts.
+pub fn solve_island_warm<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v0: DVec<T>,
+    x0: Vec<Option<DVec<T>>>,
+    params: &Params,
+) -> Result<IslandSolution<T>, SolveError> {
+    let sp = p.params;
+    let cap = params.warm_attempt_iterations.min(sp.max_iterations);
+    let spent = if x0.iter().any(Option::is_some) {
+        match solve_island_capped(p, island, v0.clone(), x0, params, cap, false) {
+            Ok(sol) => return Ok(sol),
+            // Only the iterations actually run count; every failure of
+            // the warm attempt falls back to the cold start.
+            Err(SolveError::MaxIterations { iters, .. }) => iters,
+            Err(_) => 0,
+        }
+    } else {
+        0
+    };
+    let cold = vec![None; island.contacts.len()];
+    let mut sol = solve_island_capped(
+        p,
+        island,
+        v0,
+        cold,
+        params,
+        sp.max_iterations,
+        sp.accept_at_cap,
+    )?;
+    sol.iterations += spent;
+    Ok(sol)
+}
+
+/// [`solve_island`] with the iteration cap `max_iterations`; at the cap
+/// the iterate is returned (flagged `capped`) when `accept_at_cap`, else
+/// [`SolveError::MaxIterations`].
+fn solve_island_capped<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v0: DVec<T>,
+    x0: Vec<Option<DVec<T>>>,
+    params: &Params,
+    max_iterations: usize,
+    accept_at_cap: bool,
+) -> Result<IslandSolution<T>, SolveError> {
+    let sp = p.params;
     let rho = sp.rho;
     let warm: Vec<bool> = x0.iter().map(|x| x.is_some()).collect();
     let xs: Vec<DVec<T>> = island
@@ -804,11 +870,19 @@ pub fn solve_island<T: Scalar>(
             // (`1e-6 · tolerance`; finite differences of a step divide the
             // solution's error by their step), at most four more, the last
             // two exact (a closed-form matrix contracts linearly).
+            // In f64 (no derivative parts to make exact) the steps stop as
+            // soon as the residual is at round-off, which a warm-started
+            // resting contact already is.
             let tight = sp.tolerance * 1e-6;
             let max_steps = params.polish_steps + 4;
+            let required = if T::DERIVATIVE_ORDER == 0 {
+                0
+            } else {
+                params.polish_steps
+            };
             let mut k = 0;
             while k < max_steps {
-                if k >= params.polish_steps {
+                if k >= required {
                     let mm = measures(island, &w.cur.ev, &w.cur.xs, rho);
                     if mm.eq <= tight && mm.comp_dev <= tight {
                         break;
@@ -879,7 +953,7 @@ pub fn solve_island<T: Scalar>(
                 capped: false,
             });
         }
-        if iter >= sp.max_iterations && sp.accept_at_cap {
+        if iter >= max_iterations && accept_at_cap {
             return Ok(IslandSolution {
                 v: w.cur.v,
                 xs: w.cur.xs,
@@ -890,7 +964,7 @@ pub fn solve_island<T: Scalar>(
                 capped: true,
             });
         }
-        if iter >= sp.max_iterations {
+        if iter >= max_iterations {
             return Err(SolveError::MaxIterations {
                 iters: iter,
                 residual: m.eq,
