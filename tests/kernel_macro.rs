@@ -199,3 +199,34 @@ fn crate_docs_example() {
     let (_, _, hess) = sphere_plane_gap_hessian([0.0, 0.0, 1.0], 0.0, [1.0, 2.0, 3.0], 0.5);
     assert_eq!(hess[0][0][4], 1.0); // ∂²g/∂n₀∂p₀
 }
+
+#[test]
+fn partial_equals_the_jacobian_columns_of_its_arguments() {
+    // `partial(p, r)`: the columns of p (inputs 4, 5, 6) and r (input 7),
+    // in argument order, bit for bit those of `_jacobian` (the same
+    // derivative nodes), on seeded random inputs.
+    let mut rng = Rng::new("partial_mix");
+    for _ in 0..SAMPLES {
+        let n = [
+            rng.uniform(-1.0, 1.0),
+            rng.uniform(-1.0, 1.0),
+            rng.uniform(-1.0, 1.0),
+        ];
+        let d = rng.uniform(-1.0, 1.0);
+        let p = [
+            rng.uniform(-2.0, 2.0),
+            rng.uniform(-2.0, 2.0),
+            rng.uniform(-2.0, 2.0),
+        ];
+        let r = rng.uniform(0.1, 1.0);
+        let (v, j) = partial_mix_jacobian(n, d, p, r);
+        let (vp, jp) = partial_mix_partial(n, d, p, r);
+        assert_eq!(v, vp);
+        for o in 0..2 {
+            assert_eq!(jp[o].len(), 4);
+            for (k, col) in [4, 5, 6, 7].into_iter().enumerate() {
+                check("partial column", jp[o][k], j[o][col]);
+            }
+        }
+    }
+}

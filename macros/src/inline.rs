@@ -30,38 +30,72 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{Error, Ident, ItemFn, Path};
 
 /// What `#[kernel(...)]` asked for.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Options {
     /// Emit `<name>_hessian`.
     pub hessian: bool,
     /// Inline the called kernels.
     pub inline: bool,
+    /// `partial(a, b, ...)`: also emit `<name>_partial`, the Jacobian
+    /// columns of these arguments only.
+    pub partial: Vec<Ident>,
 }
 
 impl Options {
     /// Parses the attribute's arguments: nothing, or a comma-separated
-    /// subset of `jacobian` (no Hessian) and `inline`.
+    /// subset of `jacobian` (no Hessian), `inline` and `partial(args)`.
     pub fn parse(attr: TokenStream) -> syn::Result<Options> {
         let mut o = Options {
             hessian: true,
             inline: false,
+            partial: Vec::new(),
         };
         let bad = |span| {
             Err(Error::new(
                 span,
-                "`#[kernel]` takes no arguments, or `jacobian` (no `_hessian` sibling) and/or \
-                 `inline` (inline the called kernels), comma-separated",
+                "`#[kernel]` takes no arguments, or `jacobian` (no `_hessian` sibling), \
+                 `inline` (inline the called kernels) and/or `partial(arg, ...)` (also \
+                 `<name>_partial`: the Jacobian columns of those arguments), comma-separated",
             ))
         };
         let mut expect_ident = true;
+        let mut after_partial = false;
         for tt in attr {
+            if after_partial {
+                after_partial = false;
+                let TokenTree::Group(g) = &tt else {
+                    return bad(tt.span());
+                };
+                if g.delimiter() != Delimiter::Parenthesis {
+                    return bad(tt.span());
+                }
+                let mut want_name = true;
+                for t in g.stream() {
+                    match (&t, want_name) {
+                        (TokenTree::Ident(id), true) => o.partial.push(id.clone()),
+                        (TokenTree::Punct(p), false) if p.as_char() == ',' => {}
+                        _ => return bad(t.span()),
+                    }
+                    want_name = !want_name;
+                }
+                if o.partial.is_empty() {
+                    return bad(g.span());
+                }
+                continue;
+            }
             match (&tt, expect_ident) {
                 (TokenTree::Ident(id), true) if id == "jacobian" && o.hessian => o.hessian = false,
                 (TokenTree::Ident(id), true) if id == "inline" && !o.inline => o.inline = true,
+                (TokenTree::Ident(id), true) if id == "partial" && o.partial.is_empty() => {
+                    after_partial = true;
+                }
                 (TokenTree::Punct(p), false) if p.as_char() == ',' => {}
                 _ => return bad(tt.span()),
             }
             expect_ident = !expect_ident;
+        }
+        if after_partial {
+            return bad(proc_macro2::Span::call_site());
         }
         Ok(o)
     }
@@ -167,7 +201,7 @@ pub fn finish(
     item: &TokenStream,
     inline: &Inline,
 ) -> syn::Result<TokenStream> {
-    let code = crate::expand::expand(k, opts.hessian, inline)?;
+    let code = crate::expand::expand(k, opts.hessian, &opts.partial, inline)?;
     let src = src_macro(&k.item.sig.ident, item);
     Ok(quote!(#code #src))
 }

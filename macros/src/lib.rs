@@ -123,7 +123,11 @@ mod parse;
 /// Hessian is not needed: the Hessian's code grows with the square of the
 /// number of inputs; such a kernel can be called from other
 /// `#[kernel(jacobian)]`s or inlined); `inline` inlines the called kernels
-/// (see the crate docs).
+/// (see the crate docs); `partial(a, b, ...)` also generates
+/// `<name>_partial(args) -> (value, [[T; NSEL]; NOUT])`, the Jacobian
+/// columns of the arguments `a`, `b`, ... only (flattened in argument
+/// order): the code of the other columns is not generated, for callers
+/// that need a few columns of a kernel with many inputs.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     inline::start(attr.into(), item.into())

@@ -131,3 +131,11 @@ where
     let m = geom::norm2([s, 1, -s]);
     [n * s / (1 + m), dot3(a, [n, s, geom::norm2(a)]) - exp(-m)]
 }
+
+/// A kernel with a `partial` sibling: the Jacobian columns of `p` and `r`
+/// only (`n` and `d` are left out).
+#[kernel(partial(p, r))]
+pub fn partial_mix<T: Scalar>(n: [T; 3], d: T, p: [T; 3], r: T) -> [T; 2] {
+    let h = n[0] * p[0] + n[1] * p[1] + n[2] * p[2] - d;
+    [h - r, sqrt(p[0] * p[0] + p[1] * p[1] + r * r) * h]
+}

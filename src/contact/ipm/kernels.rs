@@ -156,7 +156,7 @@ pub fn contact_rows<T: Scalar>(
 }
 
 /// Sphere `a` against a plane `b`.
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_plane<T: Scalar>(
     qa: [T; 7],
@@ -179,7 +179,7 @@ pub fn contact_sphere_plane<T: Scalar>(
 }
 
 /// Capsule end `sel[0]` (±1) against a plane.
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_plane<T: Scalar>(
     qa: [T; 7],
@@ -202,7 +202,7 @@ pub fn contact_capsule_plane<T: Scalar>(
 }
 
 /// Box vertex `sel[0..3]` (signs) against a plane.
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_plane<T: Scalar>(
     qa: [T; 7],
@@ -232,7 +232,7 @@ pub fn contact_box_plane<T: Scalar>(
 }
 
 /// Sphere against sphere.
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_sphere<T: Scalar>(
     qa: [T; 7],
@@ -255,7 +255,7 @@ pub fn contact_sphere_sphere<T: Scalar>(
 }
 
 /// Capsule `a` against sphere `b` (`sel[0..2] = (wt, t0)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_sphere<T: Scalar>(
     qa: [T; 7],
@@ -278,7 +278,7 @@ pub fn contact_capsule_sphere<T: Scalar>(
 }
 
 /// Sphere `a` against capsule `b` (`sel[0..2] = (wt, t0)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_capsule<T: Scalar>(
     qa: [T; 7],
@@ -302,7 +302,7 @@ pub fn contact_sphere_capsule<T: Scalar>(
 }
 
 /// Capsule against capsule (six selectors).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_capsule_capsule<T: Scalar>(
     qa: [T; 7],
@@ -325,7 +325,7 @@ pub fn contact_capsule_capsule<T: Scalar>(
 }
 
 /// Sphere `a` against box `b`, centre outside (`sel = (m, w)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_box_outside<T: Scalar>(
     qa: [T; 7],
@@ -355,7 +355,7 @@ pub fn contact_sphere_box_outside<T: Scalar>(
 }
 
 /// Sphere `a` against box `b`, centre inside (`sel = (m, w)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_sphere_box_inside<T: Scalar>(
     qa: [T; 7],
@@ -385,7 +385,7 @@ pub fn contact_sphere_box_inside<T: Scalar>(
 }
 
 /// Box `a` against sphere `b`, centre outside (`sel = (m, w)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_sphere_outside<T: Scalar>(
     qa: [T; 7],
@@ -416,7 +416,7 @@ pub fn contact_box_sphere_outside<T: Scalar>(
 }
 
 /// Box `a` against sphere `b`, centre inside (`sel = (m, w)`).
-#[kernel(jacobian, inline)]
+#[kernel(jacobian, inline, partial(da, db, h, sa, sb))]
 #[allow(clippy::too_many_arguments, unused_variables)]
 pub fn contact_box_sphere_inside<T: Scalar>(
     qa: [T; 7],

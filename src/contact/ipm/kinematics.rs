@@ -251,17 +251,35 @@ pub fn contact_jacobian<T: Scalar>(
     vb: &[f64; 6],
     f: &Vec3<f64>,
 ) -> Result<ContactJacobian, SolveError> {
-    type D = DualSVec64<12>;
-    let c = |x: T| D::from_re(x.re());
+    // Forward mode over the moving velocities only: 6 directions against
+    // static geometry, 12 between two bodies (the cost of every dual
+    // operation grows with the number of directions).
+    match cand.b {
+        Partner::Static(_) => contact_jacobian_n::<T, 6>(p, cand, va, vb, f),
+        Partner::Body(_) => contact_jacobian_n::<T, 12>(p, cand, va, vb, f),
+    }
+}
+
+/// [`contact_jacobian`] with `N` forward-mode directions: 6 (body `a`'s
+/// velocity) or 12 (both bodies').
+fn contact_jacobian_n<T: Scalar, const N: usize>(
+    p: &StepProblem<'_, T>,
+    cand: &Candidate<T>,
+    va: &[f64; 6],
+    vb: &[f64; 6],
+    f: &Vec3<f64>,
+) -> Result<ContactJacobian, SolveError> {
+    type D<const N: usize> = DualSVec64<N>;
+    let c = |x: T| D::<N>::from_re(x.re());
     let ba = &p.model.bodies[cand.a];
-    let qa: [D; 7] = core::array::from_fn(|k| c(p.q[ba.idx_q + k]));
-    let va_d: [D; 6] = core::array::from_fn(|k| D::from_re(va[k]).derivative(k));
+    let qa: [D<N>; 7] = core::array::from_fn(|k| c(p.q[ba.idx_q + k]));
+    let va_d: [D<N>; 6] = core::array::from_fn(|k| D::<N>::from_re(va[k]).derivative(k));
     let shape_a = p.shapes[cand.a]
         .as_ref()
         .expect("candidate bodies have shapes")
-        .cast::<D>();
+        .cast::<D<N>>();
     let h = c(p.h);
-    let fd = f.map(D::from_re);
+    let fd = f.map(D::<N>::from_re);
     let shape_b;
     let (other, jb) = match cand.b {
         Partner::Body(j) => {
@@ -269,9 +287,10 @@ pub fn contact_jacobian<T: Scalar>(
             shape_b = p.shapes[j]
                 .as_ref()
                 .expect("candidate bodies have shapes")
-                .cast::<D>();
-            let q: [D; 7] = core::array::from_fn(|k| c(p.q[bb.idx_q + k]));
-            let v: [D; 6] = core::array::from_fn(|k| D::from_re(vb[k]).derivative(6 + k));
+                .cast::<D<N>>();
+            let q: [D<N>; 7] = core::array::from_fn(|k| c(p.q[bb.idx_q + k]));
+            // N = 12 here (see `contact_jacobian`).
+            let v: [D<N>; 6] = core::array::from_fn(|k| D::<N>::from_re(vb[k]).derivative(6 + k));
             (
                 Other::Body {
                     shape: &shape_b,
@@ -282,11 +301,11 @@ pub fn contact_jacobian<T: Scalar>(
             )
         }
         Partner::Static(j) => {
-            shape_b = p.statics[j].shape.cast::<D>();
+            shape_b = p.statics[j].shape.cast::<D<N>>();
             (
                 Other::Static {
                     shape: &shape_b,
-                    pose: p.statics[j].pose.cast::<D>(),
+                    pose: p.statics[j].pose.cast::<D<N>>(),
                 },
                 cand.a,
             )
@@ -304,14 +323,16 @@ pub fn contact_jacobian<T: Scalar>(
         cand.a,
         jb,
     )?;
-    let grad = |x: &D| -> nalgebra::SVector<f64, 12> { x.eps.unwrap_generic(Const::<12>, U1) };
+    let grad = |x: &D<N>| -> nalgebra::SVector<f64, N> { x.eps.unwrap_generic(Const::<N>, U1) };
     let mut ka = Matrix3x6::zeros();
     let mut kb = Matrix3x6::zeros();
     for r in 0..3 {
         let g = grad(&kin.y[r]);
         for k in 0..6 {
             ka[(r, k)] = g[k];
-            kb[(r, k)] = g[6 + k];
+            if N == 12 {
+                kb[(r, k)] = g[6 + k];
+            }
         }
     }
     let mut gm = [[Matrix6::zeros(); 2]; 2];
@@ -325,7 +346,9 @@ pub fn contact_jacobian<T: Scalar>(
             let g = grad(&gen[r]);
             for k in 0..6 {
                 gm[i][0][(r, k)] = g[k];
-                gm[i][1][(r, k)] = g[6 + k];
+                if N == 12 {
+                    gm[i][1][(r, k)] = g[6 + k];
+                }
             }
         }
     }

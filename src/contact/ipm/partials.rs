@@ -31,8 +31,9 @@ use crate::contact::{SolveError, StepProblem};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Pose, Quat, Vec3};
 
-/// Inputs of a `contact_<pair>` kernel.
-const NK: usize = 58;
+/// Columns of a `contact_<pair>_partial` (the kernel's inputs `da`, `db`,
+/// `h`, `sa`, `sb`; the other 38 of its 58 inputs are not generated).
+const NK: usize = 20;
 type ContactKernel = fn(
     [f64; 7],
     [f64; 6],
@@ -48,12 +49,12 @@ type ContactKernel = fn(
     [f64; 3],
 ) -> ([f64; 15], [[f64; NK]; 15]);
 
-// Input offsets of a contact kernel.
-const DA: usize = 7;
-const DB: usize = 26;
-const H: usize = 38;
-const SA: usize = 39;
-const SB: usize = 42;
+// Column offsets of a contact kernel's `_partial`.
+const DA: usize = 0;
+const DB: usize = 6;
+const H: usize = 12;
+const SA: usize = 13;
+const SB: usize = 16;
 
 fn pose_array(p: &Pose<f64>) -> [f64; 7] {
     let t = p.translation;
@@ -94,30 +95,27 @@ fn n_sizes(s: &Shape<f64>) -> usize {
 
 fn kernel_of(k: &PairKernel) -> (ContactKernel, [f64; 6]) {
     match *k {
-        PairKernel::SpherePlane => (contact_sphere_plane_jacobian, [0.0; 6]),
+        PairKernel::SpherePlane => (contact_sphere_plane_partial, [0.0; 6]),
         PairKernel::CapsulePlane(s) => {
-            (contact_capsule_plane_jacobian, [s, 0.0, 0.0, 0.0, 0.0, 0.0])
+            (contact_capsule_plane_partial, [s, 0.0, 0.0, 0.0, 0.0, 0.0])
         }
-        PairKernel::BoxPlane(s) => (
-            contact_box_plane_jacobian,
-            [s[0], s[1], s[2], 0.0, 0.0, 0.0],
-        ),
-        PairKernel::SphereSphere => (contact_sphere_sphere_jacobian, [0.0; 6]),
+        PairKernel::BoxPlane(s) => (contact_box_plane_partial, [s[0], s[1], s[2], 0.0, 0.0, 0.0]),
+        PairKernel::SphereSphere => (contact_sphere_sphere_partial, [0.0; 6]),
         PairKernel::CapsuleSphere { sel, flip } => (
             if flip {
-                contact_sphere_capsule_jacobian
+                contact_sphere_capsule_partial
             } else {
-                contact_capsule_sphere_jacobian
+                contact_capsule_sphere_partial
             },
             [sel[0], sel[1], 0.0, 0.0, 0.0, 0.0],
         ),
-        PairKernel::CapsuleCapsule(sel) => (contact_capsule_capsule_jacobian, sel),
+        PairKernel::CapsuleCapsule(sel) => (contact_capsule_capsule_partial, sel),
         PairKernel::SphereBox { inside, m, w, flip } => (
             match (inside, flip) {
-                (false, false) => contact_sphere_box_outside_jacobian,
-                (true, false) => contact_sphere_box_inside_jacobian,
-                (false, true) => contact_box_sphere_outside_jacobian,
-                (true, true) => contact_box_sphere_inside_jacobian,
+                (false, false) => contact_sphere_box_outside_partial,
+                (true, false) => contact_sphere_box_inside_partial,
+                (false, true) => contact_box_sphere_outside_partial,
+                (true, true) => contact_box_sphere_inside_partial,
             },
             [m[0], m[1], m[2], w[0], w[1], w[2]],
         ),
