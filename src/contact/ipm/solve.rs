@@ -262,12 +262,6 @@ impl<T: Scalar> LocalLu<T> {
         })
     }
 
-    /// `A_c⁻¹ r`.
-    fn solve_vec(&self, r: &DVec<T>) -> Option<DVec<T>> {
-        let mut out = DVec::zeros(r.len());
-        self.solve_into(r, &mut out).then_some(out)
-    }
-
     /// `out = A_c⁻¹ r`; `false` when not finite.
     fn solve_into(&self, r: &DVec<T>, out: &mut DVec<T>) -> bool {
         with_local!(self, |lu, _ac| {
@@ -276,16 +270,6 @@ impl<T: Scalar> LocalLu<T> {
             out.as_mut_slice().copy_from_slice(x.as_slice());
             x.iter().all(|e| e.re().is_finite())
         })
-    }
-
-    /// `A_c⁻¹ B` for every column of `B`.
-    fn solve_mat(&self, b: &DMat<T>) -> Option<DMat<T>> {
-        let mut out = DMat::zeros(b.nrows(), b.ncols());
-        for j in 0..b.ncols() {
-            let col = self.solve_vec(&b.column(j).into_owned())?;
-            out.set_column(j, &col);
-        }
-        Some(out)
     }
 
     /// `A_c⁻¹ C_c dy`, element `i`.
@@ -848,7 +832,10 @@ fn solve_island_capped<T: Scalar>(
                 }
             }
         }
-        evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
+        // (Every contact warm: nothing moved, the evaluation stands.)
+        if warm.iter().any(|w| !*w) {
+            evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
+        }
     }
     let mut iter = 0;
     // The contact blocks of the Newton matrix: closed form while the
@@ -1176,24 +1163,42 @@ impl IslandJacobian {
         let m = bd.ncols();
         let singular = || SolveError::Singular("contact block");
         let mut rhs = bd.clone();
-        // A_c⁻¹ B_c on the non-zero columns of B_c: (columns, values).
-        let mut ainv_b = Vec::with_capacity(bc.len());
+        // A_c⁻¹ B_c column by column, on the non-zero columns of B_c (all
+        // m columns kept, zero elsewhere, only when `contacts` asks for
+        // X_c), in two reused column buffers.
+        let mut ainv_b: Vec<DMat<f64>> = Vec::with_capacity(if contacts { bc.len() } else { 0 });
+        let (mut bj, mut uj) = (DVec::zeros(0), DVec::zeros(0));
         for (c, (cand, ce)) in island.contacts.iter().zip(&self.ev.contacts).enumerate() {
-            let cols: Vec<usize> = (0..m)
-                .filter(|&j| bc[c].column(j).iter().any(|x| *x != 0.0))
-                .collect();
-            let b = DMat::from_fn(bc[c].nrows(), cols.len(), |i, j| bc[c][(i, cols[j])]);
-            let u = self.fac.local[c].solve_mat(&b).ok_or_else(singular)?;
-            let eu: DMat<f64> = cand.law.impulse_map::<f64>() * &u;
-            for (lw, w) in &ce.blocks {
-                let un = &island.units[*lw];
-                let add: DMat<f64> = DMat::from_fn(un.size(), 3, |i, j| w[(j, i)]) * &eu;
-                for (jj, &j) in cols.iter().enumerate() {
-                    let mut seg = rhs.view_mut((un.offset, j), (un.size(), 1));
-                    seg += add.column(jj);
+            let n = bc[c].nrows();
+            if bj.len() != n {
+                bj = DVec::zeros(n);
+                uj = DVec::zeros(n);
+            }
+            let mut u_all = contacts.then(|| DMat::zeros(n, m));
+            for j in 0..m {
+                let col = bc[c].column(j);
+                if col.iter().all(|x| *x == 0.0) {
+                    continue;
+                }
+                bj.copy_from(&col);
+                if !self.fac.local[c].solve_into(&bj, &mut uj) {
+                    return Err(singular());
+                }
+                let eu = cand.law.impulse(&uj);
+                for (lw, w) in &ce.blocks {
+                    let un = &island.units[*lw];
+                    for i in 0..un.size() {
+                        rhs[(un.offset + i, j)] +=
+                            w[(0, i)] * eu[0] + w[(1, i)] * eu[1] + w[(2, i)] * eu[2];
+                    }
+                }
+                if let Some(u) = &mut u_all {
+                    u.set_column(j, &uj);
                 }
             }
-            ainv_b.push((cols, u));
+            if let Some(u) = u_all {
+                ainv_b.push(u);
+            }
         }
         let xv = if m > rhs.nrows() {
             let inv = self
@@ -1212,19 +1217,14 @@ impl IslandJacobian {
             return Ok((xv, None));
         }
         let mut xc = Vec::with_capacity(bc.len());
-        for (c, (cols, u)) in ainv_b.into_iter().enumerate() {
+        for (c, u) in ainv_b.into_iter().enumerate() {
             let mut dy = DMat::zeros(3, m);
             for (lk, k) in &self.fac.k_blocks[c] {
                 let un = &island.units[*lk];
                 let kd = DMat::from_fn(3, un.size(), |i, j| k[(i, j)]);
                 dy += kd * xv.rows(un.offset, un.size());
             }
-            let mut x = -(self.fac.local[c].ainv_c() * dy);
-            for (jj, &j) in cols.iter().enumerate() {
-                let mut col = x.column_mut(j);
-                col += u.column(jj);
-            }
-            xc.push(x);
+            xc.push(u - self.fac.local[c].ainv_c() * dy);
         }
         Ok((xv, Some(xc)))
     }
