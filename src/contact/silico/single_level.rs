@@ -346,8 +346,8 @@ struct Isl<T: Scalar> {
     local: Vec<usize>,
     /// Pairs (lowered in T).
     pairs: Vec<Lowered<T>>,
-    /// The same in the Jacobian's dual scalar.
-    pairs_d: Vec<Lowered<D>>,
+    /// The same on primal values (the Newton matrix).
+    pairs_f: Vec<Lowered<f64>>,
     /// Offset of each pair's unknowns in the island vector.
     offsets: Vec<usize>,
     /// Total unknowns.
@@ -415,12 +415,12 @@ impl<T: Scalar> Isl<T> {
             }
             off += lp.size();
         }
-        let pairs_d = pairs.iter().map(|lp| lp.cast()).collect();
+        let pairs_f = pairs.iter().map(|lp| lp.cast()).collect();
         Isl {
             bodies,
             local,
             pairs,
-            pairs_d,
+            pairs_f,
             offsets,
             size: off,
             cones,
@@ -494,21 +494,23 @@ fn island_residual<S: Scalar>(
     Ok((r, evals))
 }
 
-/// The problem in the Jacobian's dual scalar (primal values).
-struct DualProblem {
-    model: crate::dynamics::Model<D>,
-    shapes: Vec<Option<Shape<D>>>,
-    materials: Vec<crate::geometry::Material<D>>,
-    statics: Vec<crate::geometry::StaticGeometry<D>>,
-    q: DVec<D>,
-    v: DVec<D>,
-    u: DVec<D>,
+/// The problem cast to scalar `S` on primal values: `f64` for the Newton
+/// matrix, the dual scalar [`D`] for the dual-number reference
+/// ([`SingleLevel::newton_matrix_discrepancy`]).
+struct CastProblem<S: Scalar> {
+    model: crate::dynamics::Model<S>,
+    shapes: Vec<Option<Shape<S>>>,
+    materials: Vec<crate::geometry::Material<S>>,
+    statics: Vec<crate::geometry::StaticGeometry<S>>,
+    q: DVec<S>,
+    v: DVec<S>,
+    u: DVec<S>,
 }
 
-impl DualProblem {
+impl<S: Scalar> CastProblem<S> {
     fn new<T: Scalar>(p: &StepProblem<'_, T>) -> Self {
-        let c = |x: &DVec<T>| x.map(|e| D::from_re(e.re()));
-        DualProblem {
+        let c = |x: &DVec<T>| x.map(|e| S::from_re(e.re()));
+        CastProblem {
             model: p.model.cast(),
             shapes: p
                 .shapes
@@ -522,7 +524,7 @@ impl DualProblem {
             u: c(p.u),
         }
     }
-    fn problem<'a, T: Scalar>(&'a self, p: &StepProblem<'a, T>) -> StepProblem<'a, D> {
+    fn problem<'a, T: Scalar>(&'a self, p: &StepProblem<'a, T>) -> StepProblem<'a, S> {
         StepProblem {
             model: &self.model,
             shapes: &self.shapes,
@@ -534,23 +536,23 @@ impl DualProblem {
             q: &self.q,
             v: &self.v,
             u: &self.u,
-            gravity: p.gravity.map(|x| D::from_re(x.re())),
-            h: D::from_re(p.h.re()),
+            gravity: p.gravity.map(|x| S::from_re(x.re())),
+            h: S::from_re(p.h.re()),
             friction_cone: p.friction_cone,
             params: p.params,
         }
     }
 }
 
-/// Exact primal `∂r/∂u` of an island at `u`. The slack columns of every
-/// collision program are filled in closed form (`s` enters only the
-/// feasibility rows, as `I`, and the complementarity rows, as `Arw(z)`);
-/// every other column by dual numbers, in blocks of 16.
-fn island_jacobian<T: Scalar>(
+/// Exact primal `∂r/∂u` of an island at `u`, by forward-mode dual numbers
+/// over the whole island residual (column blocks of 16) except the slack
+/// columns. The reference for [`island_jacobian`]
+/// ([`SingleLevel::newton_matrix_discrepancy`]); not used by the solver.
+fn island_jacobian_dual<T: Scalar>(
     pd: &StepProblem<'_, D>,
     isl: &Isl<T>,
+    pairs_d: &[Lowered<D>],
     u: &DVec<f64>,
-    rho: f64,
 ) -> Result<DMat<f64>, SolveError> {
     let n = u.len();
     let mut j = DMat::zeros(n, n);
@@ -568,10 +570,10 @@ fn island_jacobian<T: Scalar>(
             pd,
             &isl.bodies,
             &isl.local,
-            &isl.pairs_d,
+            pairs_d,
             &isl.offsets,
             &ud,
-            D::from_re(rho),
+            D::from_re(0.0),
         )?;
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
@@ -581,25 +583,275 @@ fn island_jacobian<T: Scalar>(
         }
     }
     for (lp, &off) in isl.pairs.iter().zip(&isl.offsets) {
-        let (s0, z0, m) = (off + lp.n, off + lp.n + lp.m(), lp.m());
-        for i in 0..m {
-            j[(s0 + i, s0 + i)] = 1.0;
+        slack_columns(lp.n, &lp.layout, off, u, &mut j);
+    }
+    Ok(j)
+}
+
+/// The slack columns of a pair's collision program and its
+/// complementarity rows: `s` enters only the feasibility rows, as `I`, and
+/// the complementarity rows (from `z0`), as `∂(s ∘ z)/∂s = Arw(z)`; those
+/// rows take `∂(s ∘ z)/∂z = Arw(s)` in the `z` columns.
+fn slack_columns(n: usize, layout: &ConeLayout, off: usize, u: &DVec<f64>, j: &mut DMat<f64>) {
+    let m = layout.dim();
+    let (s0, z0) = (off + n, off + n + m);
+    for i in 0..m {
+        j[(s0 + i, s0 + i)] = 1.0;
+    }
+    // (row block, column block, the other factor's start)
+    for (col, other) in [(s0, z0), (z0, s0)] {
+        for i in 0..layout.n_orthant {
+            j[(z0 + i, col + i)] = u[other + i];
         }
-        // Complementarity rows (from z0): ∂(s ∘ z)/∂s = Arw(z).
-        for i in 0..lp.layout.n_orthant {
-            j[(z0 + i, s0 + i)] = u[z0 + i];
-        }
-        for (st, d) in lp.layout.soc_blocks() {
+        for (st, d) in layout.soc_blocks() {
             for k in 0..d {
-                j[(z0 + st, s0 + st + k)] = u[z0 + st + k];
+                j[(z0 + st, col + st + k)] = u[other + st + k];
             }
             for k in 1..d {
-                j[(z0 + st + k, s0 + st)] = u[z0 + st + k];
-                j[(z0 + st + k, s0 + st + k)] = u[z0 + st];
+                j[(z0 + st + k, col + st)] = u[other + st + k];
+                j[(z0 + st + k, col + st + k)] = u[other + st];
             }
         }
     }
-    Ok(j)
+}
+
+/// Dual scalar of a pair's kinematics in [`pair_jacobian`]: slots 0–5
+/// `v_a`, 6–11 `v_b`, 12–14 the witness point `p`, 15–17 the unnormalized
+/// normal `d_a = −Σ_{rows of a} G_pᵀ z`.
+type K = DualSVec64<18>;
+
+fn grad(x: &K) -> nalgebra::SVector<f64, 18> {
+    x.eps.unwrap_generic(Const::<18>, U1)
+}
+
+/// Exact primal `∂r/∂u` of an island at `u` (`j` is resized and
+/// overwritten), in closed form except for the pose kinematics (below).
+///
+/// The rows of a pair (`super` module docs) are linear or bilinear in its
+/// own unknowns: stationarity `e_α + G(q⁺)ᵀ z` (`∂/∂z = Gᵀ`), feasibility
+/// `G(q⁺) w + s − h(q⁺)` (`∂/∂w = G`, `∂/∂s = I`), the complementarity
+/// rows (`Arw(z)`, `Arw(s)`) and the contact law (`ipm`'s closed-form
+/// local Jacobian `∂r/∂x`, `∂r/∂y`). Only the part poses `q⁺(v⁺)`, the
+/// contact frame (the normal is the direction of
+/// `d_a = −Σ_{rows of a} G_pᵀ z`) and the impulse maps `W(q⁺, p, n)` are
+/// nonlinear; their derivatives with respect to the 18 inputs
+/// `(v_a, v_b, p, d_a)` come from ONE evaluation in an 18-wide dual
+/// ([`K`]), as `ipm` does for its contact kinematics
+/// (`contact::ipm::kinematics::contact_jacobian`), and reach the `z`
+/// columns through `∂d_a/∂z_i = −G_{p,i}ᵀ`. `∂G/∂v⁺` needs only the
+/// p-columns of `G` (the α and ε columns do not depend on the pose):
+/// `G_{p,i}(p − r) = −M_{y,i} Rᵀ (p − r)` and `G_pᵀ z = −R Σ M_{y,i}ᵀ z_i`
+/// per shape. The dynamics rows take `dynamics::free`'s closed-form
+/// `∂r_dyn/∂v⁺`.
+fn island_jacobian<T: Scalar>(
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    u: &DVec<f64>,
+    j: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let n = u.len();
+    if j.shape() != (n, n) {
+        *j = DMat::zeros(n, n);
+    } else {
+        j.fill(0.0);
+    }
+    for (li, &g) in isl.bodies.iter().enumerate() {
+        let vb: Vector6<f64> = u.fixed_rows::<6>(6 * li).into_owned();
+        let (_, jac) = crate::contact::ipm::residual::body_dynamics(pf, g, &vb)?;
+        j.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(&jac);
+    }
+    for (lp, &off) in isl.pairs_f.iter().zip(&isl.offsets) {
+        pair_jacobian(pf, isl, lp, off, u, j)?;
+        slack_columns(lp.n, &lp.layout, off, u, j);
+    }
+    Ok(())
+}
+
+/// The entries of pair `lp` (unknowns from `off`) in [`island_jacobian`].
+fn pair_jacobian<T: Scalar>(
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    lp: &Lowered<f64>,
+    off: usize,
+    u: &DVec<f64>,
+    j: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let (n, m) = (lp.n, lp.m());
+    let law = lp.pair.law;
+    let c0 = off + n + 2 * m;
+    let la = isl.local[lp.pair.a];
+    let lb = match lp.pair.b {
+        Partner::Body(jb) => Some(isl.local[jb]),
+        Partner::Static(_) => None,
+    };
+    // Island column of dual slot k < 12.
+    let vcol = |k: usize| -> Option<usize> {
+        if k < 6 {
+            Some(6 * la + k)
+        } else {
+            lb.map(|lb| 6 * lb + k - 6)
+        }
+    };
+    let h = K::from_re(pf.h);
+    let retraction =
+        |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
+    let body_state = |g: usize, li: usize, slot: usize| {
+        let b = &pf.model.bodies[g];
+        let q: [K; 7] = core::array::from_fn(|k| K::from_re(pf.q[b.idx_q + k]));
+        let v: [K; 6] = core::array::from_fn(|k| K::from_re(u[6 * li + k]).derivative(slot + k));
+        pose_after(&q, &v, h)
+            .map(|pose| (pose, v))
+            .map_err(retraction(g))
+    };
+    let (pose_a, va) = body_state(lp.pair.a, la, 0)?;
+    let wa = pose_a * lp.local_a.cast::<K>();
+    let (other, wb) = match (lp.pair.b, lb) {
+        (Partner::Body(g), Some(lb)) => {
+            let (pose_b, vb) = body_state(g, lb, 6)?;
+            (Some((pose_b, vb)), pose_b * lp.local_b.cast::<K>())
+        }
+        _ => (None, lp.local_b.cast::<K>()),
+    };
+    let pr = assemble(&lp.cone_a, &wa.cast(), &lp.cone_b, &wb.cast());
+    let z = &u.as_slice()[off + n + m..off + 2 * m + n];
+    // Stationarity (rows off..off+n) and feasibility (rows off+n..) in
+    // the collision unknowns.
+    for i in 0..m {
+        for c in 0..n {
+            let g = pr.g[(i, c)];
+            j[(off + n + i, off + c)] = g;
+            j[(off + c, off + n + m + i)] = g;
+        }
+    }
+    // Their pose derivatives, per shape: `G_{p,i}(p − r) = −M_{y,i} Rᵀ(p − r)`
+    // gives `∂/∂v = G_{p,i} R ∂(Rᵀ(p − r))/∂v`; `Σ_i G_{p,i}ᵀ z_i = −R y`
+    // with `y = −Rᵀ Σ_i G_{p,i}ᵀ z_i` fixed.
+    let p = Vec3::new(u[off], u[off + 1], u[off + 2]);
+    let gsum = |who: Owner| -> Vec3<f64> {
+        let mut acc = Vec3::zeros();
+        for i in 0..m {
+            if pr.owner[i] == who {
+                acc += Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * z[i];
+            }
+        }
+        acc
+    };
+    let mut y_a = Vec3::zeros();
+    for (who, pose, moving) in [(Owner::A, &wa, true), (Owner::B, &wb, lb.is_some())] {
+        let rot = crate::math::so3::to_matrix(&pose.rotation);
+        let rf = rot.map(|x| x.re());
+        let y = -(rf.transpose() * gsum(who));
+        if who == Owner::A {
+            y_a = y;
+        }
+        if !moving {
+            continue;
+        }
+        let loc = rot.transpose() * (p.map(K::from_re) - pose.translation);
+        let gl = loc.map(|x| grad(&x));
+        let stat = (-(rot * y.map(K::from_re))).map(|x| grad(&x));
+        for k in 0..12 {
+            let Some(col) = vcol(k) else { continue };
+            let dloc = rf * Vec3::new(gl[0][k], gl[1][k], gl[2][k]);
+            if dloc != Vec3::zeros() {
+                for i in 0..m {
+                    if pr.owner[i] == who {
+                        let gp = Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]);
+                        j[(off + n + i, col)] += gp.dot(&dloc);
+                    }
+                }
+            }
+            for d in 0..3 {
+                j[(off + d, col)] += stat[d][k];
+            }
+        }
+    }
+    // Contact geometry: the normal from `d_a = R_a y_a` (+ slots 15–17),
+    // the witness point (slots 12–14), the impulse maps at `q⁺`.
+    let rot_a = crate::math::so3::to_matrix(&wa.rotation);
+    let mut da = rot_a * y_a.map(K::from_re);
+    for d in 0..3 {
+        da[d] += K::from_re(0.0).derivative(15 + d);
+    }
+    let pk = Vec3::new(
+        K::from_re(p[0]).derivative(12),
+        K::from_re(p[1]).derivative(13),
+        K::from_re(p[2]).derivative(14),
+    );
+    let (normal, _) = direction_or_z(&da);
+    let (t1, t2) = tangent_basis_from(&normal, lp.pair.axis);
+    let frame = [&normal, &t1, &t2];
+    let (mut vt, w_a) =
+        side(&pose_a, &va, h, &pk, frame, K::from_re(1.0)).map_err(retraction(lp.pair.a))?;
+    let mut w_b = None;
+    if let Some((pb, vb)) = &other {
+        let jb = match lp.pair.b {
+            Partner::Body(g) => g,
+            Partner::Static(_) => lp.pair.a,
+        };
+        let (vtb, wbm) = side(pb, vb, h, &pk, frame, K::from_re(-1.0)).map_err(retraction(jb))?;
+        vt += vtb;
+        w_b = Some(wbm);
+    }
+    let xk = DVec::from_column_slice(&u.as_slice()[c0..c0 + law.size()]);
+    let f = law.impulse(&xk);
+    let fk = f.map(K::from_re);
+    let yt = [grad(&t1.dot(&vt)), grad(&t2.dot(&vt))];
+    let gens = [
+        Some((la, w_a.transpose() * fk, w_a.map(|x| x.re()))),
+        match (lb, w_b) {
+            (Some(lb), Some(w)) => Some((lb, w.transpose() * fk, w.map(|x| x.re()))),
+            _ => None,
+        },
+    ];
+    // Column of dual slot k (slots 15–17 spread over the z columns of a).
+    let spread = |k: usize, val: f64, row: usize, j: &mut DMat<f64>| {
+        if val == 0.0 {
+            return;
+        }
+        if k < 12 {
+            if let Some(col) = vcol(k) {
+                j[(row, col)] += val;
+            }
+        } else if k < 15 {
+            j[(row, off + k - 12)] += val;
+        } else {
+            for i in 0..m {
+                if pr.owner[i] == Owner::A {
+                    // ∂d_a/∂z_i = −G_{p,i}ᵀ
+                    j[(row, off + n + m + i)] -= val * pr.g[(i, k - 15)];
+                }
+            }
+        }
+    };
+    // Contact rows: ∂r/∂x, ∂r/∂y with y = (α − 1, t₁·v_t, t₂·v_t).
+    let (ax, cy) = crate::contact::ipm::residual::local_jacobian(law, &xk, lp.mu, false);
+    let ls = law.size();
+    for r in 0..ls {
+        for c in 0..ls {
+            j[(c0 + r, c0 + c)] = ax[(r, c)];
+        }
+        j[(c0 + r, off + 3)] += cy[(r, 0)];
+        for k in 0..18 {
+            let val = cy[(r, 1)] * yt[0][k] + cy[(r, 2)] * yt[1][k];
+            spread(k, val, c0 + r, j);
+        }
+    }
+    // Dynamics rows: −Wᵀ E x.
+    let e = law.impulse_map::<f64>();
+    for (lbody, gen, w) in gens.into_iter().flatten() {
+        let we = w.transpose() * &e;
+        let gg = gen.map(|x| grad(&x));
+        for r in 0..6 {
+            for c in 0..ls {
+                j[(6 * lbody + r, c0 + c)] -= we[(r, c)];
+            }
+            for k in 0..18 {
+                spread(k, -gg[r][k], 6 * lbody + r, j);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn v3<T: Scalar>(u: &DVec<T>, i: usize) -> Vec3<T> {
@@ -634,13 +886,29 @@ fn nt_safe(z: &Vec3<f64>, s: &Vec3<f64>) -> Option<(Matrix3<f64>, Matrix3<f64>, 
     finite.then_some((w, winv, lambda))
 }
 
-/// Replaces the friction cone rows of `j` by their Nesterov–Todd scaled
-/// linearization `Arw(λ)(W⁻¹ dz + W ds)` (where [`nt_safe`] allows it).
-fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
+/// `j` = `plain` with the friction cone rows replaced by their
+/// Nesterov–Todd scaled linearization `Arw(λ)(W⁻¹ dz + W ds)` (where
+/// [`nt_safe`] allows it); `false` (and `j` untouched) when no row is
+/// scaled.
+fn scale_rows(
+    isl_cones: &[ConeBlock],
+    plain: &DMat<f64>,
+    j: &mut DMat<f64>,
+    u: &DVec<f64>,
+) -> bool {
+    let mut copied = false;
     for c in isl_cones.iter().filter(|c| c.nt) {
         let Some((w, winv, lambda)) = nt_safe(&v3(u, c.z), &v3(u, c.s)) else {
             continue;
         };
+        if !copied {
+            if j.shape() != plain.shape() {
+                *j = plain.clone();
+            } else {
+                j.copy_from(plain);
+            }
+            copied = true;
+        }
         let al = arrow(&lambda);
         for r in 0..3 {
             j.row_mut(c.row + r).fill(0.0);
@@ -648,6 +916,7 @@ fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
         j.view_mut((c.row, c.z), (3, 3)).copy_from(&(al * winv));
         j.view_mut((c.row, c.s), (3, 3)).copy_from(&(al * w));
     }
+    copied
 }
 
 /// Right-hand side of a direction: `r_κ` with the complementarity rows
@@ -780,46 +1049,97 @@ struct IslSol<T: Scalar> {
     capped: bool,
 }
 
-/// A Newton matrix factored once (f64 LU with partial pivoting) and applied
-/// to right-hand sides in any scalar: the matrix is primal, so `J⁻¹ r` in
-/// a dual scalar is the same as factoring `J` embedded in that scalar.
+/// A Newton matrix factored once (f64 LU with partial pivoting, packed,
+/// in reusable storage) and applied to right-hand sides in any scalar: the
+/// matrix is primal, so `J⁻¹ r` in a dual scalar is the same as factoring
+/// `J` embedded in that scalar. (`linalg::DenseLu<f64>` factors the same
+/// way but solves only `f64` right-hand sides.)
+#[derive(Default)]
 struct Factored {
-    l: DMat<f64>,
-    u: DMat<f64>,
-    p: nalgebra::PermutationSequence<nalgebra::Dyn>,
+    lu: DMat<f64>,
+    /// Step `k` swapped rows `k` and `piv[k]`.
+    piv: Vec<usize>,
 }
 
 impl Factored {
-    fn new(j: &DMat<f64>) -> Result<Self, SolveError> {
-        let lu = j.clone().lu();
-        if !lu.is_invertible() {
-            return Err(SolveError::Singular("single-level Newton system"));
+    /// Factors `j` in place of the previous factors.
+    fn factor(&mut self, j: &DMat<f64>) -> Result<(), SolveError> {
+        let n = j.nrows();
+        if self.lu.shape() != (n, n) {
+            self.lu = DMat::zeros(n, n);
         }
-        Ok(Factored {
-            l: lu.l(),
-            u: lu.u(),
-            p: lu.p().clone(),
-        })
+        self.lu.copy_from(j);
+        self.piv.clear();
+        let singular = SolveError::Singular("single-level Newton system");
+        let lu = self.lu.as_mut_slice();
+        // column-major: (i, k) at i + n k
+        for k in 0..n {
+            let col = &lu[k * n..(k + 1) * n];
+            let mut best = k;
+            let mut best_val = col[k].abs();
+            for (i, v) in col.iter().enumerate().skip(k + 1) {
+                if v.abs() > best_val {
+                    best = i;
+                    best_val = v.abs();
+                }
+            }
+            if best_val == 0.0 || !best_val.is_finite() {
+                return Err(singular);
+            }
+            if best != k {
+                for c in 0..n {
+                    lu.swap(k + n * c, best + n * c);
+                }
+            }
+            self.piv.push(best);
+            let inv = 1.0 / lu[k + n * k];
+            for v in &mut lu[k * n + k + 1..(k + 1) * n] {
+                *v *= inv;
+            }
+            let (left, right) = lu.split_at_mut((k + 1) * n);
+            let lcol = &left[k * n + k + 1..(k + 1) * n];
+            for c in 0..n - k - 1 {
+                let colc = &mut right[c * n..(c + 1) * n];
+                let ukc = colc[k];
+                if ukc != 0.0 {
+                    for (x, l) in colc[k + 1..].iter_mut().zip(lcol) {
+                        *x -= l * ukc;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The Newton direction `−J⁻¹ rhs`.
     fn solve<T: Scalar>(&self, rhs: &DVec<T>) -> DVec<T> {
         let mut x = rhs.clone();
-        self.p.permute_rows(&mut x);
-        let n = x.len();
-        for i in 0..n {
-            let mut acc = x[i];
-            for k in 0..i {
-                acc -= x[k] * T::from_re(self.l[(i, k)]);
-            }
-            x[i] = acc;
+        for (k, &p) in self.piv.iter().enumerate() {
+            x.swap_rows(k, p);
         }
-        for i in (0..n).rev() {
-            let mut acc = x[i];
-            for k in i + 1..n {
-                acc -= x[k] * T::from_re(self.u[(i, k)]);
+        let n = x.len();
+        let lu = self.lu.as_slice();
+        // forward (unit lower), column oriented
+        for k in 0..n {
+            let xk = x[k];
+            if xk.re() != 0.0 || T::DERIVATIVE_ORDER > 0 {
+                for i in k + 1..n {
+                    let l = lu[i + n * k];
+                    if l != 0.0 {
+                        x[i] -= xk * T::from_re(l);
+                    }
+                }
             }
-            x[i] = acc / T::from_re(self.u[(i, i)]);
+        }
+        for k in (0..n).rev() {
+            let xk = x[k] / T::from_re(lu[k + n * k]);
+            x[k] = xk;
+            for i in 0..k {
+                let u = lu[i + n * k];
+                if u != 0.0 {
+                    x[i] -= xk * T::from_re(u);
+                }
+            }
         }
         -x
     }
@@ -958,7 +1278,7 @@ fn initial_point<T: Scalar>(
 /// [`Params::restart_after`]).
 fn solve_island<T: Scalar>(
     p: &StepProblem<'_, T>,
-    pd: &StepProblem<'_, D>,
+    pf: &StepProblem<'_, f64>,
     isl: &Isl<T>,
     v0: &DVec<T>,
     params: &Params,
@@ -983,6 +1303,11 @@ fn solve_island<T: Scalar>(
     let mut iter = 0;
     // Consecutive iterations whose accepted step was short (stall test).
     let mut short_steps = 0_usize;
+    // Newton matrices and their factors, reused across iterations.
+    let mut j_plain = DMat::zeros(0, 0);
+    let mut j_nt = DMat::zeros(0, 0);
+    let mut lu_nt = Factored::default();
+    let mut lu_plain = Factored::default();
     loop {
         let m = measures(isl, &r0, &u, rho);
         if m.eq <= sp.tolerance
@@ -990,9 +1315,10 @@ fn solve_island<T: Scalar>(
         {
             for _ in 0..params.polish_steps {
                 let ur = u.map(|x| x.re());
-                let j = Factored::new(&island_jacobian(pd, isl, &ur, 0.0)?)?;
+                island_jacobian(pf, isl, &ur, &mut j_plain)?;
+                lu_plain.factor(&j_plain)?;
                 let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
-                let du = j.solve(&rhs);
+                let du = lu_plain.solve(&rhs);
                 let dre = du.map(|x| x.re());
                 if boundary_step(isl, &u, &dre) <= 1.0 {
                     break;
@@ -1036,14 +1362,13 @@ fn solve_island<T: Scalar>(
         iter += 1;
         let nt = params.nesterov_todd;
         let ur = u.map(|x| x.re());
-        let j_plain = island_jacobian(pd, isl, &ur, 0.0)?;
-        let mut j_nt = j_plain.clone();
-        if nt {
-            scale_rows(&isl.cones, &mut j_nt, &ur);
-        }
+        island_jacobian(pf, isl, &ur, &mut j_plain)?;
+        let scaled_any = nt && scale_rows(&isl.cones, &j_plain, &mut j_nt, &ur);
         let r_aff = direction_rhs(&isl.cones, &r0, &u, 0.0, None, nt);
-        let lu_nt = Factored::new(&j_nt)?;
-        let mut lu_plain = None;
+        lu_nt.factor(if scaled_any { &j_nt } else { &j_plain })?;
+        // The unscaled factors, when they differ from the scaled ones and
+        // once needed.
+        let mut plain_ready = !scaled_any;
         let du_aff = lu_nt.solve(&r_aff).map(|x| x.re());
         let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
         let nu = mean_comp(isl, &u, None);
@@ -1076,13 +1401,14 @@ fn solve_island<T: Scalar>(
         let mut accepted = 0.0;
         for (so, scaled) in dirs {
             let rhs = direction_rhs(&isl.cones, &r0, &u, kappa, so, scaled);
-            let du = if scaled {
+            let du = if scaled || !scaled_any {
                 lu_nt.solve(&rhs)
             } else {
-                if lu_plain.is_none() {
-                    lu_plain = Some(Factored::new(&j_plain)?);
+                if !plain_ready {
+                    lu_plain.factor(&j_plain)?;
+                    plain_ready = true;
                 }
-                lu_plain.as_ref().expect("factored above").solve(&rhs)
+                lu_plain.solve(&rhs)
             };
             let dre = du.map(|x| x.re());
             let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
@@ -1143,20 +1469,20 @@ fn solve_island<T: Scalar>(
 /// iterations of both attempts count against the step's cap.
 fn solve_with_restart<T: Scalar>(
     p: &StepProblem<'_, T>,
-    pd: &StepProblem<'_, D>,
+    pf: &StepProblem<'_, f64>,
     isl: &Isl<T>,
     v0: &DVec<T>,
     params: &Params,
 ) -> Result<IslSol<T>, SolveError> {
     let max = p.params.max_iterations;
     let stall = (params.restart_after > 0).then_some((params.restart_after, params.restart_step));
-    match solve_island(p, pd, isl, v0, params, max, stall) {
+    match solve_island(p, pf, isl, v0, params, max, stall) {
         Err(SolveError::MaxIterations { iters, .. }) if iters < max => {
             let again = Params {
                 initial_scale: params.restart_scale,
                 ..*params
             };
-            match solve_island(p, pd, isl, v0, &again, max - iters, None) {
+            match solve_island(p, pf, isl, v0, &again, max - iters, None) {
                 Ok(mut sol) => {
                     sol.iterations += iters;
                     Ok(sol)
@@ -1254,8 +1580,8 @@ impl SingleLevel {
         let mut contacts = Vec::new();
         let mut xs: Vec<DVec<T>> = vec![DVec::zeros(0); pairs.len()];
         if !pairs.is_empty() {
-            let dp = DualProblem::new(p);
-            let pd = dp.problem(p);
+            let cp = CastProblem::<f64>::new(p);
+            let pf = cp.problem(p);
             for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
                 let lowered = idx
                     .iter()
@@ -1269,7 +1595,7 @@ impl SingleLevel {
                     v0.fixed_rows_mut::<6>(6 * li)
                         .copy_from(&src.fixed_rows::<6>(k));
                 }
-                let sol = solve_with_restart(p, &pd, &isl, &v0, params)?;
+                let sol = solve_with_restart(p, &pf, &isl, &v0, params)?;
                 for (li, &g) in isl.bodies.iter().enumerate() {
                     let k = p.model.bodies[g].idx_v;
                     v_next
@@ -1317,6 +1643,51 @@ impl SingleLevel {
             pairs,
             xs,
         ))
+    }
+
+    /// Largest difference between the Newton matrix the solver uses (closed
+    /// form, [`island_jacobian`]) and the dual-number derivative of the
+    /// whole island residual, relative to `max(1, max |J|)`, over every
+    /// island of the step at its initial point and at that point moved by
+    /// a deterministic perturbation (so that no entry is checked only at a
+    /// symmetric point). A check of the closed form (tests).
+    #[doc(hidden)]
+    pub fn newton_matrix_discrepancy<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<f64, SolveError> {
+        let pairs = self.candidates(p);
+        let cf = CastProblem::<f64>::new(p);
+        let pf = cf.problem(p);
+        let cd = CastProblem::<D>::new(p);
+        let pd = cd.problem(p);
+        let mut worst = 0.0_f64;
+        for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
+            let lowered = idx
+                .iter()
+                .map(|&k| lower_pair(p, &pairs[k]))
+                .collect::<Result<Vec<_>, _>>()?;
+            let isl = Isl::new(bodies, local, lowered);
+            let pairs_d: Vec<Lowered<D>> = isl.pairs.iter().map(|lp| lp.cast()).collect();
+            let mut v0 = DVec::zeros(6 * isl.bodies.len());
+            for (li, &g) in isl.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                v0.fixed_rows_mut::<6>(6 * li)
+                    .copy_from(&p.v.fixed_rows::<6>(k));
+            }
+            let u0 = initial_point(p, &isl, &v0, &self.params)?.map(|x| x.re());
+            let moved = DVec::from_fn(u0.len(), |i, _| {
+                u0[i] + 1e-2 * (1.7 * i as f64 + 0.3).sin() * (1.0 + u0[i].abs())
+            });
+            for u in [&u0, &moved] {
+                let mut jc = DMat::zeros(0, 0);
+                island_jacobian(&pf, &isl, u, &mut jc)?;
+                let jd = island_jacobian_dual(&pd, &isl, &pairs_d, u)?;
+                let scale = jd.amax().max(1.0);
+                worst = worst.max((&jc - &jd).amax() / scale);
+            }
+        }
+        Ok(worst)
     }
 
     /// The global residual `r(y)` with `y = (v⁺, u_c for each pair in
