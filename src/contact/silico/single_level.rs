@@ -35,8 +35,15 @@
 //!
 //! # Solver
 //!
-//! Per island, a dense Newton system: `∂r/∂u` by forward-mode dual numbers
-//! (column blocks of 16) on primal values, the friction cone rows
+//! Per island, a dense Newton system: the exact `∂r/∂u` on primal values,
+//! in closed form (`island_jacobian`: the collision rows are linear or
+//! bilinear in their unknowns, `G`, `Gᵀ`, `Arw`; the pose derivatives of
+//! `G` and `h` from `δR⁺ = [h L(hω⁺) δω]× R⁺`; the contact law's local
+//! Jacobian from `ipm`; the contact frame and impulse maps by one 12- or
+//! 18-wide dual per pair, as `ipm`'s contact kinematics; checked against
+//! the dual-number derivative of the whole residual by
+//! [`SingleLevel::newton_matrix_discrepancy`]), factored once per
+//! iteration (packed LU, reused storage), the friction cone rows
 //! Nesterov–Todd scaled, Mehrotra predictor–corrector with the same
 //! centering, fraction-to-boundary, backtracking and recentering rules as
 //! `ipm` ([`crate::contact::ipm::Params`]), and the same convergence test.
@@ -615,13 +622,95 @@ fn slack_columns(n: usize, layout: &ConeLayout, off: usize, u: &DVec<f64>, j: &m
     }
 }
 
-/// Dual scalar of a pair's kinematics in [`pair_jacobian`]: slots 0–5
-/// `v_a`, 6–11 `v_b`, 12–14 the witness point `p`, 15–17 the unnormalized
-/// normal `d_a = −Σ_{rows of a} G_pᵀ z`.
-type K = DualSVec64<18>;
+/// Gradient part of an `N`-wide dual.
+fn grad<const N: usize>(x: &DualSVec64<N>) -> nalgebra::SVector<f64, N> {
+    x.eps.unwrap_generic(Const::<N>, U1)
+}
 
-fn grad(x: &K) -> nalgebra::SVector<f64, 18> {
-    x.eps.unwrap_generic(Const::<18>, U1)
+/// A dual with value `re` and gradient `g`.
+fn with_grad<const N: usize>(re: f64, g: nalgebra::SVector<f64, N>) -> DualSVec64<N> {
+    DualSVec64::new(re, num_dual::Derivative::some(g))
+}
+
+/// Derivatives of a pair's contact frame and impulse maps
+/// ([`pair_jacobian`]): for `y_t = (t₁·v_t, t₂·v_t)` and the generalized
+/// impulses `W_aᵀ f`, `W_bᵀ f` at fixed `f`, their gradients with respect
+/// to the dual slots `v_a` (0–5), `v_b` (6–11, `N = 18` only), the witness
+/// point `p` (`N − 6 … N − 4`) and the unnormalized normal `d_a`
+/// (`N − 3 … N − 1`).
+struct FrameGrads<const N: usize> {
+    yt: [nalgebra::SVector<f64, N>; 2],
+    gen: [Option<[nalgebra::SVector<f64, N>; 6]>; 2],
+    /// Primal `W_a`, `W_b`.
+    w: [Option<nalgebra::Matrix3x6<f64>>; 2],
+}
+
+/// One side of a pair at `q⁺`: body translation `r⁺`, velocity `v⁺`, and
+/// `Θ = ∂θ/∂ω⁺ = h L(hω⁺)` (world-frame rotation increment of the pose).
+struct SideState {
+    r: Vec3<f64>,
+    v: [f64; 6],
+    theta: nalgebra::Matrix3<f64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn frame_grads<const N: usize>(
+    a: &SideState,
+    b: Option<&SideState>,
+    h: f64,
+    p: &Vec3<f64>,
+    da: &Vec3<f64>,
+    axis: usize,
+    f: &Vec3<f64>,
+) -> Result<FrameGrads<N>, crate::math::RetractionError> {
+    type V<const M: usize> = nalgebra::SVector<f64, M>;
+    let (sp, sd) = (N - 6, N - 3);
+    let seed = |x: f64, k: usize| DualSVec64::<N>::from_re(x).derivative(k);
+    let side_state = |st: &SideState, slot: usize| {
+        // r⁺ = r + h v_lin: the pose's translation as a dual (the rotation
+        // is not used by `side`).
+        let v: [DualSVec64<N>; 6] = core::array::from_fn(|k| seed(st.v[k], slot + k));
+        let t = Vec3::from_fn(|d, _| {
+            let mut g = V::<N>::zeros();
+            g[slot + d] = h;
+            with_grad(st.r[d], g)
+        });
+        (Pose::new(crate::math::so3::identity(), t), v)
+    };
+    let hk = DualSVec64::<N>::from_re(h);
+    let pk = Vec3::from_fn(|d, _| seed(p[d], sp + d));
+    // d_a(v_a, z): δd_a = δθ_a × d_a = −[d_a]× Θ_a δω_a, plus its own slots.
+    let dtheta = -(crate::math::skew(da) * a.theta);
+    let dak = Vec3::from_fn(|d, _| {
+        let mut g = V::<N>::zeros();
+        for k in 0..3 {
+            g[3 + k] = dtheta[(d, k)];
+        }
+        g[sd + d] = 1.0;
+        with_grad(da[d], g)
+    });
+    let (normal, _) = direction_or_z(&dak);
+    let (t1, t2) = tangent_basis_from(&normal, axis);
+    let frame = [&normal, &t1, &t2];
+    let (pose_a, va) = side_state(a, 0);
+    let (mut vt, w_a) = side(&pose_a, &va, hk, &pk, frame, DualSVec64::from_re(1.0))?;
+    let mut w_b = None;
+    if let Some(b) = b {
+        let (pose_b, vb) = side_state(b, 6);
+        let (vtb, wbm) = side(&pose_b, &vb, hk, &pk, frame, DualSVec64::from_re(-1.0))?;
+        vt += vtb;
+        w_b = Some(wbm);
+    }
+    let fk = f.map(DualSVec64::<N>::from_re);
+    let gens = |w: &nalgebra::Matrix3x6<DualSVec64<N>>| {
+        let g = w.transpose() * fk;
+        core::array::from_fn(|r| grad(&g[r]))
+    };
+    Ok(FrameGrads {
+        yt: [grad(&t1.dot(&vt)), grad(&t2.dot(&vt))],
+        gen: [Some(gens(&w_a)), w_b.as_ref().map(gens)],
+        w: [Some(w_a.map(|x| x.re())), w_b.map(|w| w.map(|x| x.re()))],
+    })
 }
 
 /// Exact primal `∂r/∂u` of an island at `u` (`j` is resized and
@@ -679,40 +768,37 @@ fn pair_jacobian<T: Scalar>(
     let (n, m) = (lp.n, lp.m());
     let law = lp.pair.law;
     let c0 = off + n + 2 * m;
+    let h = pf.h;
     let la = isl.local[lp.pair.a];
-    let lb = match lp.pair.b {
-        Partner::Body(jb) => Some(isl.local[jb]),
-        Partner::Static(_) => None,
+    let (gb, lb) = match lp.pair.b {
+        Partner::Body(g) => (g, Some(isl.local[g])),
+        Partner::Static(_) => (lp.pair.a, None),
     };
-    // Island column of dual slot k < 12.
-    let vcol = |k: usize| -> Option<usize> {
-        if k < 6 {
-            Some(6 * la + k)
-        } else {
-            lb.map(|lb| 6 * lb + k - 6)
-        }
-    };
-    let h = K::from_re(pf.h);
     let retraction =
         |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
-    let body_state = |g: usize, li: usize, slot: usize| {
+    // Body pose at q⁺ and Θ = h L(hω⁺) (`pose_after`: r⁺ = r + h v,
+    // R⁺ = φ(hω⁺) R, so δR⁺ = [Θ δω]× R⁺).
+    let body_state = |g: usize, li: usize| -> Result<(Pose<f64>, SideState), SolveError> {
         let b = &pf.model.bodies[g];
-        let q: [K; 7] = core::array::from_fn(|k| K::from_re(pf.q[b.idx_q + k]));
-        let v: [K; 6] = core::array::from_fn(|k| K::from_re(u[6 * li + k]).derivative(slot + k));
-        pose_after(&q, &v, h)
-            .map(|pose| (pose, v))
-            .map_err(retraction(g))
+        let q: [f64; 7] = core::array::from_fn(|k| pf.q[b.idx_q + k]);
+        let v: [f64; 6] = core::array::from_fn(|k| u[6 * li + k]);
+        let pose = pose_after(&q, &v, h).map_err(retraction(g))?;
+        let w = Vec3::new(v[3], v[4], v[5]) * h;
+        let theta =
+            crate::contact::ipm::kinematics::phi_rotation_jacobian(&w).map_err(retraction(g))? * h;
+        let r = pose.translation;
+        Ok((pose, SideState { r, v, theta }))
     };
-    let (pose_a, va) = body_state(lp.pair.a, la, 0)?;
-    let wa = pose_a * lp.local_a.cast::<K>();
-    let (other, wb) = match (lp.pair.b, lb) {
-        (Partner::Body(g), Some(lb)) => {
-            let (pose_b, vb) = body_state(g, lb, 6)?;
-            (Some((pose_b, vb)), pose_b * lp.local_b.cast::<K>())
+    let (pose_a, sa) = body_state(lp.pair.a, la)?;
+    let wa = pose_a * lp.local_a;
+    let (sb, wb) = match lb {
+        Some(lb) => {
+            let (pose_b, sb) = body_state(gb, lb)?;
+            (Some(sb), pose_b * lp.local_b)
         }
-        _ => (None, lp.local_b.cast::<K>()),
+        None => (None, lp.local_b),
     };
-    let pr = assemble(&lp.cone_a, &wa.cast(), &lp.cone_b, &wb.cast());
+    let pr = assemble(&lp.cone_a, &wa, &lp.cone_b, &wb);
     let z = &u.as_slice()[off + n + m..off + 2 * m + n];
     // Stationarity (rows off..off+n) and feasibility (rows off+n..) in
     // the collision unknowns.
@@ -723,9 +809,10 @@ fn pair_jacobian<T: Scalar>(
             j[(off + c, off + n + m + i)] = g;
         }
     }
-    // Their pose derivatives, per shape: `G_{p,i}(p − r) = −M_{y,i} Rᵀ(p − r)`
-    // gives `∂/∂v = G_{p,i} R ∂(Rᵀ(p − r))/∂v`; `Σ_i G_{p,i}ᵀ z_i = −R y`
-    // with `y = −Rᵀ Σ_i G_{p,i}ᵀ z_i` fixed.
+    // Their pose derivatives, per moving shape with body translation r⁺:
+    // `G_{p,i}(p − r_part) = −M_{y,i} R_partᵀ(p − r_part)` varies by
+    // `G_{p,i}(−h δv + [p − r⁺]× Θ δω)`; the p-rows of `Gᵀz`,
+    // `g = Σ_i G_{p,i}ᵀ z_i`, by `−[g]× Θ δω`.
     let p = Vec3::new(u[off], u[off + 1], u[off + 2]);
     let gsum = |who: Owner| -> Vec3<f64> {
         let mut acc = Vec3::zeros();
@@ -736,122 +823,147 @@ fn pair_jacobian<T: Scalar>(
         }
         acc
     };
-    let mut y_a = Vec3::zeros();
-    for (who, pose, moving) in [(Owner::A, &wa, true), (Owner::B, &wb, lb.is_some())] {
-        let rot = crate::math::so3::to_matrix(&pose.rotation);
-        let rf = rot.map(|x| x.re());
-        let y = -(rf.transpose() * gsum(who));
-        if who == Owner::A {
-            y_a = y;
-        }
-        if !moving {
+    let g_a = gsum(Owner::A);
+    for (who, st, li) in [(Owner::A, Some(&sa), Some(la)), (Owner::B, sb.as_ref(), lb)] {
+        let (Some(st), Some(li)) = (st, li) else {
             continue;
-        }
-        let loc = rot.transpose() * (p.map(K::from_re) - pose.translation);
-        let gl = loc.map(|x| grad(&x));
-        let stat = (-(rot * y.map(K::from_re))).map(|x| grad(&x));
-        for k in 0..12 {
-            let Some(col) = vcol(k) else { continue };
-            let dloc = rf * Vec3::new(gl[0][k], gl[1][k], gl[2][k]);
-            if dloc != Vec3::zeros() {
-                for i in 0..m {
-                    if pr.owner[i] == who {
-                        let gp = Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]);
-                        j[(off + n + i, col)] += gp.dot(&dloc);
-                    }
-                }
-            }
-            for d in 0..3 {
-                j[(off + d, col)] += stat[d][k];
-            }
-        }
-    }
-    // Contact geometry: the normal from `d_a = R_a y_a` (+ slots 15–17),
-    // the witness point (slots 12–14), the impulse maps at `q⁺`.
-    let rot_a = crate::math::so3::to_matrix(&wa.rotation);
-    let mut da = rot_a * y_a.map(K::from_re);
-    for d in 0..3 {
-        da[d] += K::from_re(0.0).derivative(15 + d);
-    }
-    let pk = Vec3::new(
-        K::from_re(p[0]).derivative(12),
-        K::from_re(p[1]).derivative(13),
-        K::from_re(p[2]).derivative(14),
-    );
-    let (normal, _) = direction_or_z(&da);
-    let (t1, t2) = tangent_basis_from(&normal, lp.pair.axis);
-    let frame = [&normal, &t1, &t2];
-    let (mut vt, w_a) =
-        side(&pose_a, &va, h, &pk, frame, K::from_re(1.0)).map_err(retraction(lp.pair.a))?;
-    let mut w_b = None;
-    if let Some((pb, vb)) = &other {
-        let jb = match lp.pair.b {
-            Partner::Body(g) => g,
-            Partner::Static(_) => lp.pair.a,
         };
-        let (vtb, wbm) = side(pb, vb, h, &pk, frame, K::from_re(-1.0)).map_err(retraction(jb))?;
-        vt += vtb;
-        w_b = Some(wbm);
+        let lever = crate::math::skew(&(p - st.r)) * st.theta;
+        let gs = if who == Owner::A { g_a } else { gsum(who) };
+        let dstat = -(crate::math::skew(&gs) * st.theta);
+        for i in 0..m {
+            if pr.owner[i] != who {
+                continue;
+            }
+            let gp = Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]);
+            let ang = lever.transpose() * gp;
+            for d in 0..3 {
+                j[(off + n + i, 6 * li + d)] += -h * gp[d];
+                j[(off + n + i, 6 * li + 3 + d)] += ang[d];
+            }
+        }
+        for r in 0..3 {
+            for d in 0..3 {
+                j[(off + r, 6 * li + 3 + d)] += dstat[(r, d)];
+            }
+        }
     }
+    // Contact geometry: the normal from `d_a = −g_a`, the witness point,
+    // the impulse maps at `q⁺` (dual slots, [`frame_grads`]).
     let xk = DVec::from_column_slice(&u.as_slice()[c0..c0 + law.size()]);
     let f = law.impulse(&xk);
-    let fk = f.map(K::from_re);
-    let yt = [grad(&t1.dot(&vt)), grad(&t2.dot(&vt))];
-    let gens = [
-        Some((la, w_a.transpose() * fk, w_a.map(|x| x.re()))),
-        match (lb, w_b) {
-            (Some(lb), Some(w)) => Some((lb, w.transpose() * fk, w.map(|x| x.re()))),
-            _ => None,
-        },
-    ];
-    // Column of dual slot k (slots 15–17 spread over the z columns of a).
-    let spread = |k: usize, val: f64, row: usize, j: &mut DMat<f64>| {
-        if val == 0.0 {
-            return;
-        }
-        if k < 12 {
-            if let Some(col) = vcol(k) {
-                j[(row, col)] += val;
-            }
-        } else if k < 15 {
-            j[(row, off + k - 12)] += val;
-        } else {
-            for i in 0..m {
-                if pr.owner[i] == Owner::A {
-                    // ∂d_a/∂z_i = −G_{p,i}ᵀ
-                    j[(row, off + n + m + i)] -= val * pr.g[(i, k - 15)];
-                }
-            }
-        }
+    let da = -g_a;
+    let axis = lp.pair.axis;
+    let at = PairAt {
+        la,
+        lb,
+        off,
+        n,
+        m,
+        c0,
+        law,
+        mu: lp.mu,
     };
-    // Contact rows: ∂r/∂x, ∂r/∂y with y = (α − 1, t₁·v_t, t₂·v_t).
-    let (ax, cy) = crate::contact::ipm::residual::local_jacobian(law, &xk, lp.mu, false);
-    let ls = law.size();
-    for r in 0..ls {
-        for c in 0..ls {
-            j[(c0 + r, c0 + c)] = ax[(r, c)];
+    match &sb {
+        Some(sb) => {
+            let fg =
+                frame_grads::<18>(&sa, Some(sb), h, &p, &da, axis, &f).map_err(retraction(gb))?;
+            at.fill(&fg, &pr, &xk, j);
         }
-        j[(c0 + r, off + 3)] += cy[(r, 0)];
-        for k in 0..18 {
-            let val = cy[(r, 1)] * yt[0][k] + cy[(r, 2)] * yt[1][k];
-            spread(k, val, c0 + r, j);
-        }
-    }
-    // Dynamics rows: −Wᵀ E x.
-    let e = law.impulse_map::<f64>();
-    for (lbody, gen, w) in gens.into_iter().flatten() {
-        let we = w.transpose() * &e;
-        let gg = gen.map(|x| grad(&x));
-        for r in 0..6 {
-            for c in 0..ls {
-                j[(6 * lbody + r, c0 + c)] -= we[(r, c)];
-            }
-            for k in 0..18 {
-                spread(k, -gg[r][k], 6 * lbody + r, j);
-            }
+        None => {
+            let fg = frame_grads::<12>(&sa, None, h, &p, &da, axis, &f)
+                .map_err(retraction(lp.pair.a))?;
+            at.fill(&fg, &pr, &xk, j);
         }
     }
     Ok(())
+}
+
+/// Where a pair's unknowns and bodies sit in the island ([`pair_jacobian`]).
+struct PairAt {
+    la: usize,
+    lb: Option<usize>,
+    off: usize,
+    n: usize,
+    m: usize,
+    c0: usize,
+    law: Law,
+    mu: f64,
+}
+
+impl PairAt {
+    /// Adds the contact rows and the contact impulses' dynamics entries
+    /// from the frame gradients.
+    fn fill<const N: usize>(
+        &self,
+        fg: &FrameGrads<N>,
+        pr: &crate::collision::conic::ConicProblem<f64>,
+        xk: &DVec<f64>,
+        j: &mut DMat<f64>,
+    ) {
+        let PairAt {
+            la,
+            lb,
+            off,
+            n,
+            m,
+            c0,
+            law,
+            mu,
+        } = *self;
+        let (sp, sd) = (N - 6, N - 3);
+        // Column of dual slot k (the d_a slots spread over the z columns of a).
+        let spread = |k: usize, val: f64, row: usize, j: &mut DMat<f64>| {
+            if val == 0.0 {
+                return;
+            }
+            if k < 6 {
+                j[(row, 6 * la + k)] += val;
+            } else if k < sp {
+                if let Some(lb) = lb {
+                    j[(row, 6 * lb + k - 6)] += val;
+                }
+            } else if k < sd {
+                j[(row, off + k - sp)] += val;
+            } else {
+                for i in 0..m {
+                    if pr.owner[i] == Owner::A {
+                        // ∂d_a/∂z_i = −G_{p,i}ᵀ
+                        j[(row, off + n + m + i)] -= val * pr.g[(i, k - sd)];
+                    }
+                }
+            }
+        };
+        // Contact rows: ∂r/∂x, ∂r/∂y with y = (α − 1, t₁·v_t, t₂·v_t).
+        let (ax, cy) = crate::contact::ipm::residual::local_jacobian(law, xk, mu, false);
+        let ls = law.size();
+        for r in 0..ls {
+            for c in 0..ls {
+                j[(c0 + r, c0 + c)] = ax[(r, c)];
+            }
+            j[(c0 + r, off + 3)] += cy[(r, 0)];
+            for k in 0..N {
+                let val = cy[(r, 1)] * fg.yt[0][k] + cy[(r, 2)] * fg.yt[1][k];
+                spread(k, val, c0 + r, j);
+            }
+        }
+        // Dynamics rows: −Wᵀ E x.
+        let e = law.impulse_map::<f64>();
+        for (side_k, lbody) in [(0, Some(la)), (1, lb)] {
+            let (Some(lbody), Some(gg), Some(w)) = (lbody, &fg.gen[side_k], fg.w[side_k]) else {
+                continue;
+            };
+            let we = w.transpose() * &e;
+            for r in 0..6 {
+                for c in 0..ls {
+                    j[(6 * lbody + r, c0 + c)] -= we[(r, c)];
+                }
+                for k in 0..N {
+                    spread(k, -gg[r][k], 6 * lbody + r, j);
+                }
+            }
+        }
+    }
 }
 
 fn v3<T: Scalar>(u: &DVec<T>, i: usize) -> Vec3<T> {
