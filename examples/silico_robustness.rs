@@ -6,8 +6,13 @@
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
 //!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
-//!     [--restart-after K] [--restart-step A]
+//!     [--restart-after K] [--restart-step A] [--failures]
 //! ```
+//!
+//! `--failures` lists every failed drop run (rate, ρ, seed), the step that
+//! failed, the solver's error and the state before that step (height,
+//! speed, spin, the lowest vertex above the ground), to tell iteration-cap
+//! stalls from singular systems and other errors.
 //!
 //! `--hz RATE` runs the drop at that one rate only; `--settle STEPS` first
 //! settles each tower quasi-statically in the backend's own model
@@ -19,8 +24,9 @@
 
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::{
-    momentum_error, run_drop, settle, Drop, DropRun, Stack, StackRun,
+    momentum_error, polytope_vertices, run_drop, settle, Drop, DropRun, Stack, StackRun,
 };
+use dualsim::geometry::Shape;
 use std::time::Instant;
 
 const HZ: [f64; 6] = [10.0, 20.0, 30.0, 50.0, 75.0, 100.0];
@@ -76,6 +82,7 @@ fn drop_table(
     threads: usize,
     only_hz: Option<f64>,
     tuning: Tuning,
+    failures: bool,
 ) {
     let t0 = Instant::now();
     let cells: Vec<(f64, f64)> = HZ
@@ -128,6 +135,19 @@ fn drop_table(
     }
     let all: Vec<&DropRun> = res.iter().collect();
     row("all".into(), &all);
+    if failures {
+        println!("\nfailed runs:\n");
+        println!("| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (k, r) in res.iter().enumerate() {
+            if r.failed {
+                let (hz, rho) = cells[k / runs];
+                let mut w = kind.world(solver, 1.0 / hz, rho, CAP);
+                tuning.apply(&mut w);
+                describe_failure(kind, &w, hz, rho, (k % runs) as u64);
+            }
+        }
+    }
     println!("\nper ρ (all rates):\n");
     println!("| ρ | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
     println!("|---|---|---|---|---|---|---|");
@@ -140,6 +160,37 @@ fn drop_table(
             .collect();
         row(format!("{rho:e}"), &rs);
     }
+}
+
+/// Re-runs a failed drop and prints its failing step (`--failures`).
+fn describe_failure(kind: Drop, w: &dualsim::sim::World<f64>, hz: f64, rho: f64, seed: u64) {
+    let Shape::Polytope { normals, offsets } = kind.shape() else {
+        unreachable!("drop shapes are polytopes")
+    };
+    let verts = polytope_vertices(&normals, &offsets);
+    let mut x = kind.initial(w, seed);
+    let u = w.zero_control();
+    for k in 0..(1.5 * hz).round() as usize {
+        match dualsim::sim::step(w, &x, &u) {
+            Ok(o) => x = o.state,
+            Err(e) => {
+                let rot = dualsim::math::Quat::new(x.q[3], x.q[4], x.q[5], x.q[6]);
+                let low = verts
+                    .iter()
+                    .map(|v| dualsim::math::so3::rotate(&rot, v).z + x.q[2])
+                    .fold(f64::INFINITY, f64::min);
+                let n3 = |o: usize| (0..3).map(|d| x.v[o + d].powi(2)).sum::<f64>().sqrt();
+                println!(
+                    "| {hz} | {rho:e} | {seed} | {k} | {e} | {:.4} | {:.3} | {:.3} | {low:.2e} |",
+                    x.q[2],
+                    n3(0),
+                    n3(3)
+                );
+                return;
+            }
+        }
+    }
+    println!("| {hz} | {rho:e} | {seed} | – | (did not fail when re-run) | | | | |");
 }
 
 fn stack_table(
@@ -270,6 +321,7 @@ fn main() {
     let backend = opt("--backend").unwrap_or_else(|| "both".into());
     let only_hz: Option<f64> = opt("--hz").map(|s| s.parse().expect("--hz RATE"));
     let continue_at_cap = args.iter().any(|a| a == "--continue-at-cap");
+    let failures = args.iter().any(|a| a == "--failures");
     let settle_steps: usize = opt("--settle")
         .map(|s| s.parse().expect("--settle STEPS"))
         .unwrap_or(0);
@@ -299,7 +351,7 @@ fn main() {
     if experiment == "drop" || experiment == "all" {
         for &kind in &drops {
             for &s in &solvers {
-                drop_table(kind, s, runs, threads, only_hz, tuning);
+                drop_table(kind, s, runs, threads, only_hz, tuning, failures);
             }
         }
     }

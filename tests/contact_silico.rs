@@ -275,3 +275,46 @@ fn accept_at_cap_returns_the_last_iterate_flagged() {
     }
     panic!("bilevel converged on every step; the test needs a capped step");
 }
+
+/// `single_level`'s Newton matrix is built in closed form (pose kinematics
+/// by an 18-wide dual per pair); it must equal the dual-number derivative
+/// of the whole island residual. Checked at every step with contact
+/// candidates of three chamfered drops (sliding, tipping and resting
+/// contacts, polytope–plane) and of two 3-D towers (box–box pairs between
+/// two moving bodies), each at the island's initial point and at a
+/// perturbed point: largest difference ≤ 1e-9 relative to max(1, max |J|)
+/// (measured 8e-16 over 93 steps; a wrong entry is O(1e-3) or more).
+#[test]
+fn single_level_newton_matrix_matches_dual_numbers() {
+    use dualsim::contact::SingleLevel;
+    use dualsim::experiments::silico::{Drop, Stack};
+    let mut worlds = Vec::new();
+    for seed in 0..3 {
+        let w = Drop::Chamfered.world(SolverKind::SingleLevel, 0.02, 1e-6, 30);
+        let x = Drop::Chamfered.initial(&w, seed);
+        worlds.push((w, x, 40));
+    }
+    for way in [0, 7] {
+        let (w, x) = Stack::Towers.world(way, SolverKind::SingleLevel, 0.02, 1e-6, 30);
+        worlds.push((w, x, 5));
+    }
+    let (mut checked, mut worst) = (0, 0.0_f64);
+    for (w, mut x, steps) in worlds {
+        let backend = SingleLevel {
+            params: w.backends.single_level,
+        };
+        let u = w.zero_control();
+        for _ in 0..steps {
+            let p = w.problem(&x, &u);
+            if !backend.candidates(&p).is_empty() {
+                let d = backend.newton_matrix_discrepancy(&p).expect("jacobians");
+                worst = worst.max(d);
+                checked += 1;
+            }
+            x = dualsim::sim::step(&w, &x, &u).expect("step").state;
+        }
+    }
+    println!("{checked} steps checked, largest relative difference {worst:e}");
+    assert!(checked >= 40, "only {checked} steps with contact");
+    assert!(worst <= 1e-9, "closed-form Newton matrix off by {worst:e}");
+}

@@ -35,8 +35,15 @@
 //!
 //! # Solver
 //!
-//! Per island, a dense Newton system: `∂r/∂u` by forward-mode dual numbers
-//! (column blocks of 16) on primal values, the friction cone rows
+//! Per island, a dense Newton system: the exact `∂r/∂u` on primal values,
+//! in closed form (`island_jacobian`: the collision rows are linear or
+//! bilinear in their unknowns, `G`, `Gᵀ`, `Arw`; the pose derivatives of
+//! `G` and `h` from `δR⁺ = [h L(hω⁺) δω]× R⁺`; the contact law's local
+//! Jacobian from `ipm`; the contact frame and impulse maps by one 12- or
+//! 18-wide dual per pair, as `ipm`'s contact kinematics; checked against
+//! the dual-number derivative of the whole residual by
+//! [`SingleLevel::newton_matrix_discrepancy`]), factored once per
+//! iteration (packed LU, reused storage), the friction cone rows
 //! Nesterov–Todd scaled, Mehrotra predictor–corrector with the same
 //! centering, fraction-to-boundary, backtracking and recentering rules as
 //! `ipm` ([`crate::contact::ipm::Params`]), and the same convergence test.
@@ -346,8 +353,8 @@ struct Isl<T: Scalar> {
     local: Vec<usize>,
     /// Pairs (lowered in T).
     pairs: Vec<Lowered<T>>,
-    /// The same in the Jacobian's dual scalar.
-    pairs_d: Vec<Lowered<D>>,
+    /// The same on primal values (the Newton matrix).
+    pairs_f: Vec<Lowered<f64>>,
     /// Offset of each pair's unknowns in the island vector.
     offsets: Vec<usize>,
     /// Total unknowns.
@@ -415,12 +422,12 @@ impl<T: Scalar> Isl<T> {
             }
             off += lp.size();
         }
-        let pairs_d = pairs.iter().map(|lp| lp.cast()).collect();
+        let pairs_f = pairs.iter().map(|lp| lp.cast()).collect();
         Isl {
             bodies,
             local,
             pairs,
-            pairs_d,
+            pairs_f,
             offsets,
             size: off,
             cones,
@@ -494,21 +501,23 @@ fn island_residual<S: Scalar>(
     Ok((r, evals))
 }
 
-/// The problem in the Jacobian's dual scalar (primal values).
-struct DualProblem {
-    model: crate::dynamics::Model<D>,
-    shapes: Vec<Option<Shape<D>>>,
-    materials: Vec<crate::geometry::Material<D>>,
-    statics: Vec<crate::geometry::StaticGeometry<D>>,
-    q: DVec<D>,
-    v: DVec<D>,
-    u: DVec<D>,
+/// The problem cast to scalar `S` on primal values: `f64` for the Newton
+/// matrix, the dual scalar [`D`] for the dual-number reference
+/// ([`SingleLevel::newton_matrix_discrepancy`]).
+struct CastProblem<S: Scalar> {
+    model: crate::dynamics::Model<S>,
+    shapes: Vec<Option<Shape<S>>>,
+    materials: Vec<crate::geometry::Material<S>>,
+    statics: Vec<crate::geometry::StaticGeometry<S>>,
+    q: DVec<S>,
+    v: DVec<S>,
+    u: DVec<S>,
 }
 
-impl DualProblem {
+impl<S: Scalar> CastProblem<S> {
     fn new<T: Scalar>(p: &StepProblem<'_, T>) -> Self {
-        let c = |x: &DVec<T>| x.map(|e| D::from_re(e.re()));
-        DualProblem {
+        let c = |x: &DVec<T>| x.map(|e| S::from_re(e.re()));
+        CastProblem {
             model: p.model.cast(),
             shapes: p
                 .shapes
@@ -522,7 +531,7 @@ impl DualProblem {
             u: c(p.u),
         }
     }
-    fn problem<'a, T: Scalar>(&'a self, p: &StepProblem<'a, T>) -> StepProblem<'a, D> {
+    fn problem<'a, T: Scalar>(&'a self, p: &StepProblem<'a, T>) -> StepProblem<'a, S> {
         StepProblem {
             model: &self.model,
             shapes: &self.shapes,
@@ -534,23 +543,23 @@ impl DualProblem {
             q: &self.q,
             v: &self.v,
             u: &self.u,
-            gravity: p.gravity.map(|x| D::from_re(x.re())),
-            h: D::from_re(p.h.re()),
+            gravity: p.gravity.map(|x| S::from_re(x.re())),
+            h: S::from_re(p.h.re()),
             friction_cone: p.friction_cone,
             params: p.params,
         }
     }
 }
 
-/// Exact primal `∂r/∂u` of an island at `u`. The slack columns of every
-/// collision program are filled in closed form (`s` enters only the
-/// feasibility rows, as `I`, and the complementarity rows, as `Arw(z)`);
-/// every other column by dual numbers, in blocks of 16.
-fn island_jacobian<T: Scalar>(
+/// Exact primal `∂r/∂u` of an island at `u`, by forward-mode dual numbers
+/// over the whole island residual (column blocks of 16) except the slack
+/// columns. The reference for [`island_jacobian`]
+/// ([`SingleLevel::newton_matrix_discrepancy`]); not used by the solver.
+fn island_jacobian_dual<T: Scalar>(
     pd: &StepProblem<'_, D>,
     isl: &Isl<T>,
+    pairs_d: &[Lowered<D>],
     u: &DVec<f64>,
-    rho: f64,
 ) -> Result<DMat<f64>, SolveError> {
     let n = u.len();
     let mut j = DMat::zeros(n, n);
@@ -568,10 +577,10 @@ fn island_jacobian<T: Scalar>(
             pd,
             &isl.bodies,
             &isl.local,
-            &isl.pairs_d,
+            pairs_d,
             &isl.offsets,
             &ud,
-            D::from_re(rho),
+            D::from_re(0.0),
         )?;
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
@@ -581,25 +590,380 @@ fn island_jacobian<T: Scalar>(
         }
     }
     for (lp, &off) in isl.pairs.iter().zip(&isl.offsets) {
-        let (s0, z0, m) = (off + lp.n, off + lp.n + lp.m(), lp.m());
-        for i in 0..m {
-            j[(s0 + i, s0 + i)] = 1.0;
+        slack_columns(lp.n, &lp.layout, off, u, &mut j);
+    }
+    Ok(j)
+}
+
+/// The slack columns of a pair's collision program and its
+/// complementarity rows: `s` enters only the feasibility rows, as `I`, and
+/// the complementarity rows (from `z0`), as `∂(s ∘ z)/∂s = Arw(z)`; those
+/// rows take `∂(s ∘ z)/∂z = Arw(s)` in the `z` columns.
+fn slack_columns(n: usize, layout: &ConeLayout, off: usize, u: &DVec<f64>, j: &mut DMat<f64>) {
+    let m = layout.dim();
+    let (s0, z0) = (off + n, off + n + m);
+    for i in 0..m {
+        j[(s0 + i, s0 + i)] = 1.0;
+    }
+    // (row block, column block, the other factor's start)
+    for (col, other) in [(s0, z0), (z0, s0)] {
+        for i in 0..layout.n_orthant {
+            j[(z0 + i, col + i)] = u[other + i];
         }
-        // Complementarity rows (from z0): ∂(s ∘ z)/∂s = Arw(z).
-        for i in 0..lp.layout.n_orthant {
-            j[(z0 + i, s0 + i)] = u[z0 + i];
-        }
-        for (st, d) in lp.layout.soc_blocks() {
+        for (st, d) in layout.soc_blocks() {
             for k in 0..d {
-                j[(z0 + st, s0 + st + k)] = u[z0 + st + k];
+                j[(z0 + st, col + st + k)] = u[other + st + k];
             }
             for k in 1..d {
-                j[(z0 + st + k, s0 + st)] = u[z0 + st + k];
-                j[(z0 + st + k, s0 + st + k)] = u[z0 + st];
+                j[(z0 + st + k, col + st)] = u[other + st + k];
+                j[(z0 + st + k, col + st + k)] = u[other + st];
             }
         }
     }
-    Ok(j)
+}
+
+/// Gradient part of an `N`-wide dual.
+fn grad<const N: usize>(x: &DualSVec64<N>) -> nalgebra::SVector<f64, N> {
+    x.eps.unwrap_generic(Const::<N>, U1)
+}
+
+/// A dual with value `re` and gradient `g`.
+fn with_grad<const N: usize>(re: f64, g: nalgebra::SVector<f64, N>) -> DualSVec64<N> {
+    DualSVec64::new(re, num_dual::Derivative::some(g))
+}
+
+/// Derivatives of a pair's contact frame and impulse maps
+/// ([`pair_jacobian`]): for `y_t = (t₁·v_t, t₂·v_t)` and the generalized
+/// impulses `W_aᵀ f`, `W_bᵀ f` at fixed `f`, their gradients with respect
+/// to the dual slots `v_a` (0–5), `v_b` (6–11, `N = 18` only), the witness
+/// point `p` (`N − 6 … N − 4`) and the unnormalized normal `d_a`
+/// (`N − 3 … N − 1`).
+struct FrameGrads<const N: usize> {
+    yt: [nalgebra::SVector<f64, N>; 2],
+    gen: [Option<[nalgebra::SVector<f64, N>; 6]>; 2],
+    /// Primal `W_a`, `W_b`.
+    w: [Option<nalgebra::Matrix3x6<f64>>; 2],
+}
+
+/// One side of a pair at `q⁺`: body translation `r⁺`, velocity `v⁺`, and
+/// `Θ = ∂θ/∂ω⁺ = h L(hω⁺)` (world-frame rotation increment of the pose).
+struct SideState {
+    r: Vec3<f64>,
+    v: [f64; 6],
+    theta: nalgebra::Matrix3<f64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn frame_grads<const N: usize>(
+    a: &SideState,
+    b: Option<&SideState>,
+    h: f64,
+    p: &Vec3<f64>,
+    da: &Vec3<f64>,
+    axis: usize,
+    f: &Vec3<f64>,
+) -> Result<FrameGrads<N>, crate::math::RetractionError> {
+    type V<const M: usize> = nalgebra::SVector<f64, M>;
+    let (sp, sd) = (N - 6, N - 3);
+    let seed = |x: f64, k: usize| DualSVec64::<N>::from_re(x).derivative(k);
+    let side_state = |st: &SideState, slot: usize| {
+        // r⁺ = r + h v_lin: the pose's translation as a dual (the rotation
+        // is not used by `side`).
+        let v: [DualSVec64<N>; 6] = core::array::from_fn(|k| seed(st.v[k], slot + k));
+        let t = Vec3::from_fn(|d, _| {
+            let mut g = V::<N>::zeros();
+            g[slot + d] = h;
+            with_grad(st.r[d], g)
+        });
+        (Pose::new(crate::math::so3::identity(), t), v)
+    };
+    let hk = DualSVec64::<N>::from_re(h);
+    let pk = Vec3::from_fn(|d, _| seed(p[d], sp + d));
+    // d_a(v_a, z): δd_a = δθ_a × d_a = −[d_a]× Θ_a δω_a, plus its own slots.
+    let dtheta = -(crate::math::skew(da) * a.theta);
+    let dak = Vec3::from_fn(|d, _| {
+        let mut g = V::<N>::zeros();
+        for k in 0..3 {
+            g[3 + k] = dtheta[(d, k)];
+        }
+        g[sd + d] = 1.0;
+        with_grad(da[d], g)
+    });
+    let (normal, _) = direction_or_z(&dak);
+    let (t1, t2) = tangent_basis_from(&normal, axis);
+    let frame = [&normal, &t1, &t2];
+    let (pose_a, va) = side_state(a, 0);
+    let (mut vt, w_a) = side(&pose_a, &va, hk, &pk, frame, DualSVec64::from_re(1.0))?;
+    let mut w_b = None;
+    if let Some(b) = b {
+        let (pose_b, vb) = side_state(b, 6);
+        let (vtb, wbm) = side(&pose_b, &vb, hk, &pk, frame, DualSVec64::from_re(-1.0))?;
+        vt += vtb;
+        w_b = Some(wbm);
+    }
+    let fk = f.map(DualSVec64::<N>::from_re);
+    let gens = |w: &nalgebra::Matrix3x6<DualSVec64<N>>| {
+        let g = w.transpose() * fk;
+        core::array::from_fn(|r| grad(&g[r]))
+    };
+    Ok(FrameGrads {
+        yt: [grad(&t1.dot(&vt)), grad(&t2.dot(&vt))],
+        gen: [Some(gens(&w_a)), w_b.as_ref().map(gens)],
+        w: [Some(w_a.map(|x| x.re())), w_b.map(|w| w.map(|x| x.re()))],
+    })
+}
+
+/// Exact primal `∂r/∂u` of an island at `u` (`j` is resized and
+/// overwritten), in closed form except for the pose kinematics (below).
+///
+/// The rows of a pair (`super` module docs) are linear or bilinear in its
+/// own unknowns: stationarity `e_α + G(q⁺)ᵀ z` (`∂/∂z = Gᵀ`), feasibility
+/// `G(q⁺) w + s − h(q⁺)` (`∂/∂w = G`, `∂/∂s = I`), the complementarity
+/// rows (`Arw(z)`, `Arw(s)`) and the contact law (`ipm`'s closed-form
+/// local Jacobian `∂r/∂x`, `∂r/∂y`). Only the part poses `q⁺(v⁺)`, the
+/// contact frame (the normal is the direction of
+/// `d_a = −Σ_{rows of a} G_pᵀ z`) and the impulse maps `W(q⁺, p, n)` are
+/// nonlinear; their derivatives with respect to the 18 inputs
+/// `(v_a, v_b, p, d_a)` come from ONE evaluation in an 18-wide dual
+/// ([`K`]), as `ipm` does for its contact kinematics
+/// (`contact::ipm::kinematics::contact_jacobian`), and reach the `z`
+/// columns through `∂d_a/∂z_i = −G_{p,i}ᵀ`. `∂G/∂v⁺` needs only the
+/// p-columns of `G` (the α and ε columns do not depend on the pose):
+/// `G_{p,i}(p − r) = −M_{y,i} Rᵀ (p − r)` and `G_pᵀ z = −R Σ M_{y,i}ᵀ z_i`
+/// per shape. The dynamics rows take `dynamics::free`'s closed-form
+/// `∂r_dyn/∂v⁺`.
+fn island_jacobian<T: Scalar>(
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    u: &DVec<f64>,
+    j: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let n = u.len();
+    if j.shape() != (n, n) {
+        *j = DMat::zeros(n, n);
+    } else {
+        j.fill(0.0);
+    }
+    for (li, &g) in isl.bodies.iter().enumerate() {
+        let vb: Vector6<f64> = u.fixed_rows::<6>(6 * li).into_owned();
+        let (_, jac) = crate::contact::ipm::residual::body_dynamics(pf, g, &vb)?;
+        j.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(&jac);
+    }
+    for (lp, &off) in isl.pairs_f.iter().zip(&isl.offsets) {
+        pair_jacobian(pf, isl, lp, off, u, j)?;
+        slack_columns(lp.n, &lp.layout, off, u, j);
+    }
+    Ok(())
+}
+
+/// The entries of pair `lp` (unknowns from `off`) in [`island_jacobian`].
+fn pair_jacobian<T: Scalar>(
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    lp: &Lowered<f64>,
+    off: usize,
+    u: &DVec<f64>,
+    j: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let (n, m) = (lp.n, lp.m());
+    let law = lp.pair.law;
+    let c0 = off + n + 2 * m;
+    let h = pf.h;
+    let la = isl.local[lp.pair.a];
+    let (gb, lb) = match lp.pair.b {
+        Partner::Body(g) => (g, Some(isl.local[g])),
+        Partner::Static(_) => (lp.pair.a, None),
+    };
+    let retraction =
+        |body| move |source| SolveError::from(DynamicsError::Retraction { body, source });
+    // Body pose at q⁺ and Θ = h L(hω⁺) (`pose_after`: r⁺ = r + h v,
+    // R⁺ = φ(hω⁺) R, so δR⁺ = [Θ δω]× R⁺).
+    let body_state = |g: usize, li: usize| -> Result<(Pose<f64>, SideState), SolveError> {
+        let b = &pf.model.bodies[g];
+        let q: [f64; 7] = core::array::from_fn(|k| pf.q[b.idx_q + k]);
+        let v: [f64; 6] = core::array::from_fn(|k| u[6 * li + k]);
+        let pose = pose_after(&q, &v, h).map_err(retraction(g))?;
+        let w = Vec3::new(v[3], v[4], v[5]) * h;
+        let theta =
+            crate::contact::ipm::kinematics::phi_rotation_jacobian(&w).map_err(retraction(g))? * h;
+        let r = pose.translation;
+        Ok((pose, SideState { r, v, theta }))
+    };
+    let (pose_a, sa) = body_state(lp.pair.a, la)?;
+    let wa = pose_a * lp.local_a;
+    let (sb, wb) = match lb {
+        Some(lb) => {
+            let (pose_b, sb) = body_state(gb, lb)?;
+            (Some(sb), pose_b * lp.local_b)
+        }
+        None => (None, lp.local_b),
+    };
+    let pr = assemble(&lp.cone_a, &wa, &lp.cone_b, &wb);
+    let z = &u.as_slice()[off + n + m..off + 2 * m + n];
+    // Stationarity (rows off..off+n) and feasibility (rows off+n..) in
+    // the collision unknowns.
+    for i in 0..m {
+        for c in 0..n {
+            let g = pr.g[(i, c)];
+            j[(off + n + i, off + c)] = g;
+            j[(off + c, off + n + m + i)] = g;
+        }
+    }
+    // Their pose derivatives, per moving shape with body translation r⁺:
+    // `G_{p,i}(p − r_part) = −M_{y,i} R_partᵀ(p − r_part)` varies by
+    // `G_{p,i}(−h δv + [p − r⁺]× Θ δω)`; the p-rows of `Gᵀz`,
+    // `g = Σ_i G_{p,i}ᵀ z_i`, by `−[g]× Θ δω`.
+    let p = Vec3::new(u[off], u[off + 1], u[off + 2]);
+    let gsum = |who: Owner| -> Vec3<f64> {
+        let mut acc = Vec3::zeros();
+        for i in 0..m {
+            if pr.owner[i] == who {
+                acc += Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]) * z[i];
+            }
+        }
+        acc
+    };
+    let g_a = gsum(Owner::A);
+    for (who, st, li) in [(Owner::A, Some(&sa), Some(la)), (Owner::B, sb.as_ref(), lb)] {
+        let (Some(st), Some(li)) = (st, li) else {
+            continue;
+        };
+        let lever = crate::math::skew(&(p - st.r)) * st.theta;
+        let gs = if who == Owner::A { g_a } else { gsum(who) };
+        let dstat = -(crate::math::skew(&gs) * st.theta);
+        for i in 0..m {
+            if pr.owner[i] != who {
+                continue;
+            }
+            let gp = Vec3::new(pr.g[(i, 0)], pr.g[(i, 1)], pr.g[(i, 2)]);
+            let ang = lever.transpose() * gp;
+            for d in 0..3 {
+                j[(off + n + i, 6 * li + d)] += -h * gp[d];
+                j[(off + n + i, 6 * li + 3 + d)] += ang[d];
+            }
+        }
+        for r in 0..3 {
+            for d in 0..3 {
+                j[(off + r, 6 * li + 3 + d)] += dstat[(r, d)];
+            }
+        }
+    }
+    // Contact geometry: the normal from `d_a = −g_a`, the witness point,
+    // the impulse maps at `q⁺` (dual slots, [`frame_grads`]).
+    let xk = DVec::from_column_slice(&u.as_slice()[c0..c0 + law.size()]);
+    let f = law.impulse(&xk);
+    let da = -g_a;
+    let axis = lp.pair.axis;
+    let at = PairAt {
+        la,
+        lb,
+        off,
+        n,
+        m,
+        c0,
+        law,
+        mu: lp.mu,
+    };
+    match &sb {
+        Some(sb) => {
+            let fg =
+                frame_grads::<18>(&sa, Some(sb), h, &p, &da, axis, &f).map_err(retraction(gb))?;
+            at.fill(&fg, &pr, &xk, j);
+        }
+        None => {
+            let fg = frame_grads::<12>(&sa, None, h, &p, &da, axis, &f)
+                .map_err(retraction(lp.pair.a))?;
+            at.fill(&fg, &pr, &xk, j);
+        }
+    }
+    Ok(())
+}
+
+/// Where a pair's unknowns and bodies sit in the island ([`pair_jacobian`]).
+struct PairAt {
+    la: usize,
+    lb: Option<usize>,
+    off: usize,
+    n: usize,
+    m: usize,
+    c0: usize,
+    law: Law,
+    mu: f64,
+}
+
+impl PairAt {
+    /// Adds the contact rows and the contact impulses' dynamics entries
+    /// from the frame gradients.
+    fn fill<const N: usize>(
+        &self,
+        fg: &FrameGrads<N>,
+        pr: &crate::collision::conic::ConicProblem<f64>,
+        xk: &DVec<f64>,
+        j: &mut DMat<f64>,
+    ) {
+        let PairAt {
+            la,
+            lb,
+            off,
+            n,
+            m,
+            c0,
+            law,
+            mu,
+        } = *self;
+        let (sp, sd) = (N - 6, N - 3);
+        // Column of dual slot k (the d_a slots spread over the z columns of a).
+        let spread = |k: usize, val: f64, row: usize, j: &mut DMat<f64>| {
+            if val == 0.0 {
+                return;
+            }
+            if k < 6 {
+                j[(row, 6 * la + k)] += val;
+            } else if k < sp {
+                if let Some(lb) = lb {
+                    j[(row, 6 * lb + k - 6)] += val;
+                }
+            } else if k < sd {
+                j[(row, off + k - sp)] += val;
+            } else {
+                for i in 0..m {
+                    if pr.owner[i] == Owner::A {
+                        // ∂d_a/∂z_i = −G_{p,i}ᵀ
+                        j[(row, off + n + m + i)] -= val * pr.g[(i, k - sd)];
+                    }
+                }
+            }
+        };
+        // Contact rows: ∂r/∂x, ∂r/∂y with y = (α − 1, t₁·v_t, t₂·v_t).
+        let (ax, cy) = crate::contact::ipm::residual::local_jacobian(law, xk, mu, false);
+        let ls = law.size();
+        for r in 0..ls {
+            for c in 0..ls {
+                j[(c0 + r, c0 + c)] = ax[(r, c)];
+            }
+            j[(c0 + r, off + 3)] += cy[(r, 0)];
+            for k in 0..N {
+                let val = cy[(r, 1)] * fg.yt[0][k] + cy[(r, 2)] * fg.yt[1][k];
+                spread(k, val, c0 + r, j);
+            }
+        }
+        // Dynamics rows: −Wᵀ E x.
+        let e = law.impulse_map::<f64>();
+        for (side_k, lbody) in [(0, Some(la)), (1, lb)] {
+            let (Some(lbody), Some(gg), Some(w)) = (lbody, &fg.gen[side_k], fg.w[side_k]) else {
+                continue;
+            };
+            let we = w.transpose() * &e;
+            for r in 0..6 {
+                for c in 0..ls {
+                    j[(6 * lbody + r, c0 + c)] -= we[(r, c)];
+                }
+                for k in 0..N {
+                    spread(k, -gg[r][k], 6 * lbody + r, j);
+                }
+            }
+        }
+    }
 }
 
 fn v3<T: Scalar>(u: &DVec<T>, i: usize) -> Vec3<T> {
@@ -634,13 +998,29 @@ fn nt_safe(z: &Vec3<f64>, s: &Vec3<f64>) -> Option<(Matrix3<f64>, Matrix3<f64>, 
     finite.then_some((w, winv, lambda))
 }
 
-/// Replaces the friction cone rows of `j` by their Nesterov–Todd scaled
-/// linearization `Arw(λ)(W⁻¹ dz + W ds)` (where [`nt_safe`] allows it).
-fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
+/// `j` = `plain` with the friction cone rows replaced by their
+/// Nesterov–Todd scaled linearization `Arw(λ)(W⁻¹ dz + W ds)` (where
+/// [`nt_safe`] allows it); `false` (and `j` untouched) when no row is
+/// scaled.
+fn scale_rows(
+    isl_cones: &[ConeBlock],
+    plain: &DMat<f64>,
+    j: &mut DMat<f64>,
+    u: &DVec<f64>,
+) -> bool {
+    let mut copied = false;
     for c in isl_cones.iter().filter(|c| c.nt) {
         let Some((w, winv, lambda)) = nt_safe(&v3(u, c.z), &v3(u, c.s)) else {
             continue;
         };
+        if !copied {
+            if j.shape() != plain.shape() {
+                *j = plain.clone();
+            } else {
+                j.copy_from(plain);
+            }
+            copied = true;
+        }
         let al = arrow(&lambda);
         for r in 0..3 {
             j.row_mut(c.row + r).fill(0.0);
@@ -648,6 +1028,7 @@ fn scale_rows(isl_cones: &[ConeBlock], j: &mut DMat<f64>, u: &DVec<f64>) {
         j.view_mut((c.row, c.z), (3, 3)).copy_from(&(al * winv));
         j.view_mut((c.row, c.s), (3, 3)).copy_from(&(al * w));
     }
+    copied
 }
 
 /// Right-hand side of a direction: `r_κ` with the complementarity rows
@@ -780,46 +1161,97 @@ struct IslSol<T: Scalar> {
     capped: bool,
 }
 
-/// A Newton matrix factored once (f64 LU with partial pivoting) and applied
-/// to right-hand sides in any scalar: the matrix is primal, so `J⁻¹ r` in
-/// a dual scalar is the same as factoring `J` embedded in that scalar.
+/// A Newton matrix factored once (f64 LU with partial pivoting, packed,
+/// in reusable storage) and applied to right-hand sides in any scalar: the
+/// matrix is primal, so `J⁻¹ r` in a dual scalar is the same as factoring
+/// `J` embedded in that scalar. (`linalg::DenseLu<f64>` factors the same
+/// way but solves only `f64` right-hand sides.)
+#[derive(Default)]
 struct Factored {
-    l: DMat<f64>,
-    u: DMat<f64>,
-    p: nalgebra::PermutationSequence<nalgebra::Dyn>,
+    lu: DMat<f64>,
+    /// Step `k` swapped rows `k` and `piv[k]`.
+    piv: Vec<usize>,
 }
 
 impl Factored {
-    fn new(j: &DMat<f64>) -> Result<Self, SolveError> {
-        let lu = j.clone().lu();
-        if !lu.is_invertible() {
-            return Err(SolveError::Singular("single-level Newton system"));
+    /// Factors `j` in place of the previous factors.
+    fn factor(&mut self, j: &DMat<f64>) -> Result<(), SolveError> {
+        let n = j.nrows();
+        if self.lu.shape() != (n, n) {
+            self.lu = DMat::zeros(n, n);
         }
-        Ok(Factored {
-            l: lu.l(),
-            u: lu.u(),
-            p: lu.p().clone(),
-        })
+        self.lu.copy_from(j);
+        self.piv.clear();
+        let singular = SolveError::Singular("single-level Newton system");
+        let lu = self.lu.as_mut_slice();
+        // column-major: (i, k) at i + n k
+        for k in 0..n {
+            let col = &lu[k * n..(k + 1) * n];
+            let mut best = k;
+            let mut best_val = col[k].abs();
+            for (i, v) in col.iter().enumerate().skip(k + 1) {
+                if v.abs() > best_val {
+                    best = i;
+                    best_val = v.abs();
+                }
+            }
+            if best_val == 0.0 || !best_val.is_finite() {
+                return Err(singular);
+            }
+            if best != k {
+                for c in 0..n {
+                    lu.swap(k + n * c, best + n * c);
+                }
+            }
+            self.piv.push(best);
+            let inv = 1.0 / lu[k + n * k];
+            for v in &mut lu[k * n + k + 1..(k + 1) * n] {
+                *v *= inv;
+            }
+            let (left, right) = lu.split_at_mut((k + 1) * n);
+            let lcol = &left[k * n + k + 1..(k + 1) * n];
+            for c in 0..n - k - 1 {
+                let colc = &mut right[c * n..(c + 1) * n];
+                let ukc = colc[k];
+                if ukc != 0.0 {
+                    for (x, l) in colc[k + 1..].iter_mut().zip(lcol) {
+                        *x -= l * ukc;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The Newton direction `−J⁻¹ rhs`.
     fn solve<T: Scalar>(&self, rhs: &DVec<T>) -> DVec<T> {
         let mut x = rhs.clone();
-        self.p.permute_rows(&mut x);
-        let n = x.len();
-        for i in 0..n {
-            let mut acc = x[i];
-            for k in 0..i {
-                acc -= x[k] * T::from_re(self.l[(i, k)]);
-            }
-            x[i] = acc;
+        for (k, &p) in self.piv.iter().enumerate() {
+            x.swap_rows(k, p);
         }
-        for i in (0..n).rev() {
-            let mut acc = x[i];
-            for k in i + 1..n {
-                acc -= x[k] * T::from_re(self.u[(i, k)]);
+        let n = x.len();
+        let lu = self.lu.as_slice();
+        // forward (unit lower), column oriented
+        for k in 0..n {
+            let xk = x[k];
+            if xk.re() != 0.0 || T::DERIVATIVE_ORDER > 0 {
+                for i in k + 1..n {
+                    let l = lu[i + n * k];
+                    if l != 0.0 {
+                        x[i] -= xk * T::from_re(l);
+                    }
+                }
             }
-            x[i] = acc / T::from_re(self.u[(i, i)]);
+        }
+        for k in (0..n).rev() {
+            let xk = x[k] / T::from_re(lu[k + n * k]);
+            x[k] = xk;
+            for i in 0..k {
+                let u = lu[i + n * k];
+                if u != 0.0 {
+                    x[i] -= xk * T::from_re(u);
+                }
+            }
         }
         -x
     }
@@ -958,7 +1390,7 @@ fn initial_point<T: Scalar>(
 /// [`Params::restart_after`]).
 fn solve_island<T: Scalar>(
     p: &StepProblem<'_, T>,
-    pd: &StepProblem<'_, D>,
+    pf: &StepProblem<'_, f64>,
     isl: &Isl<T>,
     v0: &DVec<T>,
     params: &Params,
@@ -983,6 +1415,11 @@ fn solve_island<T: Scalar>(
     let mut iter = 0;
     // Consecutive iterations whose accepted step was short (stall test).
     let mut short_steps = 0_usize;
+    // Newton matrices and their factors, reused across iterations.
+    let mut j_plain = DMat::zeros(0, 0);
+    let mut j_nt = DMat::zeros(0, 0);
+    let mut lu_nt = Factored::default();
+    let mut lu_plain = Factored::default();
     loop {
         let m = measures(isl, &r0, &u, rho);
         if m.eq <= sp.tolerance
@@ -990,9 +1427,10 @@ fn solve_island<T: Scalar>(
         {
             for _ in 0..params.polish_steps {
                 let ur = u.map(|x| x.re());
-                let j = Factored::new(&island_jacobian(pd, isl, &ur, 0.0)?)?;
+                island_jacobian(pf, isl, &ur, &mut j_plain)?;
+                lu_plain.factor(&j_plain)?;
                 let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
-                let du = j.solve(&rhs);
+                let du = lu_plain.solve(&rhs);
                 let dre = du.map(|x| x.re());
                 if boundary_step(isl, &u, &dre) <= 1.0 {
                     break;
@@ -1036,14 +1474,13 @@ fn solve_island<T: Scalar>(
         iter += 1;
         let nt = params.nesterov_todd;
         let ur = u.map(|x| x.re());
-        let j_plain = island_jacobian(pd, isl, &ur, 0.0)?;
-        let mut j_nt = j_plain.clone();
-        if nt {
-            scale_rows(&isl.cones, &mut j_nt, &ur);
-        }
+        island_jacobian(pf, isl, &ur, &mut j_plain)?;
+        let scaled_any = nt && scale_rows(&isl.cones, &j_plain, &mut j_nt, &ur);
         let r_aff = direction_rhs(&isl.cones, &r0, &u, 0.0, None, nt);
-        let lu_nt = Factored::new(&j_nt)?;
-        let mut lu_plain = None;
+        lu_nt.factor(if scaled_any { &j_nt } else { &j_plain })?;
+        // The unscaled factors, when they differ from the scaled ones and
+        // once needed.
+        let mut plain_ready = !scaled_any;
         let du_aff = lu_nt.solve(&r_aff).map(|x| x.re());
         let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
         let nu = mean_comp(isl, &u, None);
@@ -1076,13 +1513,14 @@ fn solve_island<T: Scalar>(
         let mut accepted = 0.0;
         for (so, scaled) in dirs {
             let rhs = direction_rhs(&isl.cones, &r0, &u, kappa, so, scaled);
-            let du = if scaled {
+            let du = if scaled || !scaled_any {
                 lu_nt.solve(&rhs)
             } else {
-                if lu_plain.is_none() {
-                    lu_plain = Some(Factored::new(&j_plain)?);
+                if !plain_ready {
+                    lu_plain.factor(&j_plain)?;
+                    plain_ready = true;
                 }
-                lu_plain.as_ref().expect("factored above").solve(&rhs)
+                lu_plain.solve(&rhs)
             };
             let dre = du.map(|x| x.re());
             let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
@@ -1143,20 +1581,20 @@ fn solve_island<T: Scalar>(
 /// iterations of both attempts count against the step's cap.
 fn solve_with_restart<T: Scalar>(
     p: &StepProblem<'_, T>,
-    pd: &StepProblem<'_, D>,
+    pf: &StepProblem<'_, f64>,
     isl: &Isl<T>,
     v0: &DVec<T>,
     params: &Params,
 ) -> Result<IslSol<T>, SolveError> {
     let max = p.params.max_iterations;
     let stall = (params.restart_after > 0).then_some((params.restart_after, params.restart_step));
-    match solve_island(p, pd, isl, v0, params, max, stall) {
+    match solve_island(p, pf, isl, v0, params, max, stall) {
         Err(SolveError::MaxIterations { iters, .. }) if iters < max => {
             let again = Params {
                 initial_scale: params.restart_scale,
                 ..*params
             };
-            match solve_island(p, pd, isl, v0, &again, max - iters, None) {
+            match solve_island(p, pf, isl, v0, &again, max - iters, None) {
                 Ok(mut sol) => {
                     sol.iterations += iters;
                     Ok(sol)
@@ -1254,8 +1692,8 @@ impl SingleLevel {
         let mut contacts = Vec::new();
         let mut xs: Vec<DVec<T>> = vec![DVec::zeros(0); pairs.len()];
         if !pairs.is_empty() {
-            let dp = DualProblem::new(p);
-            let pd = dp.problem(p);
+            let cp = CastProblem::<f64>::new(p);
+            let pf = cp.problem(p);
             for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
                 let lowered = idx
                     .iter()
@@ -1269,7 +1707,7 @@ impl SingleLevel {
                     v0.fixed_rows_mut::<6>(6 * li)
                         .copy_from(&src.fixed_rows::<6>(k));
                 }
-                let sol = solve_with_restart(p, &pd, &isl, &v0, params)?;
+                let sol = solve_with_restart(p, &pf, &isl, &v0, params)?;
                 for (li, &g) in isl.bodies.iter().enumerate() {
                     let k = p.model.bodies[g].idx_v;
                     v_next
@@ -1317,6 +1755,51 @@ impl SingleLevel {
             pairs,
             xs,
         ))
+    }
+
+    /// Largest difference between the Newton matrix the solver uses (closed
+    /// form, [`island_jacobian`]) and the dual-number derivative of the
+    /// whole island residual, relative to `max(1, max |J|)`, over every
+    /// island of the step at its initial point and at that point moved by
+    /// a deterministic perturbation (so that no entry is checked only at a
+    /// symmetric point). A check of the closed form (tests).
+    #[doc(hidden)]
+    pub fn newton_matrix_discrepancy<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<f64, SolveError> {
+        let pairs = self.candidates(p);
+        let cf = CastProblem::<f64>::new(p);
+        let pf = cf.problem(p);
+        let cd = CastProblem::<D>::new(p);
+        let pd = cd.problem(p);
+        let mut worst = 0.0_f64;
+        for (bodies, local, idx) in group(p.model.bodies.len(), &pairs) {
+            let lowered = idx
+                .iter()
+                .map(|&k| lower_pair(p, &pairs[k]))
+                .collect::<Result<Vec<_>, _>>()?;
+            let isl = Isl::new(bodies, local, lowered);
+            let pairs_d: Vec<Lowered<D>> = isl.pairs.iter().map(|lp| lp.cast()).collect();
+            let mut v0 = DVec::zeros(6 * isl.bodies.len());
+            for (li, &g) in isl.bodies.iter().enumerate() {
+                let k = p.model.bodies[g].idx_v;
+                v0.fixed_rows_mut::<6>(6 * li)
+                    .copy_from(&p.v.fixed_rows::<6>(k));
+            }
+            let u0 = initial_point(p, &isl, &v0, &self.params)?.map(|x| x.re());
+            let moved = DVec::from_fn(u0.len(), |i, _| {
+                u0[i] + 1e-2 * (1.7 * i as f64 + 0.3).sin() * (1.0 + u0[i].abs())
+            });
+            for u in [&u0, &moved] {
+                let mut jc = DMat::zeros(0, 0);
+                island_jacobian(&pf, &isl, u, &mut jc)?;
+                let jd = island_jacobian_dual(&pd, &isl, &pairs_d, u)?;
+                let scale = jd.amax().max(1.0);
+                worst = worst.max((&jc - &jd).amax() / scale);
+            }
+        }
+        Ok(worst)
     }
 
     /// The global residual `r(y)` with `y = (v⁺, u_c for each pair in
