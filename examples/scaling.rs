@@ -9,9 +9,12 @@
 //!   and `k² + 2k(k − 1)` contacts (ground and neighbour pairs).
 //!
 //! Each scene is settled for `--settle` steps, then `--steps` further steps
-//! are timed one by one (wall clock, chained as a rollout by
-//! `sim::step_with`, default parameters: no contact warm start); the figure
-//! is the median step time divided by the number of contact candidates.
+//! are timed one by one (chained as a rollout by `sim::step_with`, default
+//! parameters: no contact warm start); the figure is the median step time
+//! divided by the number of contact candidates. Step time is the CPU time
+//! of the stepping thread (`CLOCK_THREAD_CPUTIME_ID`, Linux; wall clock
+//! elsewhere): on a shared machine it leaves out the time spent waiting
+//! for a core, which made wall-clock medians jump 20× between runs.
 //! Failed steps (solver errors), steps stopped at the iteration cap and the
 //! largest penetration reported by the solver are printed with each row.
 //!
@@ -33,6 +36,30 @@ use dualsim::prelude::*;
 use plotters::prelude::*;
 
 const RADIUS: f64 = 0.1;
+
+/// CPU time of the calling thread, in seconds (Linux), or wall-clock
+/// seconds since the first call elsewhere.
+fn thread_time() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        #[repr(C)]
+        struct Timespec {
+            sec: i64,
+            nsec: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+        }
+        const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+        let mut ts = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec (64-bit Linux layout).
+        if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return ts.sec as f64 + ts.nsec as f64 * 1e-9;
+        }
+    }
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    T0.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
 
 fn world_with(positions: &[[f64; 3]]) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
@@ -123,9 +150,9 @@ fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize) -
     let mut times = Vec::with_capacity(steps);
     let mut iters = Vec::with_capacity(steps);
     for k in 0..settle + steps {
-        let t0 = Instant::now();
+        let t0 = thread_time();
         let out = dualsim::sim::step_with(&w, &x, &u, &mut ws);
-        let dt = t0.elapsed().as_secs_f64();
+        let dt = thread_time() - t0;
         match out {
             Ok(out) => {
                 row.capped += out.stats.capped as usize;
@@ -175,7 +202,7 @@ fn plot(rows: &[Row], path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> 
         chart
             .configure_mesh()
             .x_desc("contact candidates")
-            .y_desc("median step time / contacts (µs)")
+            .y_desc("median step CPU time / contacts (µs)")
             .draw()?;
         for (scene, label, color) in [
             ("apart", "spheres apart (one island per contact)", BLUE),
@@ -262,7 +289,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "| scene | bodies | contacts | step (ms) | per contact (µs) | iterations | failed steps | capped steps | max penetration (m) |"
+        "| scene | bodies | contacts | step CPU time (ms) | per contact (µs) | iterations | failed steps | capped steps | max penetration (m) |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
