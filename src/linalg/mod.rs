@@ -11,6 +11,15 @@
 //!   storage that is reused from one factorization to the next (the
 //!   interior point's reduced system, refactored every iteration without
 //!   touching the heap once sized).
+//! * [`BlockCsc`] and [`SparseLu`] (`f64`): a block-sparse matrix with a
+//!   pattern fixed once, refilled in place, and faer's sparse LU of it
+//!   (symbolic analysis once per pattern, numeric factorization per set of
+//!   values). Used for the reduced system of a large island, whose blocks
+//!   couple only the units that share a contact.
+
+mod sparse;
+
+pub use sparse::{BlockCsc, BlockRef, SparseLu};
 
 use crate::math::{DMat, DVec};
 use crate::Scalar;
