@@ -794,6 +794,30 @@ fn grad_names_of_every_kind() {
             );
         }
     }
+    // sim: inputs only, and its fields are checked
+    refused(
+        &ff,
+        "sim.gravity",
+        "ball.velocity",
+        &["--of", "are inputs, not outputs"],
+    );
+    refused(
+        &ff,
+        "ball.position",
+        "sim.gravty",
+        &[
+            "--wrt",
+            "unknown sim input field `gravty`",
+            "did you mean `gravity`?",
+        ],
+    );
+    // an unknown name in a robot scene: the robot and its links are listed
+    refused(
+        &dp,
+        "ghost.q",
+        "pendulum.q",
+        &["valid names: pendulum, pendulum/base, pendulum/upper, pendulum/lower, sim"],
+    );
     // a robot link is not an independent input
     refused(
         &dp,
@@ -1332,4 +1356,270 @@ fn floating_robot_with_a_massless_root_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A floating torso with a pendulum on a spherical joint
+/// (`tests/data/ball_joint.urdf`, nq = 11, nv = 9), in free flight (no
+/// contact: every derivative is smooth), written to `dir/rig.toml`. The
+/// scene's `q` and `v`, with both quaternions normalized, are returned.
+fn ball_joint_scene(dir: &std::path::Path, steps: usize) -> (PathBuf, Vec<f64>, Vec<f64>) {
+    let unit = |x: [f64; 4]| {
+        let n = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        x.map(|v| v / n)
+    };
+    let mut q = vec![0.1, -0.2, 1.0];
+    q.extend(unit([0.9, 0.1, -0.2, 0.3]));
+    q.extend(unit([0.8, 0.3, 0.2, -0.1]));
+    let v = vec![0.3, 0.1, 0.2, 0.5, -0.4, 0.7, 2.0, -1.5, 3.0];
+    let list = |x: &[f64]| {
+        x.iter()
+            .map(|v| format!("{v:e}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let urdf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ball_joint.urdf");
+    let src = format!(
+        "[sim]\ndt = 0.01\nsteps = {steps}\n\n[[robot]]\nname = \"rig\"\nurdf = \"{}\"\n\
+         base = \"floating\"\nq = [{}]\nv = [{}]\n",
+        urdf.display(),
+        list(&q),
+        list(&v)
+    );
+    let scene = dir.join("rig.toml");
+    std::fs::write(&scene, src).unwrap();
+    (scene, q, v)
+}
+
+fn column(doc: &serde_json::Value, c: usize) -> Vec<f64> {
+    doc["jacobian"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[c].as_f64().unwrap())
+        .collect()
+}
+
+fn labels(doc: &serde_json::Value, key: &str) -> Vec<String> {
+    doc[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Must-show 5, nq ≠ nv: `grad --of ROBOT.q` has one row per configuration
+/// coordinate (nq = 11: base position, base quaternion, the spherical
+/// joint's quaternion), `--wrt ROBOT.q` one column per coordinate; both
+/// against central differences of the rollout in raw coordinates (a
+/// perturbed quaternion renormalized), independent of the tangent maps.
+#[test]
+fn grad_robot_q_has_a_row_and_a_column_per_coordinate() {
+    let dir = scratch("ball-q");
+    let (scene, q0, v0) = ball_joint_scene(&dir, 20);
+    let doc = grad_doc(&scene, "rig.q", "rig.q,rig.v", "ift").unwrap();
+    let rows = labels(&doc, "rows");
+    let cols = labels(&doc, "cols");
+    let expect_rows: Vec<String> = (0..11).map(|i| format!("rig.q[{i}]")).collect();
+    let mut expect_cols = expect_rows.clone();
+    expect_cols.extend((0..9).map(|i| format!("rig.v[{i}]")));
+    assert_eq!(rows, expect_rows);
+    assert_eq!(cols, expect_cols);
+    assert_eq!(doc["jacobian"].as_array().unwrap().len(), 11);
+    assert_eq!(doc["jacobian"][0].as_array().unwrap().len(), 20);
+    // the reference: the library's rollout of the same scene
+    let src = std::fs::read_to_string(&scene).unwrap();
+    let sc = dualsim::scene::parse(&src, scene.to_str().unwrap()).unwrap();
+    let final_q = |q: &[f64], v: &[f64]| -> Vec<f64> {
+        let mut x = sc.initial.clone();
+        x.q.as_mut_slice().copy_from_slice(q);
+        x.v.as_mut_slice().copy_from_slice(v);
+        for k in [3, 7] {
+            let n = x.q.rows(k, 4).norm();
+            for i in 0..4 {
+                x.q[k + i] /= n;
+            }
+        }
+        let t = dualsim::sim::rollout(&sc.world, &x, &sc.controls, sc.steps).unwrap();
+        t.last().q.iter().copied().collect()
+    };
+    let value: Vec<f64> = (0..11).map(|i| doc["value"][i].as_f64().unwrap()).collect();
+    let nominal = final_q(&q0, &v0);
+    for i in 0..11 {
+        assert!((value[i] - nominal[i]).abs() < 1e-12, "value {i}");
+    }
+    // central differences, h = 1e-6: truncation ~h² and round-off
+    // ~1e-16/h, both far below the 1e-6 tolerance; a wrong tangent map
+    // is off by O(1)
+    let h = 1e-6;
+    let mut checked = 0;
+    for c in 0..20 {
+        let (mut qp, mut qm, mut vp, mut vm) = (q0.clone(), q0.clone(), v0.clone(), v0.clone());
+        if c < 11 {
+            qp[c] += h;
+            qm[c] -= h;
+        } else {
+            vp[c - 11] += h;
+            vm[c - 11] -= h;
+        }
+        let (fp, fm) = (final_q(&qp, &vp), final_q(&qm, &vm));
+        let jc = column(&doc, c);
+        for r in 0..11 {
+            let fd = (fp[r] - fm[r]) / (2.0 * h);
+            assert!(
+                (jc[r] - fd).abs() < 1e-6 * (1.0 + fd.abs()),
+                "d {} / d {}: ift {} vs fd {fd}",
+                rows[r],
+                cols[c],
+                jc[r]
+            );
+            checked += usize::from(fd.abs() > 1e-3);
+        }
+    }
+    assert!(checked > 60, "only {checked} entries away from zero");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Must-show 5, the floating base's root link: listed among the bodies of
+/// `run`'s output as `ROBOT/LINK`, it is accepted by `--wrt` for its
+/// state (the free joint's coordinates: the same columns as the robot's
+/// first q and v coordinates) and by `--of` (the same values and rows as
+/// the base coordinates); its parameters are refused with the valid fields.
+#[test]
+fn grad_accepts_the_root_link_of_a_floating_base() {
+    let dir = scratch("ball-root");
+    let (scene, _, _) = ball_joint_scene(&dir, 10);
+    let doc = grad_doc(
+        &scene,
+        "rig/torso.position,rig/torso.velocity,rig.q,rig.v",
+        "rig/torso.position,rig/torso.velocity,rig/torso.angular_velocity,rig.q,rig.v",
+        "ift",
+    )
+    .unwrap();
+    let cols = labels(&doc, "cols");
+    assert_eq!(cols[0], "rig/torso.position.x");
+    assert_eq!(cols[8], "rig/torso.angular_velocity.z");
+    assert_eq!(cols[9], "rig.q[0]");
+    assert_eq!(cols[20], "rig.v[0]");
+    let close = |a: &[f64], b: &[f64], tol: f64| {
+        a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
+    };
+    for k in 0..3 {
+        // position: rig.q[k]; velocity and angular velocity: rig.v[k], rig.v[3 + k]
+        assert!(
+            close(&column(&doc, k), &column(&doc, 9 + k), 1e-9),
+            "position {k}"
+        );
+        assert!(
+            close(&column(&doc, 3 + k), &column(&doc, 20 + k), 0.0),
+            "velocity {k}"
+        );
+        assert!(
+            close(&column(&doc, 6 + k), &column(&doc, 23 + k), 0.0),
+            "angular {k}"
+        );
+    }
+    assert!(column(&doc, 0)[0] > 0.5, "∂x/∂x₀ = 1 in free flight");
+    // outputs: rows 0..3 the link's position = rig.q[0..3]; rows 3..6 its
+    // velocity = rig.v[0..3] (rig.q: rows 6..17, rig.v: rows 17..26)
+    let jac = doc["jacobian"].as_array().unwrap();
+    for k in 0..3 {
+        let value = |r: usize| doc["value"][r].as_f64().unwrap();
+        assert!(
+            (value(k) - value(6 + k)).abs() < 1e-12,
+            "position value {k}"
+        );
+        assert!(
+            (value(3 + k) - value(17 + k)).abs() < 1e-12,
+            "velocity value {k}"
+        );
+        let row = |r: usize| -> Vec<f64> {
+            jac[r]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        };
+        assert!(close(&row(k), &row(6 + k), 1e-9), "position row {k}");
+        assert!(close(&row(3 + k), &row(17 + k), 1e-9), "velocity row {k}");
+    }
+    // a parameter of the root link, and any other link's state: refused
+    refused(
+        &scene,
+        "rig.q",
+        "rig/torso.mass",
+        &[
+            "--wrt",
+            "item 1 (column 1)",
+            "floating base of robot `rig`",
+            "position, orientation, velocity, angular_velocity",
+        ],
+    );
+    refused(
+        &scene,
+        "rig.q",
+        "rig/torso.velocty",
+        &["did you mean `velocity`?"],
+    );
+    refused(
+        &scene,
+        "rig.q",
+        "rig/bob.position",
+        &["`rig/bob` is a link of robot `rig`", "`rig.q`"],
+    );
+    // the run lists the root link among the bodies
+    let out = bin().args(["run", "--json"]).arg(&scene).output().unwrap();
+    assert!(out.status.success());
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bodies = run["final"]["bodies"].as_array().unwrap();
+    assert!(
+        bodies.iter().any(|b| b["name"] == "rig/torso"),
+        "{bodies:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A spherical joint's quaternion stays a unit quaternion through the
+/// steps (the retraction `q ⊗ exp(δ)` of unit quaternions): after each of
+/// 500 steps of a fast spin (|ω| ≈ 3.9 rad/s relative, 5 s) both
+/// quaternions have norm 1 within 1e-12; and a scene that starts the
+/// spherical joint at a non-unit quaternion is refused at its `q`.
+#[test]
+fn spherical_joint_quaternion_stays_normalized() {
+    let dir = scratch("ball-norm");
+    let (scene, _, _) = ball_joint_scene(&dir, 500);
+    let src = std::fs::read_to_string(&scene).unwrap();
+    let sc = dualsim::scene::parse(&src, scene.to_str().unwrap()).unwrap();
+    let t = dualsim::sim::rollout(&sc.world, &sc.initial, &sc.controls, sc.steps).unwrap();
+    assert_eq!(t.states.len(), 501);
+    let mut moved = 0.0f64;
+    for x in &t.states {
+        for k in [3, 7] {
+            let n = x.q.rows(k, 4).norm();
+            assert!((n - 1.0).abs() < 1e-12, "|q[{k}..{}]| = {n}", k + 4);
+        }
+        moved = moved.max((x.q[7] - sc.initial.q[7]).abs());
+    }
+    assert!(moved > 0.1, "the joint turned ({moved})");
+    // a non-unit spherical quaternion: a located scene error
+    let bad = src.replacen(
+        &format!("{:e}", sc.initial.q[7]),
+        &format!("{:e}", sc.initial.q[7] * 1.5),
+        1,
+    );
+    assert_ne!(bad, src);
+    std::fs::write(&scene, bad).unwrap();
+    let out = bin().arg("run").arg(&scene).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(":9:"), "line of `q`: {stderr}");
+    assert!(stderr.contains("robot[0].q"), "{stderr}");
+    assert!(
+        stderr.contains("spherical joint of link `bob`") && stderr.contains("unit norm"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -179,12 +179,14 @@ enum Command {
         scene: PathBuf,
         /// Outputs, comma-separated `NAME.FIELD`: a body's or a robot link's
         /// (`ROBOT/LINK`) position, orientation, velocity, angular_velocity;
-        /// a robot's q, v.
+        /// a robot's q (one row per coordinate), v.
         #[arg(long)]
         of: String,
         /// Inputs, comma-separated `NAME.FIELD`: a body's position, orientation,
         /// velocity, angular_velocity, mass, friction, inertia, shape.radius, …,
-        /// control; a robot's q, v, control; sim.gravity, sim.dt.
+        /// control; a floating base's root link (`ROBOT/LINK`) position,
+        /// orientation, velocity, angular_velocity; a robot's q (one column
+        /// per coordinate), v, control; sim.gravity, sim.dt.
         #[arg(long)]
         wrt: String,
         /// Derivative method.
@@ -852,12 +854,20 @@ fn grad(
             return ExitCode::from(EXIT_SIM);
         }
     };
+    // a robot's `q` input: one column per configuration coordinate
+    let (col_labels, jac) =
+        match names::coordinate_columns(&scene.world, &scene.initial.q, &groups, &jac) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_SIM);
+            }
+        };
     let rows: Vec<Vec<f64>> = jac
         .row_iter()
         .map(|r| r.iter().copied().collect())
         .collect();
     let row_labels = names::output_labels(&scene.world, &outputs);
-    let col_labels = names::input_labels(&scene.world, &groups);
     if json {
         let doc = serde_json::json!({
             "of": outputs.iter().map(|o| o.label.clone()).collect::<Vec<_>>(),

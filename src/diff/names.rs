@@ -13,8 +13,8 @@
 //! | kind | OUT fields (final step) | IN fields (initial state / model) |
 //! |---|---|---|
 //! | free body | position, orientation, velocity, angular_velocity | the same, mass, friction, inertia, shape.SIZE, control |
-//! | robot | q, v (joint coordinates) | q, v, control |
-//! | robot link `ROBOT/LINK` | position, orientation, velocity, angular_velocity of the link frame (URDF link origin), by forward kinematics; rows chained through the rollout Jacobian | refused: a link's pose is not an independent input (use ROBOT.q / ROBOT.v) |
+//! | robot | q (one row per configuration coordinate, `nq`), v (`nv`) | q, v (tangent coordinates, `nv`; the command line turns `q` into `nq` columns by [`coordinate_columns`]), control |
+//! | robot link `ROBOT/LINK` | position, orientation, velocity, angular_velocity of the link frame (URDF link origin), by forward kinematics; rows chained through the rollout Jacobian | the root link of a floating base: position, orientation, velocity, angular_velocity (its free joint's coordinates, world frame, as a free body's); any other link is refused: its pose is not an independent input (use ROBOT.q / ROBOT.v) |
 //! | static geometry | refused (no state) | refused |
 //! | `sim` | refused | gravity, dt |
 //!
@@ -352,6 +352,25 @@ pub fn parse_inputs(
                     }
                 }
             }
+            Named::Link(b, ri) if world.model.bodies[b].is_free_root() => {
+                // the root link of a floating base: its free joint's tangent
+                // is a free body's (world-frame δp, δθ, v, ω)
+                let r = &world.robots[ri].name;
+                match field {
+                    "position" | "orientation" | "velocity" | "angular_velocity" => {
+                        body_inputs(world, &item, b, name, field, steps)?
+                    }
+                    other => {
+                        return Err(item.error(format!(
+                            "unknown input field `{other}` of `{name}`, the floating base of robot \
+                             `{r}`{} (expected one of: position, orientation, velocity, \
+                             angular_velocity; its parameters are not inputs, its forces are \
+                             part of `{r}.control`)",
+                            suggest(other, BODY_OUT.iter().copied())
+                        )))
+                    }
+                }
+            }
             Named::Link(_, ri) => {
                 let r = &world.robots[ri].name;
                 return Err(item.error(format!(
@@ -470,8 +489,9 @@ pub fn quaternion_tangent_map(w: f64, u: [f64; 3]) -> DMat<f64> {
 
 /// Labels of the rows of `outputs` (as [`output_rows`] stacks them):
 /// `ball.position.x`, `ball.orientation.w`, `arm.q[2]`; a robot's `q`
-/// rows are its tangent coordinates, `arm.q.tangent[i]`, when a floating
-/// base makes them differ from `q`'s entries.
+/// gives one row per configuration coordinate (`nq`: a floating base's
+/// position and quaternion `[w, x, y, z]`, a spherical joint's quaternion),
+/// `dog.q[0]` … `dog.q[nq − 1]`.
 pub fn output_labels(world: &World<f64>, outputs: &[Output]) -> Vec<String> {
     let mut out = Vec::new();
     for o in outputs {
@@ -481,15 +501,7 @@ pub fn output_labels(world: &World<f64>, outputs: &[Output]) -> Vec<String> {
                 out.extend(["w", "x", "y", "z"].iter().map(|c| format!("{l}.{c}")))
             }
             OutputField::RobotQ => {
-                let r = &world.robots[o.body];
-                let tangent = r.nq != r.nv;
-                out.extend((0..r.nv).map(|i| {
-                    if tangent {
-                        format!("{l}.tangent[{i}]")
-                    } else {
-                        format!("{l}[{i}]")
-                    }
-                }))
+                out.extend((0..world.robots[o.body].nq).map(|i| format!("{l}[{i}]")))
             }
             OutputField::RobotV => {
                 out.extend((0..world.robots[o.body].nv).map(|i| format!("{l}[{i}]")))
@@ -507,6 +519,24 @@ pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<
     for (label, inputs) in groups {
         if inputs.len() == 1 {
             out.push(label.clone());
+            continue;
+        }
+        let robot = world.robots.iter().find(|r| match inputs[0] {
+            Input::Config(i) | Input::Velocity(i) => {
+                (r.idx_v..r.idx_v + r.nv).contains(&i) && inputs.len() == r.nv
+            }
+            _ => false,
+        });
+        if let Some(r) = robot {
+            // a robot's q (tangent coordinates when nq ≠ nv) or v
+            let tangent = r.nq != r.nv && matches!(inputs[0], Input::Config(_));
+            out.extend((0..inputs.len()).map(|k| {
+                if tangent {
+                    format!("{label}.tangent[{k}]")
+                } else {
+                    format!("{label}[{k}]")
+                }
+            }));
             continue;
         }
         let xyz = inputs.len() == 3 && !matches!(inputs[0], Input::Control { .. });
@@ -527,6 +557,102 @@ pub fn input_labels(world: &World<f64>, groups: &[(String, Vec<Input>)]) -> Vec<
         }
     }
     out
+}
+
+/// `G = ∂(q ⊕ δ)/∂δ` at δ = 0 for robot `robot`'s coordinates: `nq × nv`
+/// (the identity for revolute and prismatic joints; a floating base's
+/// position rows are the identity, its quaternion rows and a spherical
+/// joint's the quaternion's tangent map). Dual numbers through the model's
+/// retraction, one tangent direction at a time.
+pub fn coordinate_map(
+    world: &World<f64>,
+    q: &DVec<f64>,
+    robot: usize,
+) -> Result<DMat<f64>, DiffError> {
+    let r = &world.robots[robot];
+    let md = world.model.cast::<Dual64>();
+    let q0 = q.map(Dual64::from_re);
+    let mut g = DMat::zeros(r.nq, r.nv);
+    for j in 0..r.nv {
+        let mut d = DVec::<Dual64>::zeros(world.model.nv);
+        d[r.idx_v + j] = Dual64::new(0.0, 1.0);
+        let qj = integrate_model(&md, &q0, &d, Dual64::from_re(1.0))
+            .map_err(crate::sim::SimError::from)?;
+        for i in 0..r.nq {
+            g[(i, j)] = qj[r.idx_q + i].eps;
+        }
+    }
+    Ok(g)
+}
+
+/// The robot whose `q` group `(label, inputs)` is, if it is one
+/// (`ROBOT.q`: every tangent coordinate of the robot).
+fn robot_q_group(world: &World<f64>, label: &str, inputs: &[Input]) -> Option<usize> {
+    world.robots.iter().position(|r| {
+        label.strip_suffix(".q") == Some(r.name.as_str())
+            && inputs.len() == r.nv
+            && inputs
+                .iter()
+                .enumerate()
+                .all(|(k, i)| *i == Input::Config(r.idx_v + k))
+    })
+}
+
+/// The columns of a Jacobian with respect to `groups` (as
+/// [`parse_inputs`] gives them, tangent coordinates) rewritten for the
+/// command line: a robot's `q` with `nq ≠ nv` (floating base, spherical
+/// joints) becomes one column per configuration coordinate, `dog.q[0]` …
+/// `dog.q[nq − 1]`, by `∂f/∂q = ∂f/∂δ · G⁺` with `G` the
+/// [`coordinate_map`] at the initial configuration `q0` and
+/// `G⁺ = (GᵀG)⁻¹Gᵀ`: the derivative along the configuration manifold
+/// (zero along a quaternion's own direction, to which the simulation is
+/// blind since it only accepts unit quaternions); on the manifold
+/// `∂f/∂q · G = ∂f/∂δ`. Every other column and label as
+/// [`input_labels`] gives them.
+pub fn coordinate_columns(
+    world: &World<f64>,
+    q0: &DVec<f64>,
+    groups: &[(String, Vec<Input>)],
+    jacobian: &DMat<f64>,
+) -> Result<(Vec<String>, DMat<f64>), DiffError> {
+    let mut labels = Vec::new();
+    let mut cols: Vec<DVec<f64>> = Vec::new();
+    let mut c = 0;
+    for (label, inputs) in groups {
+        let n = inputs.len();
+        let block = jacobian.columns(c, n);
+        c += n;
+        match robot_q_group(world, label, inputs) {
+            Some(ri) if world.robots[ri].nq != world.robots[ri].nv => {
+                let g = coordinate_map(world, q0, ri)?;
+                let gtg = g.transpose() * &g;
+                let pinv = gtg
+                    .cholesky()
+                    .ok_or_else(|| {
+                        DiffError::BadParam(format!(
+                            "`{label}`: the coordinate map of the configuration is rank deficient"
+                        ))
+                    })?
+                    .solve(&g.transpose());
+                let jq = block * pinv;
+                labels.extend((0..jq.ncols()).map(|i| format!("{label}[{i}]")));
+                cols.extend(jq.column_iter().map(|c| c.into_owned()));
+            }
+            _ => {
+                labels.extend(input_labels(
+                    world,
+                    std::slice::from_ref(&(label.clone(), inputs.clone())),
+                ));
+                cols.extend(block.column_iter().map(|c| c.into_owned()));
+            }
+        }
+    }
+    let m = if cols.is_empty() {
+        DMat::zeros(jacobian.nrows(), 0)
+    } else {
+        DMat::from_columns(&cols)
+    };
+    Ok((labels, m))
 }
 
 /// A robot link's quantity at `(q, v)` in a dual scalar.
@@ -614,8 +740,14 @@ pub fn output_rows(
                 (r.idx_v, r.nv)
             };
             values.extend(src.rows(vi, n).iter().copied());
-            for i in 0..r.nv {
-                rows.push(jacobian.row(row0 + i).into_owned());
+            let tangent_rows = jacobian.rows(row0, r.nv);
+            if o.field == OutputField::RobotQ && r.nq != r.nv {
+                // one row per coordinate: ∂q/∂δ (nq × nv) times the tangent rows
+                let g = coordinate_map(world, &last.q, o.body)?;
+                let jq = g * tangent_rows;
+                rows.extend(jq.row_iter().map(|r| r.into_owned()));
+            } else {
+                rows.extend(tangent_rows.row_iter().map(|r| r.into_owned()));
             }
             continue;
         }

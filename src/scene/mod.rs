@@ -1030,6 +1030,25 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                     ));
                 }
             }
+            // a spherical joint's quaternion, as the base's
+            for b in &urdf.model.bodies {
+                if b.joint == crate::dynamics::Joint::Spherical {
+                    let k = b.idx_q;
+                    let n = given[k..k + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
+                    if (n - 1.0).abs() > 1e-6 {
+                        return Err(cx.error(
+                            val.span(),
+                            &p,
+                            format!(
+                                "the quaternion q[{k}..{}] of the spherical joint of link `{}` \
+                                 must have unit norm, its norm is {n}",
+                                k + 4,
+                                b.name
+                            ),
+                        ));
+                    }
+                }
+            }
             q0 = given;
         }
         let v0 = match r.get("v") {
