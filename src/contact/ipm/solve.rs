@@ -170,6 +170,9 @@ fn is_f64<T: Scalar>() -> bool {
 /// LU of the reduced system: [`DenseLu`] (any scalar, storage reused
 /// across iterations), faer's dense (`f64`, large islands) or faer's sparse
 /// (`f64`, large islands, block-sparse assembly).
+// One per factorization buffer, never moved in the iterations: the size of
+// the sparse variant costs nothing, boxing it would cost an allocation.
+#[allow(clippy::large_enum_variant)]
 enum ReducedLu<T: Scalar> {
     Dense(DenseLu<T>),
     Faer(faer::linalg::solvers::PartialPivLu<f64>),
