@@ -33,7 +33,7 @@ pub struct BlockRef {
 }
 
 /// A square block-sparse matrix in compressed sparse columns with a
-/// pattern fixed at construction (see the [module docs](self)).
+/// pattern fixed at construction (see the [`linalg`](crate::linalg) module docs).
 ///
 /// ```
 /// use dualsim::linalg::BlockCsc;
