@@ -1,6 +1,6 @@
 use dualsim::kernel;
 
-// Only `#[kernel]`, `#[kernel(jacobian)]`, `#[kernel(inline)]` and `#[kernel(jacobian, inline)]` exist.
+// Only `jacobian`, `inline` and `partial(args)` are `#[kernel]` arguments.
 #[kernel(hessian)]
 fn f<T: dualsim::Scalar>(x: T) -> T {
     x * x
