@@ -5,8 +5,8 @@
 //! step and its full one-step Jacobian, state and control, by `ift`;
 //! iterations are then not counted). Each step is an independent
 //! `sim::step`; with `warm`, the steps are chained as in a rollout
-//! (`sim::step_with`) with `ipm`'s opt-in contact warm start
-//! (`warm_start_contacts = true`: each step's contacts start from the
+//! (`sim::step_with`) with `ipm`'s contact warm start (the default
+//! `warm_start_contacts = true`: each step's contacts start from the
 //! previous step's solution).
 //!
 //! `cargo run --release --example profile_step -- [box|pile N] [jac] [warm] [STEPS]`

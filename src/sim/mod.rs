@@ -460,8 +460,8 @@ pub fn step<T: Scalar>(
 
 /// [`step`] as one step of a rollout: `workspace` carries what the
 /// backend keeps from the previous step (`ipm`: its contact solution, the
-/// start of this step's interior point when its opt-in
-/// `warm_start_contacts` is set; see
+/// start of this step's interior point unless `warm_start_contacts` is
+/// off; see
 /// [`ContactBackend::Workspace`](crate::contact::ContactBackend::Workspace)).
 /// Start a rollout with `Workspace::default()`. The result agrees with
 /// [`step`] to the solver's tolerance (both converge to the same root;
