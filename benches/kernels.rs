@@ -208,10 +208,10 @@ fn kernels(c: &mut Criterion) {
     crate_kernels(c);
 }
 
-/// Every kernel of the crate (`collision::kernels`, `contact::ipm::kernels`).
+/// Every kernel of the crate (`collision::kernels`, `contact::space::kernels`).
 fn crate_kernels(c: &mut Criterion) {
     use dualsim::collision::kernels::*;
-    use dualsim::contact::ipm::kernels::*;
+    use dualsim::contact::space::kernels::*;
     macro_rules! a {
         ($x:ident, $o:literal, $n:literal) => {
             core::array::from_fn::<_, $n, _>(|i| $x[$o + i])

@@ -545,7 +545,7 @@ fn unrolled_derivative_matches_finite_differences() {
 /// scalar; both give the same trajectory, and ift (faer) equals lift.
 #[test]
 fn large_island_faer_path_matches_generic_path() {
-    use dualsim::contact::ipm::solve::FAER_MIN_ROWS;
+    use dualsim::contact::mehrotra::FAER_MIN_ROWS;
     use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
 
     let mut w = World::<f64>::new(0.01);

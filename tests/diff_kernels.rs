@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use dualsim::contact::ipm::kernels::{
+use dualsim::contact::ipm::Ipm;
+use dualsim::contact::law::{local_jacobian, local_residual, Law};
+use dualsim::contact::space::kernels::{
     local_exact_jacobian, local_frictionless_jacobian, local_pyramid_jacobian,
 };
-use dualsim::contact::ipm::residual::{local_jacobian, local_residual, Law};
-use dualsim::contact::ipm::Ipm;
 use dualsim::contact::SolverKind;
 use dualsim::diff::{step_jacobian, DiffOptions, ImplicitStep, Method, Param, Partials};
 use dualsim::geometry::Shape;

@@ -2,7 +2,7 @@
 //! `linalg::SparseLu`, used by `ipm` for `f64` islands of at least
 //! `SPARSE_MIN_ROWS` rows) against the dense factorizations.
 
-use dualsim::contact::ipm::solve::SPARSE_MIN_ROWS;
+use dualsim::contact::mehrotra::SPARSE_MIN_ROWS;
 use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
 use dualsim::linalg::{BlockCsc, DenseLu, SparseLu};
 use dualsim::math::{DMat, DVec, Pose, Vec3};

@@ -2,8 +2,9 @@
 //! answers for a prismatic body and a pendulum resting on a plane, and
 //! the derivative methods agreeing on robots in contact.
 
-use dualsim::contact::ipm::robot::{candidate_kinematics, robot_contact_jacobian, robot_units};
-use dualsim::contact::ipm::{candidates, Params};
+use dualsim::contact::candidates::candidates;
+use dualsim::contact::ipm::Params;
+use dualsim::contact::space::robot::{candidate_kinematics, robot_contact_jacobian, robot_units};
 use dualsim::diff::{check, CheckOptions, DiffOptions};
 use dualsim::dynamics::urdf;
 use dualsim::geometry::{Shape, StaticGeometry};
@@ -240,7 +241,7 @@ fn robot_contact_newton_blocks_are_exact() {
         .clone();
     let u = w.zero_control();
     let p = w.problem(&x, &u);
-    let cands = candidates(&p, &Params::default());
+    let cands = candidates(&p, Params::default().margin);
     assert!(!cands.is_empty());
     let unit = &robot_units(&w.model)[0];
     let v: Vec<f64> = (0..7)

@@ -592,7 +592,7 @@ mod tests {
 }
 
 /// Operation counts of the crate's own kernels (`src/collision/kernels.rs`,
-/// `src/contact/ipm/kernels.rs`), with and without inlining.
+/// `src/contact/space/kernels.rs`), with and without inlining.
 #[cfg(test)]
 mod cost {
     use super::*;
@@ -601,7 +601,7 @@ mod cost {
         let mut out = HashMap::new();
         for src in [
             include_str!("../../src/collision/kernels.rs"),
-            include_str!("../../src/contact/ipm/kernels.rs"),
+            include_str!("../../src/contact/space/kernels.rs"),
         ] {
             let file = syn::parse_file(src).expect("parses");
             for item in file.items {

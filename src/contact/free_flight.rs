@@ -5,7 +5,7 @@
 
 use super::backend::{check_rows, dense_solve, free_body_solve};
 use super::{ContactBackend, Param, SolveError, SolveStats, StepProblem, StepSolution};
-use crate::contact::ipm::partials::kernel_partials;
+use crate::contact::space::partials::kernel_partials;
 use crate::dynamics::articulated::articulated_velocity;
 use crate::dynamics::articulated::{articulated_residual, has_articulated};
 use crate::dynamics::free::momentum_residual;

@@ -15,26 +15,76 @@
 //! `unrolled` derivative method) and are chosen by name ([`SolverKind`]).
 //! Each one documents the formulation it solves. The contract every
 //! backend implements is [`ContactBackend`] ([`backend`]); the list of
-//! backends is the registry (`contact/registry.rs`), the only place that
-//! names them all.
+//! backends is the registry (below in this file, macro in
+//! [`registry`]), the only place that names them all.
+//!
+//! # The toolkit
+//!
+//! A backend is a thin layer on shared pieces, each written once:
+//!
+//! * `candidates`: candidate features at `q` (broad phase, closed-form
+//!   features, pairs of convex parts), pair material and friction law;
+//! * `island`: units (free bodies, robots) connected by contact, gather
+//!   and scatter;
+//! * `space`: contact kinematics at `q⁺(v⁺)` (closed-form pairs and conic
+//!   proximity, free bodies and robot links), contact frames, the
+//!   impulse map `W` and contact Jacobians, the island evaluation, the
+//!   generated `#[kernel]`s and their parameter partials;
+//! * `law`: friction laws (frictionless, exact cone, pyramid): local
+//!   unknowns, residual rows, Jacobians, impulse;
+//! * `mehrotra`: the interior-point driver on an island, with its
+//!   factorizations (`linalg`) and the island Jacobian of the
+//!   implicit-function derivatives;
+//! * `math::cone` (a layer down): the orthant and second-order-cone algebra.
 
 pub mod backend;
 pub mod free_flight;
-#[doc(hidden)]
-pub mod ipm;
 pub mod registry;
+
+// The toolkit every backend is built from (hidden from the documentation
+// like the backends' internals; reached by tests).
 #[doc(hidden)]
-pub mod silico;
+pub mod candidates;
+#[doc(hidden)]
+pub mod island;
+#[doc(hidden)]
+pub mod law;
+#[doc(hidden)]
+pub mod mehrotra;
+#[doc(hidden)]
+pub mod space;
+
+use backend::param_keys;
+use registry::{backends, str_eq};
 
 pub use backend::{dense_solve, ContactBackend, Feature, Param};
-pub(crate) use registry::{with_backend, with_backend_workspace};
-pub use registry::{BackendParams, SolverKind, UnknownBackend, Workspace};
+pub use registry::UnknownBackend;
+
+// The registry: the one list of backends (see `registry`). Each line
+// declares the backend's module (its folder `contact/<name>/`) and
+// generates `SolverKind`, `BackendParams`, `Workspace` and the one match.
+backends! {
+    $;
+    default: Ipm;
+    planned: ["lcp", "implicit_ncp", "convex", "soft"];
+    /// Primal-dual interior point on the nonlinear complementarity problem
+    /// (Dojo / Silico).
+    ipm => Ipm: Ipm,
+    /// Silico's single-level residual: contact dynamics and the KKT
+    /// conditions of every pair's conic collision program in one
+    /// interior-point solve (`contact::single_level`).
+    single_level => SingleLevel: SingleLevel,
+    /// The `ipm` step with each pair's conic collision program solved
+    /// separately at every Newton iterate (`contact::bilevel`).
+    bilevel => Bilevel: Bilevel,
+}
 
 // The backends and their tuning, documented here; their modules hold the
 // solvers' internals (reached by tests, hidden from the documentation).
+pub use bilevel::Bilevel;
 pub use free_flight::FreeFlight;
 pub use ipm::{Ipm, Params as IpmParams};
-pub use silico::{bilevel::Bilevel, single_level::SingleLevel};
+pub use single_level::SingleLevel;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;

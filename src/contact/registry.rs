@@ -1,10 +1,12 @@
 //! The one registry of contact backends.
 //!
-//! Each line names a backend (its name in scene files, on the command line
-//! and as the field of [`BackendParams`]), its [`SolverKind`] variant and
-//! its type, which implements [`ContactBackend`]. The `backends!` macro
-//! generates from the list:
+//! The list itself is in `contact/mod.rs`. Each line names a backend (its
+//! name in scene files, on the command line, as the field of
+//! [`BackendParams`] and as its folder under `contact/`), its
+//! [`SolverKind`] variant and its type (in that module), which implements
+//! [`ContactBackend`]. The `backends!` macro generates from the list:
 //!
+//! * the backend's module (`pub mod <name>;`, the folder `contact/<name>/`);
 //! * [`SolverKind`]: the closed set of backends, with [`SolverKind::NAMES`]
 //!   (with the names of the backends planned but not in this build, so that
 //!   a scene file naming one gets "not in this build" rather than "unknown"),
@@ -15,19 +17,23 @@
 //! * `with_backend!`: the one `match` from a [`SolverKind`] to the backend
 //!   value, used by `sim::step` and by `diff`.
 //!
-//! Adding a backend is its folder under `contact/` and one line here.
+//! Adding a backend is its folder under `contact/` and one line of the
+//! list.
 //! (One enum and one `match`, not trait objects: the contract is generic
 //! over the scalar, which rules trait objects out.)
-
-use super::backend::{param_keys, ContactBackend, Feature};
 
 macro_rules! backends {
     (
         $d:tt;
         default: $Default:ident;
         planned: [ $($planned:literal),* $(,)? ];
-        $( $(#[$doc:meta])* $field:ident => $Variant:ident : $ty:ty, )*
+        $( $(#[$doc:meta])* $field:ident => $Variant:ident : $Type:ident, )*
     ) => {
+        $(
+            #[doc(hidden)]
+            pub mod $field;
+        )*
+
         /// The contact backends of this build, by name (see
         /// `contact::registry`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,7 +73,7 @@ macro_rules! backends {
             /// [`ContactBackend::supports`]).
             pub fn supports(&self, feature: Feature) -> bool {
                 match self {
-                    $( SolverKind::$Variant => <$ty as ContactBackend>::supports(feature), )*
+                    $( SolverKind::$Variant => <$crate::contact::$field::$Type as ContactBackend>::supports(feature), )*
                 }
             }
 
@@ -75,7 +81,7 @@ macro_rules! backends {
             /// ([`ContactBackend::RELAXED`]).
             pub fn relaxed(&self) -> bool {
                 match self {
-                    $( SolverKind::$Variant => <$ty as ContactBackend>::RELAXED, )*
+                    $( SolverKind::$Variant => <$crate::contact::$field::$Type as ContactBackend>::RELAXED, )*
                 }
             }
 
@@ -83,14 +89,14 @@ macro_rules! backends {
             /// [`ContactBackend::Params`] fields).
             pub fn param_keys(&self) -> &'static [&'static str] {
                 match self {
-                    $( SolverKind::$Variant => param_keys::<<$ty as ContactBackend>::Params>(), )*
+                    $( SolverKind::$Variant => param_keys::<<$crate::contact::$field::$Type as ContactBackend>::Params>(), )*
                 }
             }
 
             /// The backend's contact candidate margin under `params`.
             pub fn contact_margin(&self, params: &BackendParams) -> f64 {
                 match self {
-                    $( SolverKind::$Variant => <$ty as ContactBackend>::contact_margin(&params.$field), )*
+                    $( SolverKind::$Variant => <$crate::contact::$field::$Type as ContactBackend>::contact_margin(&params.$field), )*
                 }
             }
         }
@@ -120,7 +126,7 @@ macro_rules! backends {
         pub struct BackendParams {
             $(
                 #[doc = concat!("Tuning of `", stringify!($field), "`.")]
-                pub $field: <$ty as ContactBackend>::Params,
+                pub $field: <$crate::contact::$field::$Type as ContactBackend>::Params,
             )*
         }
 
@@ -132,9 +138,9 @@ macro_rules! backends {
             pub fn set_from_toml(&mut self, kind: SolverKind, table: toml::Table) -> Result<(), String> {
                 match kind {
                     $( SolverKind::$Variant => {
-                        let p: <$ty as ContactBackend>::Params =
+                        let p: <$crate::contact::$field::$Type as ContactBackend>::Params =
                             serde::Deserialize::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string())?;
-                        <$ty as ContactBackend>::check_params(&p)?;
+                        <$crate::contact::$field::$Type as ContactBackend>::check_params(&p)?;
                         self.$field = p;
                     } )*
                 }
@@ -153,14 +159,14 @@ macro_rules! backends {
             /// No step taken yet.
             #[default]
             Empty,
-            $( $(#[$doc])* $Variant(<$ty as ContactBackend>::Workspace<T>), )*
+            $( $(#[$doc])* $Variant(<$crate::contact::$field::$Type as ContactBackend>::Workspace<T>), )*
         }
 
         macro_rules! with_backend_workspace {
             ($d kind:expr, $d params:expr, $d ws:expr, |$d b:ident, $d w:ident| $d body:expr) => {
                 match $d kind {
                     $( $crate::contact::SolverKind::$Variant => {
-                        let $d b = <$ty as $crate::contact::ContactBackend>::new(&($d params).$field);
+                        let $d b = <$crate::contact::$field::$Type as $crate::contact::ContactBackend>::new(&($d params).$field);
                         let ws: &mut $crate::contact::Workspace<_> = $d ws;
                         if !matches!(ws, $crate::contact::Workspace::$Variant(_)) {
                             *ws = $crate::contact::Workspace::$Variant(Default::default());
@@ -179,7 +185,7 @@ macro_rules! backends {
             ($d kind:expr, $d params:expr, |$d b:ident| $d body:expr) => {
                 match $d kind {
                     $( $crate::contact::SolverKind::$Variant => {
-                        let $d b = <$ty as $crate::contact::ContactBackend>::new(&($d params).$field);
+                        let $d b = <$crate::contact::$field::$Type as $crate::contact::ContactBackend>::new(&($d params).$field);
                         $d body
                     } )*
                 }
@@ -190,14 +196,16 @@ macro_rules! backends {
         // Each registry name is the backend's own `NAME` (checked when
         // compiling).
         $( const _: () = assert!(
-            str_eq(stringify!($field), <$ty as ContactBackend>::NAME),
+            str_eq(stringify!($field), <$crate::contact::$field::$Type as ContactBackend>::NAME),
             concat!("registry name `", stringify!($field), "` differs from the backend's NAME")
         ); )*
     };
 }
 
+pub(crate) use backends;
+
 /// `a == b` at compile time.
-const fn str_eq(a: &str, b: &str) -> bool {
+pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
@@ -220,20 +228,4 @@ pub struct UnknownBackend {
     pub name: String,
     /// A planned backend (named in the documentation, not yet built).
     pub planned: bool,
-}
-
-backends! {
-    $;
-    default: Ipm;
-    planned: ["lcp", "implicit_ncp", "convex", "soft"];
-    /// Primal-dual interior point on the nonlinear complementarity problem
-    /// (Dojo / Silico).
-    ipm => Ipm: crate::contact::ipm::Ipm,
-    /// Silico's single-level residual: contact dynamics and the KKT
-    /// conditions of every pair's conic collision program in one
-    /// interior-point solve (`contact::silico::single_level`).
-    single_level => SingleLevel: crate::contact::silico::single_level::SingleLevel,
-    /// The `ipm` step with each pair's conic collision program solved
-    /// separately at every Newton iterate (`contact::silico::bilevel`).
-    bilevel => Bilevel: crate::contact::silico::bilevel::Bilevel,
 }

@@ -30,7 +30,7 @@ pub mod check;
 mod implicit;
 pub mod names;
 #[doc(hidden)]
-pub use crate::contact::ipm::partials;
+pub use crate::contact::space::partials;
 pub mod rollout;
 mod seed;
 mod step;

@@ -18,7 +18,7 @@
 //! one of its links (fixed- or floating-base robots, links against static
 //! geometry and free bodies) is
 //! solved by the `ipm` backend as one unit of an island, with the rows
-//! `M(q)(v⁺ − v − h ABA(q, v, u)) − Σ W_cᵀ f_c` (`contact::ipm::robot`),
+//! `M(q)(v⁺ − v − h ABA(q, v, u)) − Σ W_cᵀ f_c` (`contact::space::robot`),
 //! which reduce to these without contact.
 
 use super::{aba::aba, Model};

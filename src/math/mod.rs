@@ -8,6 +8,7 @@
 //! * [`integrate`](mod@integrate): the free-joint retraction `q ⊕ h v` used by the time
 //!   stepper and its inverse `difference`.
 
+pub mod cone;
 pub mod integrate;
 pub mod se3;
 pub mod so3;

@@ -52,6 +52,7 @@
 //! [`mod@proximity_gradient`], or lifted to any scalar by
 //! [`proximity_gradient::alpha_lifted`]).
 
+pub mod contact;
 pub mod primitive;
 pub mod proximity_gradient;
 pub mod solve;

@@ -6,13 +6,14 @@
 //! factored once at the solution; bodies in no island have the free-body
 //! block).
 
-use super::residual::{
-    evaluate, local_residual, Candidate, CandidateKey, Island, Partner, UnitKind,
-};
-use super::solve::IslandJacobian;
-use super::{check_params, islands, Ipm, Params};
+use super::{check_params, Ipm, Params};
+use crate::contact::candidates::{Candidate, CandidateKey, Partner};
+use crate::contact::island::{islands, Island, UnitKind};
+use crate::contact::law::local_residual;
+use crate::contact::mehrotra::IslandJacobian;
+use crate::contact::space::evaluate::evaluate;
 use crate::contact::backend::{check_rows, dense_solve, free_body_solve, stacked_root};
-use crate::contact::ipm::partials::kernel_partials;
+use crate::contact::space::partials::kernel_partials;
 use crate::contact::{ContactBackend, Feature, Param, SolveError, StepProblem, StepSolution};
 use crate::dynamics::articulated::{articulated_residual, has_articulated};
 use crate::dynamics::free::momentum_residual;

@@ -3,11 +3,12 @@
 //! member) whose bounding balls, inflated by the speculative reach of the
 //! step, come close.
 
+use super::{body_pose, friction_law, pair_mu, speed_bound, Partner};
 use crate::collision::conic::{convex_parts, proximity, ConicParams};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::{bounding_radius, world_plane};
-use crate::contact::ipm::residual::{body_pose, Law, Partner};
-use crate::contact::{FrictionCone, StepProblem};
+use crate::contact::law::Law;
+use crate::contact::StepProblem;
 use crate::geometry::{BundleOp, Shape};
 use crate::math::{DVec, Pose, Vec3};
 use crate::Scalar;
@@ -178,37 +179,6 @@ fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
         }
     }
     best
-}
-
-/// Speed bound of a body's surface (‖ṗ‖ + ‖ω‖ R) on primal values.
-fn speed_bound<T: Scalar>(p: &StepProblem<'_, T>, i: usize, radius: f64) -> f64 {
-    let k = p.model.bodies[i].idx_v;
-    let lin = (0..3).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
-    let ang = (3..6).map(|d| p.v[k + d].re().powi(2)).sum::<f64>().sqrt();
-    lin + ang * radius
-}
-
-fn friction_law<T: Scalar>(p: &StepProblem<'_, T>, mu: f64) -> Law {
-    if mu <= 0.0 {
-        Law::Frictionless
-    } else {
-        match p.friction_cone {
-            FrictionCone::Exact => Law::Exact,
-            FrictionCone::Pyramid => Law::Pyramid,
-        }
-    }
-}
-
-/// Friction coefficient of a pair (primal value).
-pub fn pair_mu<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner) -> T {
-    match b {
-        Partner::Body(j) => p
-            .friction_combine
-            .apply(p.materials[a].friction, p.materials[j].friction),
-        Partner::Static(j) => p
-            .friction_combine
-            .apply(p.materials[a].friction, p.statics[j].material.friction),
-    }
 }
 
 /// The convex parts of body `i`'s shape in its body frame.

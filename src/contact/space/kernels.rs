@@ -1,5 +1,5 @@
 //! The `ipm` step residual as `#[kernel]`s: per-contact local rows of each
-//! [`Law`](super::residual::Law), the free-body dynamics rows, and the
+//! [`Law`](crate::contact::law::Law), the free-body dynamics rows, and the
 //! contact kinematics `y = (φ, v_t1, v_t2)` with the contact impulses
 //! `W_aᵀ f`, `W_bᵀ f` as functions of the two bodies' configurations,
 //! tangent perturbations `δ` (`q ⊕ δ`), velocities, the step `h` and the
@@ -504,14 +504,14 @@ pub fn free_body_rows<T: Scalar>(
     ]
 }
 
-/// Local rows of a [`Law::Frictionless`](super::residual::Law) contact:
+/// Local rows of a [`Law::Frictionless`](crate::contact::law::Law) contact:
 /// `s − φ`, `γ s − κ`.
 #[kernel]
 pub fn local_frictionless<T: Scalar>(x: [T; 2], y: [T; 3], _mu: T, kappa: T) -> [T; 2] {
     [x[1] - y[0], x[0] * x[1] - kappa]
 }
 
-/// Local rows of a [`Law::Exact`](super::residual::Law) contact: the four
+/// Local rows of a [`Law::Exact`](crate::contact::law::Law) contact: the four
 /// equalities and the complementarity rows, `γ s − κ` and the Jordan
 /// product `β ∘ η − κ e` of the second-order cone pair.
 #[kernel]
@@ -528,7 +528,7 @@ pub fn local_exact<T: Scalar>(x: [T; 8], y: [T; 3], mu: T, kappa: T) -> [T; 8] {
     ]
 }
 
-/// Local rows of a [`Law::Pyramid`](super::residual::Law) contact.
+/// Local rows of a [`Law::Pyramid`](crate::contact::law::Law) contact.
 #[kernel]
 pub fn local_pyramid<T: Scalar>(x: [T; 12], y: [T; 3], mu: T, kappa: T) -> [T; 12] {
     [

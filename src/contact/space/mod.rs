@@ -1,4 +1,8 @@
-//! Contact kinematics at `q⁺ = q ⊕ h v⁺` and its exact Jacobian.
+//! The contact space: contact kinematics at `q⁺ = q ⊕ h v⁺` and its exact
+//! Jacobian, for free bodies ([this module](self)) and robot links
+//! ([`robot`]); the evaluation of an island's residual blocks from them
+//! ([`evaluate`]); the generated `#[kernel]`s of the closed-form pairs
+//! ([`kernels`]) and their parameter partials ([`partials`]).
 //!
 //! [`contact_kinematics`] maps the velocities of the two bodies of a
 //! contact to the contact-space quantities `y = (φ(q⁺), v_t1, v_t2)` and
@@ -13,12 +17,17 @@
 //! iterates still converge to the implicit-function derivative, because the
 //! residual itself is evaluated in `T`.
 
-use super::residual::{Candidate, ConicParts, Partner};
+pub mod evaluate;
+pub mod kernels;
+pub mod partials;
+pub mod robot;
+
+use crate::collision::conic::contact::{conic_contact, conic_contact_with, inner_params};
 use crate::collision::conic::convex_parts;
 use crate::collision::conic::ConicParams;
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::{pair_contact, Contact};
-use crate::contact::silico::bilevel::{conic_contact, conic_contact_with, inner_params};
+use crate::contact::candidates::{Candidate, ConicParts, Partner};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
@@ -83,7 +92,7 @@ pub(crate) fn pose_after<S: Scalar>(
 /// `c = √(1 − ‖u‖²)`: `L = c I + u uᵀ / c + [u]×` (`L(0) = I`).
 ///
 /// ```
-/// use dualsim::contact::ipm::kinematics::phi_rotation_jacobian;
+/// use dualsim::contact::space::phi_rotation_jacobian;
 /// use dualsim::math::{Mat3, Vec3};
 /// assert_eq!(phi_rotation_jacobian(&Vec3::<f64>::zeros()).unwrap(), Mat3::identity());
 /// ```
@@ -126,7 +135,7 @@ pub(crate) fn side<S: Scalar>(
 
 /// Contact `feature` of shape a at `pa` against shape b at `pb`: the
 /// closed-form pair's feature, or (`parts = Some((k_a, k_b))`, a pair
-/// without a closed form, see [`super::conic_pairs`]) the conic contact of
+/// without a closed form, see [`candidates::conic`](crate::contact::candidates::conic)) the conic contact of
 /// convex parts `k_a` and `k_b`.
 pub fn shape_pair_contact<S: Scalar>(
     shape_a: &Shape<S>,

@@ -9,7 +9,7 @@
 //! convex parts (`collision::conic::convex_parts`: a union bundle gives one
 //! part per member) and each pair of parts is a candidate whose gap is the
 //! conic proximity `φ = α* − 1` of the two parts
-//! ([`conic_contact`](crate::contact::silico::bilevel::conic_contact)),
+//! ([`conic_contact`](crate::collision::conic::contact::conic_contact)),
 //! re-solved at every iterate of the step. Such a candidate carries
 //! `parts = Some((part_a, part_b))` and the feature index
 //! `part_a · n_parts_b + part_b`.
@@ -22,15 +22,15 @@
 //! part's origin contained in it, [`conic_inradius`]); with `limit = 0`
 //! (the search for penetrating pairs after a solve), when `α* < 1`.
 
+use super::silico::{conic_bounding_radius, conic_inradius};
 use crate::collision::conic::{convex_parts, proximity, ConicParams};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::world_plane;
-use crate::contact::silico::pairs::{conic_bounding_radius, conic_inradius};
 use crate::geometry::Shape;
 use crate::math::Pose;
 
 /// The barrier parameter μ of `ipm`'s conic programs
-/// ([`ConicParts::smoothing`](super::residual::ConicParts::smoothing)):
+/// ([`ConicParts::smoothing`](super::ConicParts::smoothing)):
 /// `10 ρ`. The gap `α_μ − 1` of the central point is smooth in the poses
 /// (a face on a face has no kink) and lies above the exact one by `O(μ)`,
 /// so a resting contact sits slightly into its support. Measured with

@@ -17,7 +17,7 @@ use nalgebra::Matrix3;
 /// Jordan product of two 3-vectors of `Q³`.
 ///
 /// ```
-/// use dualsim::contact::ipm::cone::jordan;
+/// use dualsim::math::cone::jordan;
 /// use dualsim::math::Vec3;
 /// let e = Vec3::new(1.0, 0.0, 0.0);
 /// let x = Vec3::new(2.0, 0.5, -1.0);
@@ -35,7 +35,7 @@ pub fn jordan<T: Scalar>(x: &Vec3<T>, y: &Vec3<T>) -> Vec3<T> {
 /// Arrow matrix `Arw(x)` with `Arw(x) y = x ∘ y`.
 ///
 /// ```
-/// use dualsim::contact::ipm::cone::{arrow, jordan};
+/// use dualsim::math::cone::{arrow, jordan};
 /// use dualsim::math::Vec3;
 /// let (x, y) = (Vec3::new(2.0, 0.5, -1.0), Vec3::new(1.5, 0.3, 0.2));
 /// assert!((arrow(&x) * y - jordan(&x, &y)).norm() < 1e-15);
@@ -50,7 +50,7 @@ pub fn arrow<T: Scalar>(x: &Vec3<T>) -> Matrix3<T> {
 /// `x > 0`.
 ///
 /// ```
-/// use dualsim::contact::ipm::cone::orthant_step;
+/// use dualsim::math::cone::orthant_step;
 /// assert_eq!(orthant_step(1.0, -4.0), 0.25);
 /// assert_eq!(orthant_step(1.0, 4.0), f64::INFINITY);
 /// ```
@@ -67,7 +67,7 @@ pub fn orthant_step(x: f64, dx: f64) -> f64 {
 /// interior of `Q³`.
 ///
 /// ```
-/// use dualsim::contact::ipm::cone::soc_step;
+/// use dualsim::math::cone::soc_step;
 /// // From (1, 0, 0) towards (−1, 0, 0) the cone is left at α = 1/2.
 /// assert!((soc_step([1.0, 0.0, 0.0], [-2.0, 0.0, 0.0]) - 0.5).abs() < 1e-15);
 /// // Towards (0, 1, 0): (1)² = α²  →  α = 1.
@@ -114,7 +114,7 @@ pub fn soc_dot<T: Scalar>(z: &Vec3<T>, s: &Vec3<T>) -> f64 {
 /// `W` with `W s = W⁻¹ z = λ`. Returns `(W, W⁻¹, λ)`.
 ///
 /// ```
-/// use dualsim::contact::ipm::cone::nt_scaling;
+/// use dualsim::math::cone::nt_scaling;
 /// use dualsim::math::Vec3;
 /// let (z, s) = (Vec3::new(2.0, 0.5, -1.0), Vec3::new(1.5, 0.3, 0.2));
 /// let (w, winv, lambda) = nt_scaling(&z, &s);

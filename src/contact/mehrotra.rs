@@ -1,4 +1,22 @@
-//! Mehrotra predictor–corrector on one island (see the [module docs](super)).
+//! The interior-point driver of the contact layer: Mehrotra's
+//! predictor–corrector on one island (the formulation and the steps are
+//! in the [`ipm` module docs](crate::contact::ipm)), with its tuning
+//! ([`Params`], shared by `ipm`, `single_level` and `bilevel`), its
+//! safeguarded warm start ([`solve_island_warm`]) and the factorization
+//! of the island's exact Jacobian for the implicit-function derivatives
+//! ([`IslandJacobian`]). `ipm` and `bilevel` are this driver with two
+//! contact kinematics (closed-form pairs and conic proximity).
+//!
+//! Departure from the target design (one driver for every interior-point
+//! backend): `single_level` still runs its own predictor–corrector loop.
+//! Its unknowns include every conic pair's primal–dual point, so its
+//! Newton system has a block per conic program that this driver's
+//! per-contact elimination does not have; it shares the cone algebra
+//! ([`math::cone`](crate::math::cone)), the friction laws
+//! ([`law`](crate::contact::law)), the candidates and [`Params`]. Folding
+//! it in needs the driver to be generic over the KKT system (a small
+//! trait: evaluate, factor, solve, boundary step), the next step of this
+//! module.
 //!
 //! # The reduced system
 //!
@@ -25,19 +43,208 @@
 //! implicit-function methods (`ift`, `lift`) factor in `f64` and use the
 //! sparse path.
 
-use super::cone::{orthant_step, soc_step};
-use super::kinematics::contact_jacobian;
-use super::residual::{
-    evaluate, evaluate_into, local_jacobian_with, local_residual_fixed, Eval, Island, Law, UnitKind,
-};
-use super::robot::robot_contact_jacobian;
-use super::Params;
+use crate::contact::island::{Island, UnitKind};
+use crate::contact::law::{local_jacobian_with, local_residual_fixed, Law};
+use crate::contact::space::contact_jacobian;
+use crate::contact::space::evaluate::{evaluate, evaluate_into, Eval};
+use crate::contact::space::robot::robot_contact_jacobian;
 use crate::contact::{SolveError, StepProblem};
+use crate::dynamics::free::NewtonParams;
 use crate::linalg::{BlockCsc, DenseLu, SmallLu, SparseLu};
+use crate::math::cone::{orthant_step, soc_step};
 use crate::math::{DMat, DVec, Vec3};
 use crate::scalar::safe_norm;
 use crate::Scalar;
 use nalgebra::{Matrix3, Matrix3xX, Matrix6, SMatrix, SVector};
+
+/// Tuning of the interior point (the shared `SolverParams` carry ρ, the
+/// tolerance and the iteration cap). Every field is a key of the scene
+/// file's `[solver_params]` when the backend is `ipm`, `single_level` or
+/// `bilevel` (which share it).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Fraction to the boundary τ for orthant and second-order cone
+    /// variables. Default 0.95 (Dojo, Silico).
+    pub fraction_to_boundary: f64,
+    /// Convergence needs `‖z ∘ s − ρ e‖∞ ≤ complementarity_tolerance · ρ`.
+    /// Default 1e-6: a loose band lets each step stop at a different point
+    /// of it, which shows up as a step-to-step chatter of resting bodies
+    /// (impulse error ∝ this tolerance); the final Newton phase converges
+    /// quadratically, so a tight value costs one or two iterations.
+    pub complementarity_tolerance: f64,
+    /// Line search: step shrink factor. Default 0.5.
+    pub backtrack_factor: f64,
+    /// Line search: maximum number of halvings (the last trial is
+    /// accepted). Default 10.
+    pub max_backtracks: usize,
+    /// Armijo constant of the sufficient decrease `‖r‖² ≤ (1 − c α) ‖r₀‖²`.
+    /// Default 1e-4.
+    pub armijo: f64,
+    /// When no direction achieves a sufficient decrease with a step of at
+    /// least this length (the iterate is pinned against a cone boundary),
+    /// a pure centering step towards `κ = ν` is taken instead. Default 1e-3.
+    pub recenter_below: f64,
+    /// Contact candidate distance at `q` (m), added to the speculative
+    /// motion bound. Default 0.02.
+    pub margin: f64,
+    /// Initial value of every cone variable (`scale · e`, Dojo initializes
+    /// at a multiple of the cone identity). Default 0.01: of the order of
+    /// the impulse `m ‖g‖ h` of a unit mass at h = 0.001…0.01; a start at 1
+    /// lets large first Newton steps reach spurious far solutions of the
+    /// nonlinear problem at large h (box toss at h = 0.1).
+    pub initial_scale: f64,
+    /// Warm start: initial `v⁺` is the previous velocity `v` (good for
+    /// resting contact). Otherwise the free-flight velocity. Default true.
+    pub warm_start: bool,
+    /// In a rollout (`sim::rollout`, `sim::step_with`), contacts that were
+    /// candidates in the previous step start from that step's contact
+    /// unknowns (kept in the rollout's workspace) instead of the default
+    /// initial point. A single `sim::step` always starts cold. Default
+    /// true: a resting contact then converges at once (0 iterations
+    /// instead of 5). Safeguarded: a contact that opens or closes starts at
+    /// the wrong corner of its complementarity (γ ≈ 0 with a large slack,
+    /// or the reverse) where the interior point can stall, so the warm
+    /// attempt of an island gets at most [`Params::warm_attempt_iterations`]
+    /// iterations; then the island is solved again from the default
+    /// initial point with the full budget.
+    pub warm_start_contacts: bool,
+    /// Iterations an island's warm attempt may take before it is solved
+    /// again cold (see [`Params::warm_start_contacts`]). Default 4: a
+    /// resting island converges in 0–2; an impact stalls at any cap, so
+    /// a larger one only wastes iterations.
+    pub warm_attempt_iterations: usize,
+    /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
+    /// system (search directions only). Default true: without it the
+    /// Jordan-product linearization stalls against the cone boundary when
+    /// a contact slides at small ρ.
+    pub nesterov_todd: bool,
+    /// Newton tuning of the free-flight solve of bodies without contact.
+    pub newton: NewtonParams,
+    /// After a solve, features that were not candidates but penetrate at
+    /// `q⁺` are added and the step is solved again, at most this many
+    /// times. Default 4.
+    pub max_candidate_rounds: usize,
+    /// Full Newton steps on `r_ρ` with the exact Jacobian after
+    /// convergence. Default 2: in a dual scalar each one makes one more
+    /// derivative order exact (the `unrolled` method's gradients and
+    /// Hessians), and it tightens the primal residual to round-off. In
+    /// `f64` (no derivative parts) they stop as soon as the residual is
+    /// at round-off, so 0 is possible.
+    pub polish_steps: usize,
+    /// The Newton matrix's contact blocks are built in closed form from the
+    /// impulse map (`K = diag(h, 1, 1) W`, no geometric stiffness; no dual
+    /// numbers) until two consecutive iterations accept a step shorter
+    /// than this (one short step is ordinary interior-point progress); from
+    /// then on the solve uses the exact blocks (one forward-mode dual
+    /// evaluation of the contact kinematics per contact and iteration).
+    /// Both converge to the same root; the closed form is a fraction of the
+    /// cost and loses the quadratic rate only by terms of order
+    /// `h ‖f‖ ‖r‖ / ‖M‖` (contact frames and lever arms moving with `q⁺`),
+    /// which can stall an iterate pinned against a cone. Values above 1
+    /// make every iteration exact. Default 0.3 (a resting sphere's solve
+    /// takes steps of 0.40 then 0.29 from the default start: with 0.5 it
+    /// went exact in every step of a pile, doubling its cost, at the same
+    /// iteration count).
+    pub exact_jacobian_below: f64,
+    /// `single_level` only: an attempt that has taken at least this many
+    /// iterations, whose equalities are not yet met and whose last three
+    /// accepted steps were all shorter than [`Params::restart_step`] (it
+    /// is pinned against a cone boundary) starts again from its initial
+    /// point with every cone variable at [`Params::restart_scale`]. The
+    /// iterations of both attempts count against the iteration cap. 0
+    /// disables. Default 10.
+    pub restart_after: usize,
+    /// See [`Params::restart_after`]. Default 0.2.
+    pub restart_step: f64,
+    /// See [`Params::restart_after`]. Default 1: a start far inside the
+    /// cones, the opposite of `initial_scale`'s default.
+    pub restart_scale: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            fraction_to_boundary: 0.95,
+            complementarity_tolerance: 1e-6,
+            backtrack_factor: 0.5,
+            max_backtracks: 10,
+            armijo: 1e-4,
+            recenter_below: 1e-3,
+            margin: 0.02,
+            initial_scale: 0.01,
+            warm_start: true,
+            warm_start_contacts: true,
+            warm_attempt_iterations: 4,
+            nesterov_todd: true,
+            newton: NewtonParams::default(),
+            max_candidate_rounds: 4,
+            polish_steps: 2,
+            exact_jacobian_below: 0.3,
+            restart_after: 10,
+            restart_step: 0.2,
+            restart_scale: 1.0,
+        }
+    }
+}
+
+/// Refuses tuning the interior point cannot work with (the message names
+/// the key and its range).
+pub fn check_params(p: &Params) -> Result<(), String> {
+    let open01 = [
+        ("fraction_to_boundary", p.fraction_to_boundary),
+        ("backtrack_factor", p.backtrack_factor),
+        ("armijo", p.armijo),
+    ];
+    for (k, x) in open01 {
+        if !(x > 0.0 && x < 1.0) {
+            return Err(format!("`{k}` must be in (0, 1), got {x}"));
+        }
+    }
+    let positive = [
+        ("complementarity_tolerance", p.complementarity_tolerance),
+        ("initial_scale", p.initial_scale),
+        ("restart_step", p.restart_step),
+        ("restart_scale", p.restart_scale),
+        ("newton.tolerance", p.newton.tolerance),
+    ];
+    for (k, x) in positive {
+        if !(x > 0.0 && x.is_finite()) {
+            return Err(format!("`{k}` must be a finite number > 0, got {x}"));
+        }
+    }
+    let non_negative = [
+        ("margin", p.margin),
+        ("recenter_below", p.recenter_below),
+        ("exact_jacobian_below", p.exact_jacobian_below),
+    ];
+    for (k, x) in non_negative {
+        if !(x >= 0.0 && x.is_finite()) {
+            return Err(format!("`{k}` must be a finite number >= 0, got {x}"));
+        }
+    }
+    let counts = [
+        ("max_backtracks", p.max_backtracks, 0, 60),
+        ("max_candidate_rounds", p.max_candidate_rounds, 0, 100),
+        ("polish_steps", p.polish_steps, 0, 100),
+        (
+            "warm_attempt_iterations",
+            p.warm_attempt_iterations,
+            0,
+            100_000,
+        ),
+        ("restart_after", p.restart_after, 0, 100_000),
+        ("newton.max_iterations", p.newton.max_iterations, 1, 100_000),
+    ];
+    for (k, n, lo, hi) in counts {
+        if n < lo || n > hi {
+            return Err(format!(
+                "`{k}` must be a whole number in [{lo}, {hi}], got {n}"
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// The result of one island's solve.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! `∂r/∂θ` of a step residual from generated kernels (`#[kernel]`, see
-//! `contact::ipm::kernels` and `collision::kernels`): the `ift`
+//! `contact::space::kernels` and `collision::kernels`): the `ift`
 //! right-hand sides without dual numbers ([`Partials::Kernel`](crate::diff::Partials)).
 //!
 //! Per free body `i` (dynamics rows `k = idx_v .. k + 6`) the Jacobian of
@@ -24,8 +24,9 @@
 use num_dual::Dual64;
 
 use crate::collision::kernels::{selectors, PairKernel};
-use crate::contact::ipm::kernels::*;
-use crate::contact::ipm::residual::{Candidate, Law, Partner};
+use crate::contact::candidates::{Candidate, Partner};
+use crate::contact::law::Law;
+use crate::contact::space::kernels::*;
 use crate::contact::Param;
 use crate::contact::{SolveError, StepProblem};
 use crate::geometry::Shape;

@@ -29,21 +29,21 @@
 //! the identity for revolute and prismatic joints, the right Jacobian of
 //! SO(3) `J_r(h ω)` for a spherical joint (`q ⊗ exp(h ω)`) and the
 //! retraction's differential `L(h ω)` for the rotation of a free joint
-//! (as for free bodies, [`super::kinematics::phi_rotation_jacobian`]), so
+//! (as for free bodies, [`super::phi_rotation_jacobian`]), so
 //! the normal row is `∂φ(q⁺(v⁺))/∂v⁺ / h`: the normal impulse is
 //! variationally consistent with the gap at `q⁺`. The other side is
 //! static geometry or a free body (its block of `W` and its share of
-//! `v_t` as in [`super::kinematics`]); link–link contact is not modelled.
+//! `v_t` as in [`space`](super)); link–link contact is not modelled.
 //!
 //! The exact Newton blocks `K = ∂y/∂v⁺` and `G = ∂(Wᵀ f)/∂v⁺` come from
 //! forward-mode dual evaluations of the same function
 //! ([`robot_contact_jacobian`], `DualSVec64<8>`, eight velocity columns
 //! per pass).
 
-use super::kinematics::{pose_after, shape_pair_contact, side, Other};
-use super::residual::{Candidate, Partner};
+use super::{pose_after, shape_pair_contact, side, Other};
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::Contact;
+use crate::contact::candidates::{Candidate, Partner};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::crba::crba;
 use crate::dynamics::free::DynamicsError;
@@ -143,7 +143,7 @@ pub struct RobotKinematics<S: Scalar> {
     /// Impulse map (3 × unit size): `Wᵀ f` is the generalized impulse.
     pub w: Matrix3xX<S>,
     /// Impulse map of the free body on the other side (negated), if any
-    /// (as in [`super::kinematics::Kinematics::w_b`]).
+    /// (as in [`super::Kinematics::w_b`]).
     pub w_b: Option<Matrix3x6<S>>,
 }
 
@@ -162,7 +162,7 @@ pub fn robot_contact_kinematics<S: Scalar>(
     ls: &AttachedShape<S>,
     other: &Other<'_, S>,
     feature: usize,
-    parts: Option<super::residual::ConicParts>,
+    parts: Option<crate::contact::candidates::ConicParts>,
     axis: usize,
     body_b: usize,
 ) -> Result<RobotKinematics<S>, SolveError> {
@@ -257,7 +257,7 @@ pub fn robot_contact_kinematics<S: Scalar>(
                     w[(0, local[k0 + c])] = n.dot(&cols[c]);
                 }
                 let x = Vec3::new(v_full[k0 + 3], v_full[k0 + 4], v_full[k0 + 5]) * h;
-                let l = super::kinematics::phi_rotation_jacobian(&x)
+                let l = super::phi_rotation_jacobian(&x)
                     .map_err(|source| DynamicsError::Retraction { body: i, source })?;
                 rot(3, l, &mut w);
             }

@@ -4,7 +4,7 @@
 //! # Unknowns
 //!
 //! The next velocity `v⁺` of the island's bodies and, per pair of convex
-//! parts `c` ([`super::pairs`]), the primal-dual unknowns of its collision
+//! parts `c` ([`candidates::silico`](crate::contact::candidates::silico)), the primal-dual unknowns of its collision
 //! program (`collision::conic`: `min α s.t. G(q⁺) w + s = h(q⁺), s ∈ K`,
 //! `w = (p, α, ε_a, ε_b)`) and the contact unknowns of `ipm`'s friction
 //! law (`x_c = (γ, s_γ, …)`, [`Law`]):
@@ -65,16 +65,18 @@
 use nalgebra::{Const, Matrix3, Vector6, U1};
 use num_dual::DualSVec64;
 
-use super::pairs::{body_parts, conic_candidates, pair_mu, static_parts, ConicPair};
+use crate::contact::candidates::pair_mu;
+use crate::contact::candidates::silico::{body_parts, conic_candidates, static_parts, ConicPair};
 use crate::collision::conic::{
     assemble, lower, solve_problem, ConeLayout, ConicParams, LocalCone, Owner,
 };
 use crate::collision::direction_or_z;
 use crate::collision::frame::tangent_basis_from;
-use crate::contact::ipm::cone::{arrow, jordan, nt_scaling, orthant_step};
-use crate::contact::ipm::kinematics::{pose_after, side};
-use crate::contact::ipm::residual::{local_residual, Law, Partner};
-use crate::contact::ipm::Params;
+use crate::math::cone::{arrow, jordan, nt_scaling, orthant_step};
+use crate::contact::space::{pose_after, side};
+use crate::contact::candidates::Partner;
+use crate::contact::law::{local_residual, Law};
+use crate::contact::mehrotra::Params;
 use crate::contact::{
     ContactBackend, ContactImpulse, SolveError, SolveStats, StepProblem, StepSolution,
 };
@@ -726,7 +728,7 @@ fn frame_grads<const N: usize>(
 /// nonlinear; their derivatives with respect to the 18 inputs
 /// `(v_a, v_b, p, d_a)` come from ONE evaluation in an 18-wide dual
 /// ([`K`]), as `ipm` does for its contact kinematics
-/// (`contact::ipm::kinematics::contact_jacobian`), and reach the `z`
+/// (`contact::space::contact_jacobian`), and reach the `z`
 /// columns through `∂d_a/∂z_i = −G_{p,i}ᵀ`. `∂G/∂v⁺` needs only the
 /// p-columns of `G` (the α and ε columns do not depend on the pose):
 /// `G_{p,i}(p − r) = −M_{y,i} Rᵀ (p − r)` and `G_pᵀ z = −R Σ M_{y,i}ᵀ z_i`
@@ -746,7 +748,7 @@ fn island_jacobian<T: Scalar>(
     }
     for (li, &g) in isl.bodies.iter().enumerate() {
         let vb: Vector6<f64> = u.fixed_rows::<6>(6 * li).into_owned();
-        let (_, jac) = crate::contact::ipm::residual::body_dynamics(pf, g, &vb)?;
+        let (_, jac) = crate::contact::space::evaluate::body_dynamics(pf, g, &vb)?;
         j.fixed_view_mut::<6, 6>(6 * li, 6 * li).copy_from(&jac);
     }
     for (lp, &off) in isl.pairs_f.iter().zip(&isl.offsets) {
@@ -785,7 +787,7 @@ fn pair_jacobian<T: Scalar>(
         let pose = pose_after(&q, &v, h).map_err(retraction(g))?;
         let w = Vec3::new(v[3], v[4], v[5]) * h;
         let theta =
-            crate::contact::ipm::kinematics::phi_rotation_jacobian(&w).map_err(retraction(g))? * h;
+            crate::contact::space::phi_rotation_jacobian(&w).map_err(retraction(g))? * h;
         let r = pose.translation;
         Ok((pose, SideState { r, v, theta }))
     };
@@ -935,7 +937,7 @@ impl PairAt {
             }
         };
         // Contact rows: ∂r/∂x, ∂r/∂y with y = (α − 1, t₁·v_t, t₂·v_t).
-        let (ax, cy) = crate::contact::ipm::residual::local_jacobian(law, xk, mu, false);
+        let (ax, cy) = crate::contact::law::local_jacobian(law, xk, mu, false);
         let ls = law.size();
         for r in 0..ls {
             for c in 0..ls {
@@ -1671,7 +1673,7 @@ impl SingleLevel {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Vec<ConicPair>, Vec<DVec<T>>), SolveError> {
         SolveError::refuse_link_shapes("single_level", p)?;
-        crate::contact::ipm::conic_pairs::refuse_point_clouds("single_level", p)?;
+        crate::contact::candidates::conic::refuse_point_clouds("single_level", p)?;
         let params = &self.params;
         let (mut v_next, ff_iters) =
             free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
@@ -1868,7 +1870,7 @@ impl SingleLevel {
 
 /// `y = (v⁺, u_c for each pair of convex parts in order)`, `u_c` the
 /// pair's collision primal-dual unknowns and contact unknowns
-/// (`contact::silico::single_level`); dense `∂r/∂y`.
+/// (`contact::single_level`); dense `∂r/∂y`.
 impl ContactBackend for SingleLevel {
     const NAME: &'static str = "single_level";
     type Structure = Vec<ConicPair>;
