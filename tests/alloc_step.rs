@@ -1,17 +1,15 @@
 //! Heap allocations of a steady-state f64 `ipm` step, counted by a global
-//! allocator (issue #14, point 5: the target is 0 per step).
+//! allocator (issue #14, point 5).
 //!
-//! The island solve allocates its buffers once per solve and reuses them
-//! through its iterations; what is left is the step's setup — candidates,
-//! islands, the per-island buffers, the free-flight and integrated states,
-//! the output — which needs a workspace carried from step to step, and,
-//! inside the iterations, the collision query of the contact kinematics
-//! (`collision::pair_contacts` returns a `Vec` per contact and
-//! evaluation). The test measures both for a resting box and a 20-sphere
-//! pile, prints them, and fails if they exceed the bounds recorded here
-//! (today's counts with a margin: 222 per step and 12 per extra iteration
-//! for the box, 1933 per step for the pile): a regression guard until the
-//! bounds are 0.
+//! A rollout step (`sim::step_into` with the workspace and the output of
+//! the previous step) allocates nothing: every buffer of the step —
+//! candidates and their broad phase, islands, each island's solve
+//! (iterates, directions, factorizations), the free flight, the next state
+//! and the contact impulses — is kept in the workspace or the output and
+//! reused. That is asserted for a resting box and a 20-sphere pile, with
+//! the rollout's contact warm start on (the default) and off. A single
+//! `sim::step` (no workspace) sets its buffers up afresh each time; its
+//! count is printed and bounded as a regression guard.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -151,4 +149,67 @@ fn pile_allocations_per_step() {
     // 20 islands (one sphere on the ground each), each allocating its
     // buffers once per solve, plus the collision queries of its iterations.
     assert!(per_step <= 20.0 * 125.0, "{per_step} allocations per step");
+}
+
+/// (allocations per step, iterations per step) of `steps` chained
+/// `step_into` steps after 30 settling steps of the same rollout.
+fn count_rollout(w: &World<f64>, x0: &State<f64>, steps: usize) -> (usize, f64) {
+    let u = w.zero_control();
+    let mut x = x0.clone();
+    let mut ws = dualsim::contact::Workspace::default();
+    let mut out = StepOutput::empty();
+    for _ in 0..30 {
+        dualsim::sim::step_into(w, &x, &u, &mut ws, &mut out).expect("settling step");
+        std::mem::swap(&mut x, &mut out.state);
+    }
+    let before = allocations();
+    let mut iters = 0;
+    for _ in 0..steps {
+        dualsim::sim::step_into(w, &x, &u, &mut ws, &mut out).expect("steady step");
+        iters += out.stats.iterations;
+        std::mem::swap(&mut x, &mut out.state);
+    }
+    let n = allocations() - before;
+    (n, iters as f64 / steps as f64)
+}
+
+#[test]
+fn rollout_steps_allocate_nothing() {
+    for (name, (w, x)) in [("resting box", resting_box()), ("20-sphere pile", pile(20))] {
+        for warm in [true, false] {
+            let mut w = w.clone();
+            w.backends.ipm.warm_start_contacts = warm;
+            let (n, iters) = count_rollout(&w, &x, 20);
+            println!(
+                "{name}, contact warm start {warm}: {n} allocations in 20 rollout steps, {iters:.2} iterations per step"
+            );
+            assert!(iters > 0.0 || warm, "{name}: a cold step iterates");
+            assert_eq!(
+                n, 0,
+                "{name} (warm start {warm}): {n} allocations in 20 steps"
+            );
+        }
+    }
+}
+
+/// The rollout steps agree with independent `sim::step`s of the same
+/// states (to the solver's tolerance): reusing the buffers changes no
+/// result.
+#[test]
+fn rollout_steps_match_single_steps() {
+    let (w, x0) = pile(20);
+    let u = w.zero_control();
+    let mut x = x0.clone();
+    let mut ws = dualsim::contact::Workspace::default();
+    let mut out = StepOutput::empty();
+    let mut worst: f64 = 0.0;
+    for _ in 0..40 {
+        let single = step(&w, &x, &u).expect("single step");
+        dualsim::sim::step_into(&w, &x, &u, &mut ws, &mut out).expect("rollout step");
+        let dv = (&single.state.v - &out.state.v).amax();
+        worst = worst.max(dv);
+        std::mem::swap(&mut x, &mut out.state);
+    }
+    println!("largest velocity difference, rollout vs single steps: {worst:e}");
+    assert!(worst < 1e-7, "rollout and single steps differ by {worst}");
 }

@@ -39,14 +39,36 @@ impl Aabb {
 /// assert_eq!(sweep_and_prune(&boxes), vec![(0, 1)]);
 /// ```
 pub fn sweep_and_prune(boxes: &[Aabb]) -> Vec<(usize, usize)> {
-    let mut order: Vec<usize> = (0..boxes.len()).collect();
-    order.sort_by(|&a, &b| boxes[a].min[0].total_cmp(&boxes[b].min[0]));
-    let mut active: Vec<usize> = Vec::new();
     let mut pairs = Vec::new();
-    for &i in &order {
+    sweep_and_prune_into(boxes, &mut SweepScratch::default(), &mut pairs);
+    pairs
+}
+
+/// The reused buffers of [`sweep_and_prune_into`].
+#[derive(Clone, Debug, Default)]
+pub struct SweepScratch {
+    order: Vec<usize>,
+    active: Vec<usize>,
+}
+
+/// [`sweep_and_prune`] into `pairs` (cleared first), with reused buffers.
+pub fn sweep_and_prune_into(
+    boxes: &[Aabb],
+    scratch: &mut SweepScratch,
+    pairs: &mut Vec<(usize, usize)>,
+) {
+    let SweepScratch { order, active } = scratch;
+    order.clear();
+    order.extend(0..boxes.len());
+    // Unstable sort (no allocation); ties in the lower bound are broken
+    // by index, so the order is the stable one.
+    order.sort_unstable_by(|&a, &b| boxes[a].min[0].total_cmp(&boxes[b].min[0]).then(a.cmp(&b)));
+    active.clear();
+    pairs.clear();
+    for &i in order.iter() {
         let bi = &boxes[i];
         active.retain(|&j| boxes[j].max[0] >= bi.min[0]);
-        for &j in &active {
+        for &j in active.iter() {
             if bi.overlaps(&boxes[j]) {
                 pairs.push((i.min(j), i.max(j)));
             }
@@ -54,5 +76,4 @@ pub fn sweep_and_prune(boxes: &[Aabb]) -> Vec<(usize, usize)> {
         active.push(i);
     }
     pairs.sort_unstable();
-    pairs
 }

@@ -173,8 +173,68 @@ pub fn pair_contact<T: Scalar>(
         (Box { half_extents: ha }, Box { half_extents: hb }) => {
             box_box::box_box_feature(pose_a, ha, pose_b, hb, feature)
         }
-        _ => pair_contacts(a, pose_a, b, pose_b).and_then(|v| v.get(feature).copied()),
+        (Sphere { radius }, Plane { normal, offset }) if feature == 0 => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            Some(sphere_plane::sphere_plane(
+                &pose_a.translation,
+                *radius,
+                &n,
+                d,
+            ))
+        }
+        _ if feature == 0 => single_contact(a, pose_a, b, pose_b),
+        _ => None,
     }
+}
+
+/// The contact of a pair that has exactly one (sphere–sphere,
+/// capsule–sphere, capsule–capsule, sphere–box, either order); `None` for
+/// every other pair.
+fn single_contact<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+) -> Option<Contact<T>> {
+    use Shape::*;
+    let pa = &pose_a.translation;
+    let pb = &pose_b.translation;
+    Some(match (a, b) {
+        (Sphere { radius: ra }, Sphere { radius: rb }) => {
+            sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)
+        }
+        (
+            Capsule {
+                radius,
+                half_length,
+            },
+            Sphere { radius: rb },
+        ) => {
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            capsule_sphere::capsule_sphere(&e0, &e1, *radius, pb, *rb)
+        }
+        (
+            Capsule {
+                radius: ra,
+                half_length: la,
+            },
+            Capsule {
+                radius: rb,
+                half_length: lb,
+            },
+        ) => {
+            let (a0, a1) = capsule_segment(*la, pose_a);
+            let (b0, b1) = capsule_segment(*lb, pose_b);
+            capsule_capsule::capsule_capsule(&a0, &a1, *ra, &b0, &b1, *rb)
+        }
+        (Sphere { radius }, Box { half_extents }) => {
+            sphere_box::sphere_box(pa, *radius, pose_b, half_extents)
+        }
+        (Sphere { .. }, Capsule { .. }) | (Box { .. }, Sphere { .. }) => {
+            single_contact(b, pose_b, a, pose_a)?.flip()
+        }
+        _ => return None,
+    })
 }
 
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`,
@@ -188,12 +248,61 @@ pub fn pair_features<T: Scalar>(
     b: &Shape<T>,
     pose_b: &Pose<T>,
 ) -> Option<Vec<(usize, Contact<T>)>> {
+    let mut out = Vec::new();
+    pair_features_into(a, pose_a, b, pose_b, &mut out).then_some(out)
+}
+
+/// [`pair_features`] into `out` (cleared first; its storage reused, so
+/// only box–box allocates); `false` when the pair has no closed form.
+pub fn pair_features_into<T: Scalar>(
+    a: &Shape<T>,
+    pose_a: &Pose<T>,
+    b: &Shape<T>,
+    pose_b: &Pose<T>,
+    out: &mut Vec<(usize, Contact<T>)>,
+) -> bool {
+    use Shape::*;
+    out.clear();
     match (a, b) {
-        (Shape::Box { half_extents: ha }, Shape::Box { half_extents: hb }) => {
-            Some(box_box::box_box(pose_a, ha, pose_b, hb))
+        (Sphere { radius }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            out.push((
+                0,
+                sphere_plane::sphere_plane(&pose_a.translation, *radius, &n, d),
+            ));
         }
-        _ => pair_contacts(a, pose_a, b, pose_b).map(|v| v.into_iter().enumerate().collect()),
+        (Box { half_extents }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            out.extend(
+                box_plane::box_plane(pose_a, half_extents, &n, d)
+                    .into_iter()
+                    .enumerate(),
+            );
+        }
+        (
+            Capsule {
+                radius,
+                half_length,
+            },
+            Plane { normal, offset },
+        ) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            let (e0, e1) = capsule_segment(*half_length, pose_a);
+            out.extend(
+                capsule_plane::capsule_plane(&e0, &e1, *radius, &n, d)
+                    .into_iter()
+                    .enumerate(),
+            );
+        }
+        (Box { half_extents: ha }, Box { half_extents: hb }) => {
+            out.extend(box_box::box_box(pose_a, ha, pose_b, hb));
+        }
+        _ => match single_contact(a, pose_a, b, pose_b) {
+            Some(c) => out.push((0, c)),
+            None => return false,
+        },
     }
+    true
 }
 
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`.
@@ -208,75 +317,5 @@ pub fn pair_contacts<T: Scalar>(
     b: &Shape<T>,
     pose_b: &Pose<T>,
 ) -> Option<Vec<Contact<T>>> {
-    use Shape::*;
-    let pa = &pose_a.translation;
-    let pb = &pose_b.translation;
-    Some(match (a, b) {
-        (Sphere { radius }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            vec![sphere_plane::sphere_plane(pa, *radius, &n, d)]
-        }
-        (Box { half_extents }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            box_plane::box_plane(pose_a, half_extents, &n, d).to_vec()
-        }
-        (
-            Capsule {
-                radius,
-                half_length,
-            },
-            Plane { normal, offset },
-        ) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            let (e0, e1) = capsule_segment(*half_length, pose_a);
-            capsule_plane::capsule_plane(&e0, &e1, *radius, &n, d).to_vec()
-        }
-        (Sphere { radius: ra }, Sphere { radius: rb }) => {
-            vec![sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)]
-        }
-        (
-            Capsule {
-                radius,
-                half_length,
-            },
-            Sphere { radius: rb },
-        ) => {
-            let (e0, e1) = capsule_segment(*half_length, pose_a);
-            vec![capsule_sphere::capsule_sphere(&e0, &e1, *radius, pb, *rb)]
-        }
-        (Sphere { .. }, Capsule { .. }) => {
-            return pair_contacts(b, pose_b, a, pose_a)
-                .map(|v| v.iter().map(|c| c.flip()).collect())
-        }
-        (
-            Capsule {
-                radius: ra,
-                half_length: la,
-            },
-            Capsule {
-                radius: rb,
-                half_length: lb,
-            },
-        ) => {
-            let (a0, a1) = capsule_segment(*la, pose_a);
-            let (b0, b1) = capsule_segment(*lb, pose_b);
-            vec![capsule_capsule::capsule_capsule(
-                &a0, &a1, *ra, &b0, &b1, *rb,
-            )]
-        }
-        (Sphere { radius }, Box { half_extents }) => {
-            vec![sphere_box::sphere_box(pa, *radius, pose_b, half_extents)]
-        }
-        (Box { .. }, Sphere { .. }) => {
-            return pair_contacts(b, pose_b, a, pose_a)
-                .map(|v| v.iter().map(|c| c.flip()).collect())
-        }
-        (Box { half_extents: ha }, Box { half_extents: hb }) => {
-            box_box::box_box(pose_a, ha, pose_b, hb)
-                .into_iter()
-                .map(|(_, c)| c)
-                .collect()
-        }
-        _ => return None,
-    })
+    pair_features(a, pose_a, b, pose_b).map(|v| v.into_iter().map(|(_, c)| c).collect())
 }

@@ -162,6 +162,19 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
         self.solve(problem)
     }
 
+    /// [`solve_with`](Self::solve_with) into `out`, reusing its storage
+    /// (`sim::step_into`). Default: `*out = solve_with(…)`; a backend whose
+    /// steady-state step allocates nothing overrides it.
+    fn solve_into<T: Scalar>(
+        &self,
+        problem: &StepProblem<'_, T>,
+        workspace: &mut Self::Workspace<T>,
+        out: &mut StepSolution<T>,
+    ) -> Result<(), SolveError> {
+        *out = self.solve_with(problem, workspace)?;
+        Ok(())
+    }
+
     /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).
     fn solve_root(
         &self,

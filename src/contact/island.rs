@@ -63,6 +63,19 @@ impl<T: Scalar> Island<T> {
         }
         out
     }
+    /// [`Island::gather`] into `out` (its storage reused when the length
+    /// agrees).
+    pub fn gather_into<S: Scalar>(&self, v: &DVec<S>, out: &mut DVec<S>) {
+        let n = self.dim();
+        if out.len() != n {
+            *out = DVec::zeros(n);
+        }
+        for u in &self.units {
+            for (l, &d) in u.dofs.iter().enumerate() {
+                out[u.offset + l] = v[d];
+            }
+        }
+    }
     /// Writes island rows `x` into the global rows of `out`.
     pub fn scatter<S: Scalar>(&self, x: &DVec<S>, out: &mut DVec<S>) {
         for u in &self.units {
@@ -78,6 +91,16 @@ pub fn local_v<T: Scalar>(v: &DVec<T>, offset: usize) -> [T; 6] {
     core::array::from_fn(|k| v[offset + k])
 }
 
+/// The reused buffers of [`islands_into`].
+#[derive(Clone, Debug, Default)]
+pub struct IslandScratch {
+    unit_root: Vec<usize>,
+    parent: Vec<usize>,
+    island_of: Vec<usize>,
+    dims: Vec<usize>,
+    units: Vec<usize>,
+}
+
 /// Splits candidates into islands of units (free bodies, robots)
 /// connected by contact. Unit layout: units in order of their first body,
 /// a free body's 6 velocities, a robot's joint velocities in `v` order.
@@ -85,6 +108,23 @@ pub fn islands<T: Scalar>(
     model: &crate::dynamics::Model<T>,
     cands: Vec<Candidate<T>>,
 ) -> Vec<Island<T>> {
+    let mut out = Vec::new();
+    islands_into(model, &cands, &mut IslandScratch::default(), &mut out);
+    out
+}
+
+/// [`islands`] into `out`, reusing its islands' storage (and `scratch`):
+/// a steady-state step of free bodies splits its candidates without
+/// allocating. Each island's `local` maps its own bodies to their unit and
+/// every other body to `usize::MAX`; only the entries of the previous
+/// call's units are reset, so the cost is linear in the bodies in
+/// islands, not in islands × bodies.
+pub fn islands_into<T: Scalar>(
+    model: &crate::dynamics::Model<T>,
+    cands: &[Candidate<T>],
+    scratch: &mut IslandScratch,
+    out: &mut Vec<Island<T>>,
+) {
     fn find(parent: &mut [usize], mut i: usize) -> usize {
         while parent[i] != i {
             parent[i] = parent[parent[i]];
@@ -93,9 +133,31 @@ pub fn islands<T: Scalar>(
         i
     }
     let nb = model.bodies.len();
+    // Forget the previous call's unit maps.
+    for isl in out.iter_mut() {
+        if isl.local.len() != nb {
+            isl.local.clear();
+            isl.local.resize(nb, usize::MAX);
+            continue;
+        }
+        for u in &isl.units {
+            match &u.kind {
+                UnitKind::Body(i) => isl.local[*i] = usize::MAX,
+                UnitKind::Robot(r) => r.bodies.iter().for_each(|&b| isl.local[b] = usize::MAX),
+            }
+        }
+    }
+    let IslandScratch {
+        unit_root,
+        parent,
+        island_of,
+        dims,
+        units,
+    } = scratch;
     // The unit of each body: a lone free body is its own unit; the links of a
     // robot unit share their root's.
-    let mut unit_root: Vec<usize> = (0..nb).collect();
+    unit_root.clear();
+    unit_root.extend(0..nb);
     let robots = if cands.iter().any(|c| c.link.is_some()) {
         robot_units(model)
     } else {
@@ -106,39 +168,46 @@ pub fn islands<T: Scalar>(
             unit_root[b] = r.root;
         }
     }
-    let mut parent: Vec<usize> = (0..nb).collect();
-    for c in &cands {
+    parent.clear();
+    parent.extend(0..nb);
+    for c in cands {
         if let Partner::Body(j) = c.b {
-            let (ra, rb) = (
-                find(&mut parent, unit_root[c.a]),
-                find(&mut parent, unit_root[j]),
-            );
+            let (ra, rb) = (find(parent, unit_root[c.a]), find(parent, unit_root[j]));
             if ra != rb {
                 parent[ra.max(rb)] = ra.min(rb);
             }
         }
     }
-    let mut island_of = vec![usize::MAX; nb];
-    let mut out: Vec<Island<T>> = Vec::new();
+    island_of.clear();
+    island_of.resize(nb, usize::MAX);
+    let mut count = 0;
     for c in cands {
-        let root = find(&mut parent, unit_root[c.a]);
+        let root = find(parent, unit_root[c.a]);
         if island_of[root] == usize::MAX {
-            island_of[root] = out.len();
-            out.push(Island {
-                units: Vec::new(),
-                contacts: Vec::new(),
-                local: Vec::new(),
-            });
+            island_of[root] = count;
+            if out.len() == count {
+                out.push(Island {
+                    units: Vec::new(),
+                    contacts: Vec::new(),
+                    local: vec![usize::MAX; nb],
+                });
+            } else {
+                out[count].contacts.clear();
+            }
+            count += 1;
         }
-        out[island_of[root]].contacts.push(c);
+        out[island_of[root]].contacts.push(c.clone());
     }
-    let mut local = vec![usize::MAX; nb];
-    let mut dims = vec![0; out.len()];
+    out.truncate(count);
+    dims.clear();
+    dims.resize(count, 0);
+    units.clear();
+    units.resize(count, 0);
     for i in 0..nb {
         if unit_root[i] != i {
             continue; // a robot link other than the root: added with its root
         }
-        let root = find(&mut parent, i);
+        let root = find(parent, i);
         if island_of[root] == usize::MAX {
             continue;
         }
@@ -148,28 +217,33 @@ pub fn islands<T: Scalar>(
             Some(r) => UnitKind::Robot(r.clone()),
             None => UnitKind::Body(i),
         };
-        let dofs: Vec<usize> = match &kind {
-            UnitKind::Robot(r) => r.dofs.clone(),
+        let u = units[k];
+        match &kind {
+            UnitKind::Robot(r) => r.bodies.iter().for_each(|&b| isl.local[b] = u),
+            UnitKind::Body(_) => isl.local[i] = u,
+        }
+        if isl.units.len() == u {
+            isl.units.push(Unit {
+                kind: UnitKind::Body(i),
+                dofs: Vec::new(),
+                offset: 0,
+            });
+        }
+        let unit = &mut isl.units[u];
+        unit.dofs.clear();
+        match &kind {
+            UnitKind::Robot(r) => unit.dofs.extend_from_slice(&r.dofs),
             UnitKind::Body(_) => {
                 let v0 = model.bodies[i].idx_v;
-                (v0..v0 + 6).collect()
+                unit.dofs.extend(v0..v0 + 6);
             }
-        };
-        let u = isl.units.len();
-        match &kind {
-            UnitKind::Robot(r) => r.bodies.iter().for_each(|&b| local[b] = u),
-            UnitKind::Body(_) => local[i] = u,
         }
-        let n = dofs.len();
-        isl.units.push(Unit {
-            kind,
-            dofs,
-            offset: dims[k],
-        });
-        dims[k] += n;
+        unit.kind = kind;
+        unit.offset = dims[k];
+        dims[k] += unit.dofs.len();
+        units[k] += 1;
     }
-    for isl in &mut out {
-        isl.local = local.clone();
+    for (isl, &n) in out.iter_mut().zip(units.iter()) {
+        isl.units.truncate(n);
     }
-    out
 }

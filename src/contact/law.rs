@@ -96,6 +96,17 @@ impl Law {
     /// orthant, `(1, 0, 0)` for `Q³`).
     pub fn initial<T: Scalar>(&self, scale: f64) -> DVec<T> {
         let mut x = DVec::zeros(self.size());
+        self.initial_into(scale, &mut x);
+        x
+    }
+    /// [`Law::initial`] written into `x` (resized only when its length
+    /// differs).
+    pub fn initial_into<T: Scalar>(&self, scale: f64, x: &mut DVec<T>) {
+        if x.len() != self.size() {
+            *x = DVec::zeros(self.size());
+        } else {
+            x.fill(T::zero());
+        }
         for &(z, s) in self.orthant_pairs() {
             x[z] = T::from_re(scale);
             x[s] = T::from_re(scale);
@@ -104,7 +115,6 @@ impl Law {
             x[z] = T::from_re(scale);
             x[s] = T::from_re(scale);
         }
-        x
     }
 }
 

@@ -246,15 +246,15 @@ pub fn check_params(p: &Params) -> Result<(), String> {
     Ok(())
 }
 
-/// The result of one island's solve.
-#[derive(Clone, Debug)]
-pub struct IslandSolution<T: Scalar> {
+/// The result of one island's solve, held in its [`Work`].
+#[derive(Clone, Copy, Debug)]
+pub struct IslandSolution<'a, T: Scalar> {
     /// Velocity of the island bodies (6 each, island order).
-    pub v: DVec<T>,
+    pub v: &'a DVec<T>,
     /// Contact unknowns.
-    pub xs: Vec<DVec<T>>,
+    pub xs: &'a [DVec<T>],
     /// Final evaluation (contact geometry at q⁺).
-    pub eval: Eval<T>,
+    pub eval: &'a Eval<T>,
     /// Iterations (Newton directions computed).
     pub iterations: usize,
     /// Final equality residual (∞-norm).
@@ -263,6 +263,15 @@ pub struct IslandSolution<T: Scalar> {
     pub complementarity: f64,
     /// Stopped at the iteration cap ([`crate::contact::SolverParams::accept_at_cap`]).
     pub capped: bool,
+}
+
+/// How a solve ended (its point is the work's current point).
+#[derive(Clone, Copy, Debug)]
+struct Ended {
+    iterations: usize,
+    residual: f64,
+    complementarity: f64,
+    capped: bool,
 }
 
 /// Measures of a point: equality residual ‖·‖∞, deviation of the
@@ -1014,17 +1023,44 @@ struct Point<T: Scalar> {
     ev: Eval<T>,
 }
 
+/// `dst = src`, reusing `dst`'s storage when the length agrees.
+pub(crate) fn copy_vec<T: Scalar>(dst: &mut DVec<T>, src: &DVec<T>) {
+    if dst.len() == src.len() {
+        dst.copy_from(src);
+    } else {
+        *dst = src.clone();
+    }
+}
+
+/// `dst = src` for a list of vectors, reusing storage where lengths agree.
+fn copy_vecs<T: Scalar>(dst: &mut Vec<DVec<T>>, src: &[DVec<T>]) {
+    dst.truncate(src.len());
+    for (d, x) in dst.iter_mut().zip(src) {
+        copy_vec(d, x);
+    }
+    for x in &src[dst.len()..] {
+        dst.push(x.clone());
+    }
+}
+
 impl<T: Scalar> Point<T> {
-    fn like(v: &DVec<T>, xs: &[DVec<T>]) -> Self {
+    fn empty() -> Self {
         Point {
-            v: v.clone(),
-            xs: xs.to_vec(),
+            v: DVec::zeros(0),
+            xs: Vec::new(),
             ev: Eval {
                 r_dyn: DVec::zeros(0),
                 jac: Vec::new(),
                 contacts: Vec::new(),
             },
         }
+    }
+
+    /// Takes the values (and shapes) of `v` and `xs`; the evaluation is
+    /// left to the caller.
+    fn assign(&mut self, v: &DVec<T>, xs: &[DVec<T>]) {
+        copy_vec(&mut self.v, v);
+        copy_vecs(&mut self.xs, xs);
     }
 
     /// `self = from + α d` (α applied to the derivative parts only with
@@ -1060,12 +1096,16 @@ impl<T: Scalar> Point<T> {
     }
 }
 
-/// Every buffer one island's solve needs, allocated once per solve: the
-/// iterate, the line search's trial, its best rejected trial and the
-/// recentring trial, the Newton directions, residuals and factors. The
+/// Every buffer one island's solve needs: the iterate, the line search's
+/// trial, its best rejected trial and the recentring trial, the Newton
+/// directions, residuals and factors. Sized by the first solve and reused
+/// by the next ones where the shapes agree (a rollout's workspace keeps one
+/// per island, so a steady-state step allocates none of it); the
 /// iterations themselves do not allocate (free bodies; a robot's
-/// kinematics still does).
-struct Work<T: Scalar> {
+/// kinematics still does). The solution of the last solve stays in it
+/// ([`IslandSolution`] borrows it).
+pub struct Work<T: Scalar> {
+    warm: Vec<bool>,
     cur: Point<T>,
     trial: Point<T>,
     best: Point<T>,
@@ -1079,26 +1119,78 @@ struct Work<T: Scalar> {
     plain: Factored<T>,
 }
 
+impl<T: Scalar> Default for Work<T> {
+    fn default() -> Self {
+        Work {
+            warm: Vec::new(),
+            cur: Point::empty(),
+            trial: Point::empty(),
+            best: Point::empty(),
+            center: Point::empty(),
+            dv: DVec::zeros(0),
+            dxs: Vec::new(),
+            dx_aff: Vec::new(),
+            rc: Vec::new(),
+            dir: DirWork { ainv_r: Vec::new() },
+            fac: Factored::empty(),
+            plain: Factored::empty(),
+        }
+    }
+}
+
+impl<T: Scalar> std::fmt::Debug for Work<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Work")
+            .field("velocities", &self.cur.v.len())
+            .field("contacts", &self.cur.xs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Scalar> Clone for Work<T> {
+    /// A fresh work (buffers are scratch; nothing of a solve is carried).
+    fn clone(&self) -> Self {
+        Work::default()
+    }
+}
+
+impl<T: Scalar> Work<T> {
+    fn solution(&self, e: Ended) -> IslandSolution<'_, T> {
+        IslandSolution {
+            v: &self.cur.v,
+            xs: &self.cur.xs,
+            eval: &self.cur.ev,
+            iterations: e.iterations,
+            residual: e.residual,
+            complementarity: e.complementarity,
+            capped: e.capped,
+        }
+    }
+}
+
 /// Solves one island from the initial velocity `v0` (island layout)
 /// and, where given, initial contact unknowns `x0` (e.g. the solution of
 /// a previous candidate round; they must be interior).
-pub fn solve_island<T: Scalar>(
+pub fn solve_island<'w, 'x, T: Scalar>(
     p: &StepProblem<'_, T>,
     island: &Island<T>,
-    v0: DVec<T>,
-    x0: Vec<Option<DVec<T>>>,
+    v0: &DVec<T>,
+    x0: impl Fn(usize) -> Option<&'x DVec<T>>,
     params: &Params,
-) -> Result<IslandSolution<T>, SolveError> {
+    w: &'w mut Work<T>,
+) -> Result<IslandSolution<'w, T>, SolveError> {
     let sp = p.params;
-    solve_island_capped(
+    let e = solve_island_capped(
         p,
         island,
         v0,
-        x0,
+        &x0,
         params,
         sp.max_iterations,
         sp.accept_at_cap,
-    )
+        w,
+    )?;
+    Ok(w.solution(e))
 }
 
 /// [`solve_island`] started from the previous step's contact unknowns
@@ -1109,18 +1201,19 @@ pub fn solve_island<T: Scalar>(
 /// corner of its complementarity and the interior point stalls there) or
 /// fails, the island is solved again from the default initial point with
 /// the full iteration budget. The reported iterations count both attempts.
-pub fn solve_island_warm<T: Scalar>(
+pub fn solve_island_warm<'w, 'x, T: Scalar>(
     p: &StepProblem<'_, T>,
     island: &Island<T>,
-    v0: DVec<T>,
-    x0: Vec<Option<DVec<T>>>,
+    v0: &DVec<T>,
+    x0: impl Fn(usize) -> Option<&'x DVec<T>>,
     params: &Params,
-) -> Result<IslandSolution<T>, SolveError> {
+    w: &'w mut Work<T>,
+) -> Result<IslandSolution<'w, T>, SolveError> {
     let sp = p.params;
     let cap = params.warm_attempt_iterations.min(sp.max_iterations);
-    let spent = if x0.iter().any(Option::is_some) {
-        match solve_island_capped(p, island, v0.clone(), x0, params, cap, false) {
-            Ok(sol) => return Ok(sol),
+    let spent = if (0..island.contacts.len()).any(|i| x0(i).is_some()) {
+        match solve_island_capped(p, island, v0, &x0, params, cap, false, w) {
+            Ok(e) => return Ok(w.solution(e)),
             // Only the iterations actually run count; every failure of
             // the warm attempt falls back to the cold start.
             Err(SolveError::MaxIterations { iters, .. }) => iters,
@@ -1129,54 +1222,74 @@ pub fn solve_island_warm<T: Scalar>(
     } else {
         0
     };
-    let cold = vec![None; island.contacts.len()];
-    let mut sol = solve_island_capped(
+    let mut e = solve_island_capped(
         p,
         island,
         v0,
-        cold,
+        &|_| None,
         params,
         sp.max_iterations,
         sp.accept_at_cap,
+        w,
     )?;
-    sol.iterations += spent;
-    Ok(sol)
+    e.iterations += spent;
+    Ok(w.solution(e))
 }
 
 /// [`solve_island`] with the iteration cap `max_iterations`; at the cap
 /// the iterate is returned (flagged `capped`) when `accept_at_cap`, else
 /// [`SolveError::MaxIterations`].
-fn solve_island_capped<T: Scalar>(
+#[allow(clippy::too_many_arguments)]
+fn solve_island_capped<'x, T: Scalar>(
     p: &StepProblem<'_, T>,
     island: &Island<T>,
-    v0: DVec<T>,
-    x0: Vec<Option<DVec<T>>>,
+    v0: &DVec<T>,
+    x0: &dyn Fn(usize) -> Option<&'x DVec<T>>,
     params: &Params,
     max_iterations: usize,
     accept_at_cap: bool,
-) -> Result<IslandSolution<T>, SolveError> {
+    w: &mut Work<T>,
+) -> Result<Ended, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
-    let warm: Vec<bool> = x0.iter().map(|x| x.is_some()).collect();
-    let xs: Vec<DVec<T>> = island
-        .contacts
-        .iter()
-        .zip(x0)
-        .map(|(c, x)| x.unwrap_or_else(|| c.law.initial(params.initial_scale)))
-        .collect();
-    let mut w = Work {
-        cur: Point::like(&v0, &xs),
-        trial: Point::like(&v0, &xs),
-        best: Point::like(&v0, &xs),
-        center: Point::like(&v0, &xs),
-        dv: v0.clone(),
-        dxs: xs.clone(),
-        dx_aff: xs.clone(),
-        rc: xs.clone(),
-        dir: DirWork { ainv_r: xs.clone() },
-        fac: Factored::empty(),
-        plain: Factored::empty(),
-    };
+    // The initial point in the work's buffers (their storage reused).
+    w.warm.clear();
+    w.warm
+        .extend((0..island.contacts.len()).map(|i| x0(i).is_some()));
+    copy_vec(&mut w.cur.v, v0);
+    w.cur.xs.truncate(island.contacts.len());
+    for (i, c) in island.contacts.iter().enumerate() {
+        if w.cur.xs.len() == i {
+            w.cur.xs.push(DVec::zeros(0));
+        }
+        let x = &mut w.cur.xs[i];
+        match x0(i) {
+            Some(x0) => copy_vec(x, x0),
+            None => c.law.initial_into(params.initial_scale, x),
+        }
+    }
+    {
+        let Work {
+            cur,
+            trial,
+            best,
+            center,
+            dv,
+            dxs,
+            dx_aff,
+            rc,
+            dir,
+            ..
+        } = &mut *w;
+        for pt in [trial, best, center] {
+            pt.assign(&cur.v, &cur.xs);
+        }
+        copy_vec(dv, &cur.v);
+        for b in [dxs, dx_aff, rc, &mut dir.ainv_r] {
+            copy_vecs(b, &cur.xs);
+        }
+    }
+    let warm = std::mem::take(&mut w.warm);
     // Start on the linear equalities where the cones allow it: the gap
     // slack at the gap of the initial velocity (when larger than the
     // scale), β₀ = μγ, η_t = v_t with ψ = ‖v_t‖ + scale (exact cone),
@@ -1226,6 +1339,7 @@ fn solve_island_capped<T: Scalar>(
             evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
         }
     }
+    w.warm = warm;
     let mut iter = 0;
     // The contact blocks of the Newton matrix: closed form while the
     // iteration makes progress, exact once a step is short (see
@@ -1279,7 +1393,7 @@ fn solve_island_capped<T: Scalar>(
                     dir,
                     fac,
                     ..
-                } = &mut w;
+                } = &mut *w;
                 factor_into(p, island, &cur.ev, &cur.v, &cur.xs, false, l, fac)?;
                 local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
                 direction(island, &cur.ev, fac, rc, dir, dv, dxs)?;
@@ -1308,7 +1422,7 @@ fn solve_island_capped<T: Scalar>(
                     dir,
                     fac,
                     ..
-                } = &mut w;
+                } = &mut *w;
                 let l = Linearization::Exact;
                 factor_into(p, island, &cur.ev, &cur.v, &cur.xs, false, l, fac)?;
                 local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
@@ -1319,10 +1433,7 @@ fn solve_island_capped<T: Scalar>(
                 std::mem::swap(cur, trial);
             }
             let m = measures(island, &w.cur.ev, &w.cur.xs, rho);
-            return Ok(IslandSolution {
-                v: w.cur.v,
-                xs: w.cur.xs,
-                eval: w.cur.ev,
+            return Ok(Ended {
                 iterations: iter,
                 residual: m.eq,
                 complementarity: m.comp_max,
@@ -1330,10 +1441,7 @@ fn solve_island_capped<T: Scalar>(
             });
         }
         if iter >= max_iterations && accept_at_cap {
-            return Ok(IslandSolution {
-                v: w.cur.v,
-                xs: w.cur.xs,
-                eval: w.cur.ev,
+            return Ok(Ended {
                 iterations: iter,
                 residual: m.eq,
                 complementarity: m.comp_max,
@@ -1361,7 +1469,8 @@ fn solve_island_capped<T: Scalar>(
             dir,
             fac,
             plain,
-        } = &mut w;
+            warm: _,
+        } = &mut *w;
         factor_into(p, island, &cur.ev, &cur.v, &cur.xs, nt, lin, fac)?;
         // Predictor (affine scaling, κ = 0).
         local_residuals(island, &cur.ev, &cur.xs, T::zero(), None, nt, rc);

@@ -216,6 +216,19 @@ pub struct StepSolution<T: Scalar> {
     pub stats: SolveStats,
 }
 
+impl<T: Scalar> StepSolution<T> {
+    /// An empty solution, to be written by a step
+    /// ([`ContactBackend::solve_into`]).
+    pub fn empty() -> Self {
+        StepSolution {
+            q_next: DVec::zeros(0),
+            v_next: DVec::zeros(0),
+            contacts: Vec::new(),
+            stats: SolveStats::default(),
+        }
+    }
+}
+
 /// A backend's failure.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SolveError {

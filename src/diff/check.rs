@@ -200,7 +200,7 @@ pub fn check(
             .model
             .bodies
             .iter()
-            .zip(&lone)
+            .zip(lone.iter())
             .filter(|(_, &l)| l)
             .map(|(b, _)| b)
     };

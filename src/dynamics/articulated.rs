@@ -31,8 +31,8 @@ pub fn articulated_dofs<T: Scalar>(model: &Model<T>) -> Vec<usize> {
     model
         .bodies
         .iter()
-        .zip(lone)
-        .filter(|(_, l)| !l)
+        .zip(lone.iter())
+        .filter(|(_, l)| !**l)
         .flat_map(|(b, _)| b.idx_v..b.idx_v + b.joint.nv())
         .collect()
 }
@@ -43,8 +43,8 @@ pub fn has_articulated<T: Scalar>(model: &Model<T>) -> bool {
     model
         .bodies
         .iter()
-        .zip(lone)
-        .any(|(b, l)| !l && b.joint.nv() > 0)
+        .zip(lone.iter())
+        .any(|(b, l)| !*l && b.joint.nv() > 0)
 }
 
 /// Writes `v⁺ = v + h ABA(q, v, u)` into the articulated entries of

@@ -297,6 +297,29 @@ pub fn free_flight_velocity<T: Scalar>(
     params: &NewtonParams,
 ) -> Result<(DVec<T>, usize), DynamicsError> {
     let mut v_next = DVec::zeros(model.nv);
+    let iters = free_flight_velocity_into(model, q, v, u, gravity, h, params, &mut v_next)?;
+    Ok((v_next, iters))
+}
+
+/// [`free_flight_velocity`] written into `v_next` (resized to `nv` only
+/// when its length differs; the coordinates of bodies that are not lone
+/// free bodies are set to zero). Returns the largest iteration count.
+#[allow(clippy::too_many_arguments)]
+pub fn free_flight_velocity_into<T: Scalar>(
+    model: &Model<T>,
+    q: &DVec<T>,
+    v: &DVec<T>,
+    u: &DVec<T>,
+    gravity: &Vec3<T>,
+    h: T,
+    params: &NewtonParams,
+    v_next: &mut DVec<T>,
+) -> Result<usize, DynamicsError> {
+    if v_next.len() != model.nv {
+        *v_next = DVec::zeros(model.nv);
+    } else {
+        v_next.fill(T::zero());
+    }
     let mut max_iters = 0;
     // A tolerance below the scalar's resolution (f32) cannot be met.
     let tolerance = params.tolerance.max(8.0 * T::default_epsilon().re());
@@ -346,7 +369,7 @@ pub fn free_flight_velocity<T: Scalar>(
         max_iters = max_iters.max(iters);
         v_next.fixed_rows_mut::<3>(k + 3).copy_from(&w);
     }
-    Ok((v_next, max_iters))
+    Ok(max_iters)
 }
 
 /// `q⁺ = q ⊕ h v` for every free body.
@@ -356,11 +379,30 @@ pub fn integrate_model<T: Scalar>(
     v: &DVec<T>,
     h: T,
 ) -> Result<DVec<T>, DynamicsError> {
+    let mut out = DVec::zeros(0);
+    integrate_model_into(model, q, v, h, &mut out)?;
+    Ok(out)
+}
+
+/// [`integrate_model`] written into `out` (its storage reused when the
+/// length agrees; models with articulated joints allocate).
+pub fn integrate_model_into<T: Scalar>(
+    model: &Model<T>,
+    q: &DVec<T>,
+    v: &DVec<T>,
+    h: T,
+    out: &mut DVec<T>,
+) -> Result<(), DynamicsError> {
     if super::articulated::has_articulated(model) {
-        return super::configuration::integrate(model, q, v, h)
-            .map_err(|source| DynamicsError::Retraction { body: 0, source });
+        *out = super::configuration::integrate(model, q, v, h)
+            .map_err(|source| DynamicsError::Retraction { body: 0, source })?;
+        return Ok(());
     }
-    let mut out = q.clone();
+    if out.len() == q.len() {
+        out.copy_from(q);
+    } else {
+        *out = q.clone();
+    }
     let lone = model.lone_free_bodies();
     for (i, b) in model.bodies.iter().enumerate() {
         if !lone[i] {
@@ -374,7 +416,7 @@ pub fn integrate_model<T: Scalar>(
         .map_err(|source| DynamicsError::Retraction { body: i, source })?;
         out.as_mut_slice()[b.idx_q..b.idx_q + 7].copy_from_slice(&qi);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Tangent difference `d` with `q1 = q0 ⊕ d` (per body, see
@@ -385,7 +427,7 @@ pub fn difference_model<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>)
     }
     let mut out = DVec::zeros(model.nv);
     let lone = model.lone_free_bodies();
-    for (b, _) in model.bodies.iter().zip(&lone).filter(|(_, &l)| l) {
+    for (b, _) in model.bodies.iter().zip(lone.iter()).filter(|(_, &l)| l) {
         let d = crate::math::difference(
             &q0.as_slice()[b.idx_q..b.idx_q + 7],
             &q1.as_slice()[b.idx_q..b.idx_q + 7],

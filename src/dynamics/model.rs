@@ -185,6 +185,17 @@ impl<T: Scalar> Body<T> {
     }
 }
 
+/// Per body: a free root without children.
+fn lone_of<T: Scalar>(bodies: &[Body<T>]) -> Vec<bool> {
+    let mut out: Vec<bool> = bodies.iter().map(|b| b.is_free_root()).collect();
+    for b in bodies {
+        if let Some(p) = b.parent {
+            out[p] = false;
+        }
+    }
+    out
+}
+
 /// Invalid model parameters.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ModelError {
@@ -253,6 +264,9 @@ pub struct Model<T: Scalar> {
     pub dof_parent: Vec<Option<usize>>,
     /// Body owning each velocity coordinate.
     pub dof_body: Vec<usize>,
+    /// [`Model::lone_free_bodies`], kept by [`Model::add_body`] (the one
+    /// place bodies are added) so that a step reads it without allocating.
+    lone: Vec<bool>,
 }
 
 impl<T: Scalar> Default for Model<T> {
@@ -267,14 +281,15 @@ impl<T: Scalar> Model<T> {
     /// step). The free root of a floating-base robot (a free root with
     /// children) is not: its six coordinates are stepped with the rest of
     /// the robot by the articulated dynamics (`dynamics::articulated`).
-    pub fn lone_free_bodies(&self) -> Vec<bool> {
-        let mut out: Vec<bool> = self.bodies.iter().map(|b| b.is_free_root()).collect();
-        for b in &self.bodies {
-            if let Some(p) = b.parent {
-                out[p] = false;
-            }
+    ///
+    /// Kept up to date by [`Model::add_body`] (no allocation); a model
+    /// whose `bodies` were pushed by hand gets it recomputed (and
+    /// allocated) at every call.
+    pub fn lone_free_bodies(&self) -> std::borrow::Cow<'_, [bool]> {
+        if self.lone.len() == self.bodies.len() {
+            return std::borrow::Cow::Borrowed(&self.lone);
         }
-        out
+        std::borrow::Cow::Owned(lone_of(&self.bodies))
     }
 
     /// True when body `i` is a lone free body (see [`Model::lone_free_bodies`]).
@@ -291,6 +306,7 @@ impl<T: Scalar> Model<T> {
             gravity: Vec3::new(T::zero(), T::zero(), T::from_re(-9.81)),
             dof_parent: Vec::new(),
             dof_body: Vec::new(),
+            lone: Vec::new(),
         }
     }
 
@@ -395,6 +411,11 @@ impl<T: Scalar> Model<T> {
                 .push(if k == 0 { up } else { Some(self.nv + k - 1) });
             self.dof_body.push(index);
         }
+        if let Some(p) = parent {
+            if let Some(l) = self.lone.get_mut(p) {
+                *l = false;
+            }
+        }
         self.bodies.push(Body {
             name: name.into(),
             inertia,
@@ -407,6 +428,11 @@ impl<T: Scalar> Model<T> {
         });
         self.nq += joint.nq();
         self.nv += joint.nv();
+        if self.lone.len() + 1 == self.bodies.len() {
+            self.lone.push(self.bodies[index].is_free_root());
+        } else {
+            self.lone = lone_of(&self.bodies);
+        }
         Ok(index)
     }
 
@@ -473,6 +499,7 @@ impl<T: Scalar> Model<T> {
             gravity: self.gravity.map(c),
             dof_parent: self.dof_parent.clone(),
             dof_body: self.dof_body.clone(),
+            lone: self.lone.clone(),
         }
     }
 

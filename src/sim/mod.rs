@@ -367,6 +367,20 @@ pub struct StepOutput<T: Scalar> {
     pub stats: StepStats,
 }
 
+impl<T: Scalar> StepOutput<T> {
+    /// An empty output for [`step_into`] to write.
+    pub fn empty() -> Self {
+        StepOutput {
+            state: State {
+                q: DVec::zeros(0),
+                v: DVec::zeros(0),
+            },
+            contacts: Vec::new(),
+            stats: StepStats::default(),
+        }
+    }
+}
+
 /// A failed step.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
@@ -478,6 +492,55 @@ pub fn step_with<T: Scalar>(
         crate::contact::with_backend_workspace!(world.solver, world.backends, workspace, |b, w| b
             .solve_with(&problem, w)?);
     finish(sol)
+}
+
+/// [`step_with`] into `out`, reusing its storage: with the workspace and
+/// the output of the previous step, a steady-state `f64` step allocates
+/// nothing (the `ipm` backend on free bodies with closed-form pairs; see
+/// `tests/alloc_step.rs`). On an error `out` holds no valid state.
+///
+/// ```
+/// use dualsim::prelude::*;
+/// use dualsim::math::Vec3;
+/// let mut w = World::<f64>::new(0.01);
+/// w.add_body("ball", 1.0, Mat3::identity() * 0.004,
+///     Some(Shape::Sphere { radius: 0.1 }), Material::default()).unwrap();
+/// let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 1.0]]);
+/// let u = w.zero_control();
+/// let mut ws = dualsim::contact::Workspace::default();
+/// let mut out = StepOutput::empty();
+/// for _ in 0..10 {
+///     dualsim::sim::step_into(&w, &x, &u, &mut ws, &mut out).unwrap();
+///     std::mem::swap(&mut x, &mut out.state);
+/// }
+/// assert!((x.v[2] + 0.0981).abs() < 1e-9); // free fall: v = −g t
+/// ```
+pub fn step_into<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    u: &DVec<T>,
+    workspace: &mut crate::contact::Workspace<T>,
+    out: &mut StepOutput<T>,
+) -> Result<(), SimError> {
+    check_inputs(world, state, u)?;
+    let problem = world.problem(state, u);
+    // The output's buffers lent to the backend's solution and back.
+    let mut sol = crate::contact::StepSolution {
+        q_next: std::mem::replace(&mut out.state.q, DVec::zeros(0)),
+        v_next: std::mem::replace(&mut out.state.v, DVec::zeros(0)),
+        contacts: std::mem::take(&mut out.contacts),
+        stats: out.stats,
+    };
+    crate::contact::with_backend_workspace!(world.solver, world.backends, workspace, |b, w| b
+        .solve_into(&problem, w, &mut sol)?);
+    out.state.q = sol.q_next;
+    out.state.v = sol.v_next;
+    out.contacts = sol.contacts;
+    out.stats = sol.stats;
+    if !out.state.is_finite() {
+        return Err(SimError::NonFinite { what: "next state" });
+    }
+    Ok(())
 }
 
 fn finish<T: Scalar>(sol: crate::contact::StepSolution<T>) -> Result<StepOutput<T>, SimError> {

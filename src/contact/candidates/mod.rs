@@ -35,9 +35,9 @@ pub mod silico;
 
 use self::conic::near_part_pairs;
 use self::silico::conic_bounding_radius;
-use crate::collision::broad_phase::{sweep_and_prune, Aabb};
+use crate::collision::broad_phase::{sweep_and_prune_into, Aabb, SweepScratch};
 use crate::collision::frame::least_aligned_axis;
-use crate::collision::pair_features;
+use crate::collision::{pair_features_into, Contact};
 use crate::contact::law::Law;
 use crate::contact::space::robot::robot_units;
 use crate::contact::{FrictionCone, StepProblem};
@@ -47,7 +47,7 @@ use crate::math::{DVec, Pose};
 use crate::Scalar;
 
 /// The other side of a contact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Partner {
     /// Another body (global index).
     Body(usize),
@@ -165,14 +165,53 @@ fn shape_radius<T: Scalar>(s: &Shape<T>) -> f64 {
 /// `margin + reach_a + reach_b`, with `reach = h (‖ṗ‖ + ‖ω‖ R) + h² ‖g‖`
 /// (for a link shape, `ṗ` and `ω` of the link at the shape's origin).
 pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, margin: f64) -> Vec<Candidate<T>> {
+    let mut out = Vec::new();
+    candidates_into(p, margin, &mut DetectScratch::default(), &mut out);
+    out
+}
+
+/// The reused buffers of candidate detection ([`candidates_into`],
+/// [`detect_into`]): with them a step of free bodies with closed-form
+/// pairs finds its candidates without allocating (robot link shapes,
+/// pairs without a closed form and box–box pairs still allocate).
+#[derive(Clone, Debug)]
+pub struct DetectScratch<T: Scalar> {
+    reach: Vec<f64>,
+    features: Vec<(usize, Contact<T>)>,
+    ids: Vec<usize>,
+    boxes: Vec<Aabb>,
+    pairs: Vec<(usize, usize)>,
+    sweep: SweepScratch,
+}
+
+impl<T: Scalar> Default for DetectScratch<T> {
+    fn default() -> Self {
+        DetectScratch {
+            reach: Vec::new(),
+            features: Vec::new(),
+            ids: Vec::new(),
+            boxes: Vec::new(),
+            pairs: Vec::new(),
+            sweep: SweepScratch::default(),
+        }
+    }
+}
+
+/// [`candidates`] into `out` (cleared first), with reused buffers.
+pub fn candidates_into<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    margin: f64,
+    scratch: &mut DetectScratch<T>,
+    out: &mut Vec<Candidate<T>>,
+) {
     let h = p.h.re();
     let g = p.gravity.map(|x| x.re()).norm();
-    let reach: Vec<f64> = (0..p.model.bodies.len())
-        .map(|i| match &p.shapes[i] {
-            Some(s) => h * speed_bound(p, i, conic_bounding_radius(s).unwrap_or(0.0)) + h * h * g,
-            None => 0.0,
-        })
-        .collect();
+    let mut reach = std::mem::take(&mut scratch.reach);
+    reach.clear();
+    reach.extend((0..p.model.bodies.len()).map(|i| match &p.shapes[i] {
+        Some(s) => h * speed_bound(p, i, conic_bounding_radius(s).unwrap_or(0.0)) + h * h * g,
+        None => 0.0,
+    }));
     let link_reach: Vec<f64> = if p.link_shapes.is_empty() {
         Vec::new()
     } else {
@@ -190,7 +229,8 @@ pub fn candidates<T: Scalar>(p: &StepProblem<'_, T>, margin: f64) -> Vec<Candida
             })
             .collect()
     };
-    detect(p, p.q, &reach, &link_reach, margin)
+    detect_into(p, p.q, &reach, &link_reach, margin, scratch, out);
+    scratch.reach = reach;
 }
 
 /// Features whose gap at configuration `q` is below
@@ -206,8 +246,48 @@ pub fn detect<T: Scalar>(
     link_reach: &[f64],
     margin: f64,
 ) -> Vec<Candidate<T>> {
-    let nb = p.model.bodies.len();
     let mut out = Vec::new();
+    detect_into(
+        p,
+        q,
+        reach,
+        link_reach,
+        margin,
+        &mut DetectScratch::default(),
+        &mut out,
+    );
+    out
+}
+
+/// Features whose gap at configuration `q` is negative (no margin, no
+/// reach): those penetrating at `q⁺` after a solve. Into `out` (cleared
+/// first), with reused buffers.
+pub fn penetrating_into<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    q: &DVec<T>,
+    scratch: &mut DetectScratch<T>,
+    out: &mut Vec<Candidate<T>>,
+) {
+    let mut reach = std::mem::take(&mut scratch.reach);
+    reach.clear();
+    reach.resize(p.model.bodies.len(), 0.0);
+    detect_into(p, q, &reach, &[], 0.0, scratch, out);
+    scratch.reach = reach;
+}
+
+/// [`detect`] into `out` (cleared first), with reused buffers.
+pub fn detect_into<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    q: &DVec<T>,
+    reach: &[f64],
+    link_reach: &[f64],
+    margin: f64,
+    scratch: &mut DetectScratch<T>,
+    out: &mut Vec<Candidate<T>>,
+) {
+    let nb = p.model.bodies.len();
+    out.clear();
+    let features = &mut scratch.features;
     // One pair of shapes: its closed-form features below `limit`, or (no
     // closed form) its pairs of convex parts that may come within `limit`
     // (`conic`). Never skipped.
@@ -222,14 +302,11 @@ pub fn detect<T: Scalar>(
                     limit: f64| {
         let mu = pair_mu(p, a, b);
         let law = friction_law(p, mu.re());
-        let closed = if conic::near_parallel_capsules(sa, pa, sb, pb) {
-            None
-        } else {
-            pair_features(sa, pa, sb, pb)
-        };
+        let closed = !conic::near_parallel_capsules(sa, pa, sb, pb)
+            && pair_features_into(sa, pa, sb, pb, features);
         match closed {
-            Some(list) => {
-                for &(feature, ref c) in &list {
+            true => {
+                for &(feature, ref c) in features.iter() {
                     if c.gap.re() < limit {
                         let axis = least_aligned_axis(&c.normal);
                         out.push(Candidate {
@@ -245,7 +322,7 @@ pub fn detect<T: Scalar>(
                     }
                 }
             }
-            None => {
+            false => {
                 let (sa, pa, sb, pb) = (
                     sa.cast::<f64>(),
                     pa.cast::<f64>(),
@@ -339,8 +416,9 @@ pub fn detect<T: Scalar>(
     }
     // Body pairs through the broad phase (a shape without a bounding
     // ball, e.g. an open polytope, meets every other).
-    let mut ids = Vec::new();
-    let mut boxes = Vec::new();
+    let (ids, boxes) = (&mut scratch.ids, &mut scratch.boxes);
+    ids.clear();
+    boxes.clear();
     for i in 0..nb {
         if p.shapes[i].is_some() {
             let r = shape_radius(p.shapes[i].as_ref().unwrap());
@@ -350,7 +428,8 @@ pub fn detect<T: Scalar>(
             boxes.push(Aabb::ball(c, r + 0.5 * margin + reach[i]));
         }
     }
-    for (bi, bj) in sweep_and_prune(&boxes) {
+    sweep_and_prune_into(boxes, &mut scratch.sweep, &mut scratch.pairs);
+    for &(bi, bj) in &scratch.pairs {
         let (i, j) = (ids[bi], ids[bj]);
         let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
         push(
@@ -364,5 +443,4 @@ pub fn detect<T: Scalar>(
             margin + reach[i] + reach[j],
         );
     }
-    out
 }

@@ -147,6 +147,15 @@ impl ContactBackend for Ipm {
         self.solve_with_workspace(p, ws)
     }
 
+    fn solve_into<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut super::Workspace<T>,
+        out: &mut StepSolution<T>,
+    ) -> Result<(), SolveError> {
+        self.solve_into_workspace(p, ws, out)
+    }
+
     fn solve_root(
         &self,
         p: &StepProblem<'_, f64>,

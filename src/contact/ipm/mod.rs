@@ -165,11 +165,13 @@ mod backend;
 pub use crate::contact::mehrotra::{check_params, Params};
 
 use crate::contact::candidates::conic::refuse_point_clouds;
-use crate::contact::candidates::{candidates, detect, Candidate, CandidateKey, Partner};
-use crate::contact::island::islands;
+use crate::contact::candidates::{
+    candidates_into, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
+};
+use crate::contact::island::{islands_into, Island, IslandScratch};
 use crate::contact::mehrotra as solve;
 use crate::contact::{ContactImpulse, SolveError, SolveStats, StepProblem, StepSolution};
-use crate::dynamics::free::{free_flight_velocity, integrate_model};
+use crate::dynamics::free::{free_flight_velocity_into, integrate_model_into};
 use crate::math::DVec;
 use crate::Scalar;
 
@@ -199,7 +201,10 @@ impl Ipm {
         p: &StepProblem<'_, T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
         refuse_point_clouds("ipm", p)?;
-        self.solve_structured_from(p, candidates(p, self.params.margin), true)
+        let mut ws = Workspace::default();
+        let mut out = StepSolution::empty();
+        self.step_core(p, &mut ws, None, true, false, &mut out)?;
+        Ok((out, ws.structure()))
     }
 
     /// [`solve_structured`](Self::solve_structured) from the candidate set
@@ -212,7 +217,10 @@ impl Ipm {
         cands: Vec<Candidate<T>>,
         more_rounds: bool,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
-        self.solve_structured_warm(p, cands, more_rounds, Vec::new())
+        let mut ws = Workspace::default();
+        let mut out = StepSolution::empty();
+        self.step_core(p, &mut ws, Some(&cands), more_rounds, false, &mut out)?;
+        Ok((out, ws.structure()))
     }
 
     /// One step of a rollout: [`solve_structured`](Self::solve_structured)
@@ -225,7 +233,24 @@ impl Ipm {
         p: &StepProblem<'_, T>,
         ws: &mut Workspace<T>,
     ) -> Result<StepSolution<T>, SolveError> {
-        Ok(self.solve_structured_with_workspace(p, ws)?.0)
+        let mut out = StepSolution::empty();
+        self.solve_into_workspace(p, ws, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`solve_with_workspace`](Self::solve_with_workspace) into `out`,
+    /// whose storage is reused: with the workspace of the previous step, a
+    /// steady-state `f64` step of free bodies with closed-form pairs
+    /// allocates nothing.
+    pub fn solve_into_workspace<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut Workspace<T>,
+        out: &mut StepSolution<T>,
+    ) -> Result<(), SolveError> {
+        refuse_point_clouds("ipm", p)?;
+        let warm = self.params.warm_start_contacts;
+        self.step_core(p, ws, None, true, warm, out)
     }
 
     /// [`solve_with_workspace`](Self::solve_with_workspace), also
@@ -235,33 +260,37 @@ impl Ipm {
         p: &StepProblem<'_, T>,
         ws: &mut Workspace<T>,
     ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
-        refuse_point_clouds("ipm", p)?;
-        let prev = if self.params.warm_start_contacts {
-            std::mem::take(&mut ws.contacts)
-        } else {
-            Vec::new()
-        };
-        let (sol, st) = self.solve_structured_warm(p, candidates(p, self.params.margin), true, prev)?;
-        ws.contacts.clear();
-        ws.contacts.extend(
-            st.candidates
-                .iter()
-                .map(|c| c.key())
-                .zip(st.xs.iter().cloned()),
-        );
-        Ok((sol, st))
+        let out = self.solve_with_workspace(p, ws)?;
+        Ok((out, ws.structure()))
     }
 
-    fn solve_structured_warm<T: Scalar>(
+    /// The step: free flight, candidates (`given`, or detected at `q`),
+    /// candidate rounds (with `more_rounds`, features penetrating at `q⁺`
+    /// that were no candidate are added and the step solved again). The
+    /// first round starts each contact from `ws`'s previous solution when
+    /// `warm_contacts` (safeguarded, [`solve::solve_island_warm`]), a
+    /// later round from the previous round's. `ws` receives the final
+    /// candidates and their unknowns.
+    fn step_core<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
-        mut cands: Vec<Candidate<T>>,
+        ws: &mut Workspace<T>,
+        given: Option<&[Candidate<T>]>,
         more_rounds: bool,
-        previous: Vec<(CandidateKey, DVec<T>)>,
-    ) -> Result<(StepSolution<T>, Structure<T>), SolveError> {
+        warm_contacts: bool,
+        out: &mut StepSolution<T>,
+    ) -> Result<(), SolveError> {
         let params = &self.params;
-        let (mut v_free, ff_iters) =
-            free_flight_velocity(p.model, p.q, p.v, p.u, &p.gravity, p.h, &params.newton)?;
+        let ff_iters = free_flight_velocity_into(
+            p.model,
+            p.q,
+            p.v,
+            p.u,
+            &p.gravity,
+            p.h,
+            &params.newton,
+            &mut ws.v_free,
+        )?;
         // Articulated joints (robots) take their own explicit step; a
         // robot with a contact candidate on a link is a unit of an island
         // and its velocity is solved for with the contacts.
@@ -271,193 +300,244 @@ impl Ipm {
             p.v,
             p.u,
             p.h,
-            &mut v_free,
+            &mut ws.v_free,
         );
-        let zero_reach = vec![0.0; p.model.bodies.len()];
+        match given {
+            Some(c) => {
+                ws.cands.clear();
+                ws.cands.extend_from_slice(c);
+            }
+            None => candidates_into(p, params.margin, &mut ws.detect, &mut ws.cands),
+        }
+        if !warm_contacts {
+            ws.contacts.clear();
+        }
         let mut total_iters = 0;
         let mut round = 0;
-        let mut warm = Warm {
-            v: None,
-            xs: previous,
-        };
+        let mut first = true;
         loop {
-            if cands.is_empty() {
+            if ws.cands.is_empty() {
                 // Exactly the free-flight step.
-                let q_next = integrate_model(p.model, p.q, &v_free, p.h)?;
-                let stats = SolveStats {
-                    iterations: ff_iters,
-                    ..Default::default()
-                };
-                let penetrating = if more_rounds {
-                    detect(p, &q_next, &zero_reach, &[], 0.0)
-                } else {
-                    Vec::new()
-                };
-                if penetrating.is_empty() || round >= params.max_candidate_rounds {
-                    let sol = StepSolution {
-                        q_next,
-                        v_next: v_free,
-                        contacts: Vec::new(),
-                        stats,
-                    };
-                    return Ok((
-                        sol,
-                        Structure {
-                            candidates: Vec::new(),
-                            xs: Vec::new(),
-                        },
-                    ));
+                integrate_model_into(p.model, p.q, &ws.v_free, p.h, &mut out.q_next)?;
+                if more_rounds {
+                    penetrating_into(p, &out.q_next, &mut ws.detect, &mut ws.found);
                 }
-                cands = penetrating;
+                if !more_rounds || ws.found.is_empty() || round >= params.max_candidate_rounds {
+                    solve::copy_vec(&mut out.v_next, &ws.v_free);
+                    out.contacts.clear();
+                    out.stats = SolveStats {
+                        iterations: ff_iters,
+                        ..Default::default()
+                    };
+                    ws.contacts.clear();
+                    ws.cands.clear();
+                    return Ok(());
+                }
+                std::mem::swap(&mut ws.cands, &mut ws.found);
                 round += 1;
                 continue;
             }
-            let mut sol = self.solve_candidates(p, &cands, v_free.clone(), &mut warm)?;
-            total_iters += sol.stats.iterations;
+            self.solve_round(p, ws, first, out)?;
+            first = false;
+            total_iters += out.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
             // and solve again.
-            let found = if more_rounds {
-                detect(p, &sol.q_next, &zero_reach, &[], 0.0)
+            if more_rounds {
+                penetrating_into(p, &out.q_next, &mut ws.detect, &mut ws.found);
+                let cands = &ws.cands;
+                ws.found
+                    .retain(|c| !cands.iter().any(|d| d.key() == c.key()));
             } else {
-                Vec::new()
-            };
-            let extra: Vec<_> = found
-                .into_iter()
-                .filter(|c| !cands.iter().any(|d| d.key() == c.key()))
-                .collect();
-            if extra.is_empty() || round >= params.max_candidate_rounds {
-                sol.stats.iterations = total_iters;
-                let xs = cands
-                    .iter()
-                    .map(|c| {
-                        warm.xs
-                            .iter()
-                            .find(|(key, _)| *key == c.key())
-                            .map(|w| w.1.clone())
-                            .expect("every candidate was solved")
-                    })
-                    .collect();
-                return Ok((
-                    sol,
-                    Structure {
-                        candidates: cands,
-                        xs,
-                    },
-                ));
+                ws.found.clear();
             }
-            cands.extend(extra);
+            if ws.found.is_empty() || round >= params.max_candidate_rounds {
+                out.stats.iterations = total_iters;
+                return Ok(());
+            }
+            ws.cands.append(&mut ws.found);
             round += 1;
         }
     }
+
+    /// Solves the step for the candidate set `ws.cands` into `out`; the
+    /// first solve of a step starts from `ws.contacts` with the warm
+    /// safeguard, a later one from the previous round's velocity and
+    /// contacts. `ws.contacts` receives this round's contact unknowns.
+    fn solve_round<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        ws: &mut Workspace<T>,
+        first: bool,
+        out: &mut StepSolution<T>,
+    ) -> Result<(), SolveError> {
+        let params = &self.params;
+        let Workspace {
+            contacts,
+            round,
+            cands,
+            island_scratch,
+            islands,
+            work,
+            v_free,
+            v0,
+            round_v,
+            ..
+        } = ws;
+        solve::copy_vec(&mut out.v_next, v_free);
+        out.contacts.clear();
+        out.stats = SolveStats {
+            iterations: 0,
+            contacts: cands.len(),
+            ..Default::default()
+        };
+        islands_into(p.model, cands, island_scratch, islands);
+        let mut written = 0;
+        for (k, island) in islands.iter().enumerate() {
+            let src: &DVec<T> = if !first {
+                round_v
+            } else if params.warm_start {
+                p.v
+            } else {
+                v_free
+            };
+            island.gather_into(src, v0);
+            let prev: &[(CandidateKey, DVec<T>)] = contacts;
+            let x0 = |i: usize| lookup(prev, &island.contacts[i].key());
+            if work.len() <= k {
+                work.push(solve::Work::default());
+            }
+            let w = &mut work[k];
+            // The first round of a rollout step starts from the previous
+            // step's contacts (safeguarded: retried cold when the warm
+            // attempt stalls); a later round from the previous round's.
+            let sol = if first {
+                solve::solve_island_warm(p, island, v0, x0, params, w)?
+            } else {
+                solve::solve_island(p, island, v0, x0, params, w)?
+            };
+            for (c, x) in island.contacts.iter().zip(sol.xs) {
+                if round.len() == written {
+                    round.push((c.key(), x.clone()));
+                } else {
+                    round[written].0 = c.key();
+                    solve::copy_vec(&mut round[written].1, x);
+                }
+                written += 1;
+            }
+            island.scatter(sol.v, &mut out.v_next);
+            let stats = &mut out.stats;
+            stats.iterations = stats.iterations.max(sol.iterations);
+            stats.residual = stats.residual.max(sol.residual);
+            stats.complementarity = stats.complementarity.max(sol.complementarity);
+            stats.capped |= sol.capped;
+            push_impulses(island, sol.xs, sol.eval, out);
+        }
+        round.truncate(written);
+        integrate_model_into(p.model, p.q, &out.v_next, p.h, &mut out.q_next)?;
+        solve::copy_vec(round_v, &out.v_next);
+        std::mem::swap(contacts, round);
+        contacts.sort_unstable_by_key(|e| e.0);
+        Ok(())
+    }
+}
+
+/// The contact impulses of a solved island, appended to `out.contacts`
+/// (and its largest penetration to `out.stats`).
+fn push_impulses<T: Scalar>(
+    island: &Island<T>,
+    xs: &[DVec<T>],
+    eval: &crate::contact::space::evaluate::Eval<T>,
+    out: &mut StepSolution<T>,
+) {
+    for ((cand, x), ce) in island.contacts.iter().zip(xs).zip(&eval.contacts) {
+        let f = cand.law.impulse(x);
+        let (t1, t2) = ce.tangents;
+        out.stats.max_penetration = out.stats.max_penetration.max(-ce.contact.gap.re());
+        out.contacts.push(ContactImpulse {
+            body_a: cand.a,
+            body_b: match cand.b {
+                Partner::Body(j) => Some(j),
+                Partner::Static(_) => None,
+            },
+            point: ce.contact.point_a,
+            normal: ce.contact.normal,
+            normal_impulse: f[0],
+            tangent_impulse: t1 * f[1] + t2 * f[2],
+            gap: ce.contact.gap,
+        });
+    }
+}
+
+/// The unknowns of candidate `key` in a list sorted by key.
+fn lookup<'a, T: Scalar>(
+    sorted: &'a [(CandidateKey, DVec<T>)],
+    key: &CandidateKey,
+) -> Option<&'a DVec<T>> {
+    sorted
+        .binary_search_by(|e| e.0.cmp(key))
+        .ok()
+        .map(|i| &sorted[i].1)
 }
 
 /// What `ipm` carries from one step of a rollout to the next
 /// ([`ContactBackend::Workspace`](crate::contact::ContactBackend::Workspace)):
-/// the previous step's contact unknowns by candidate, the initial point of
-/// the candidates the next step shares with it.
+/// the previous step's contact unknowns by candidate (the initial point of
+/// the candidates the next step shares with it), and every buffer of a
+/// step (candidates, islands, each island's solve), reused.
 #[derive(Clone, Debug)]
 pub struct Workspace<T: Scalar> {
+    /// Contact unknowns of the last solve, sorted by candidate key.
     contacts: Vec<(CandidateKey, DVec<T>)>,
+    /// This round's contact unknowns (swapped into `contacts`).
+    round: Vec<(CandidateKey, DVec<T>)>,
+    /// The candidate set (final, after a step).
+    cands: Vec<Candidate<T>>,
+    /// Penetrating features found at `q⁺`.
+    found: Vec<Candidate<T>>,
+    detect: DetectScratch<T>,
+    island_scratch: IslandScratch,
+    islands: Vec<Island<T>>,
+    /// The buffers of each island's solve.
+    work: Vec<solve::Work<T>>,
+    v_free: DVec<T>,
+    v0: DVec<T>,
+    round_v: DVec<T>,
 }
 
 impl<T: Scalar> Default for Workspace<T> {
     fn default() -> Self {
         Workspace {
             contacts: Vec::new(),
+            round: Vec::new(),
+            cands: Vec::new(),
+            found: Vec::new(),
+            detect: DetectScratch::default(),
+            island_scratch: IslandScratch::default(),
+            islands: Vec::new(),
+            work: Vec::new(),
+            v_free: DVec::zeros(0),
+            v0: DVec::zeros(0),
+            round_v: DVec::zeros(0),
         }
     }
 }
 
-/// Warm start of a candidate round from the previous round's solution
-/// (or, in the first round of a rollout step, the previous step's).
-struct Warm<T: Scalar> {
-    /// `v⁺` of every body.
-    v: Option<DVec<T>>,
-    /// Contact unknowns by candidate key.
-    xs: Vec<(CandidateKey, DVec<T>)>,
-}
-
-impl Ipm {
-    /// Solves the step for a fixed candidate set; `v_free` is the
-    /// free-flight velocity of every body. `warm` holds the previous
-    /// round's solution (used to start this one) and receives this one's.
-    fn solve_candidates<T: Scalar>(
-        &self,
-        p: &StepProblem<'_, T>,
-        cands: &[Candidate<T>],
-        v_free: DVec<T>,
-        warm: &mut Warm<T>,
-    ) -> Result<StepSolution<T>, SolveError> {
-        let params = &self.params;
-        let mut v_next = v_free;
-        let mut stats = SolveStats {
-            iterations: 0,
-            contacts: cands.len(),
-            ..Default::default()
-        };
-        let mut contacts = Vec::new();
-        let mut new_xs = Vec::new();
-        for island in islands(p.model, cands.to_vec()) {
-            let src = match &warm.v {
-                Some(v) => v,
-                None if params.warm_start => p.v,
-                None => &v_next,
-            };
-            let v0 = island.gather(src);
-            let x0 = island
-                .contacts
-                .iter()
-                .map(|c| {
-                    warm.xs
-                        .iter()
-                        .find(|(key, _)| *key == c.key())
-                        .map(|w| w.1.clone())
-                })
-                .collect();
-            // The first round of a rollout step starts from the previous
-            // step's contacts (safeguarded: retried cold when the warm
-            // attempt stalls); a later round from the previous round's.
-            let sol = if warm.v.is_none() {
-                solve::solve_island_warm(p, &island, v0, x0, params)?
-            } else {
-                solve::solve_island(p, &island, v0, x0, params)?
-            };
-            for (c, x) in island.contacts.iter().zip(&sol.xs) {
-                new_xs.push((c.key(), x.clone()));
-            }
-            island.scatter(&sol.v, &mut v_next);
-            stats.iterations = stats.iterations.max(sol.iterations);
-            stats.residual = stats.residual.max(sol.residual);
-            stats.complementarity = stats.complementarity.max(sol.complementarity);
-            stats.capped |= sol.capped;
-            for ((cand, x), ce) in island.contacts.iter().zip(&sol.xs).zip(&sol.eval.contacts) {
-                let f = cand.law.impulse(x);
-                let (t1, t2) = ce.tangents;
-                stats.max_penetration = stats.max_penetration.max(-ce.contact.gap.re());
-                contacts.push(ContactImpulse {
-                    body_a: cand.a,
-                    body_b: match cand.b {
-                        Partner::Body(j) => Some(j),
-                        Partner::Static(_) => None,
-                    },
-                    point: ce.contact.point_a,
-                    normal: ce.contact.normal,
-                    normal_impulse: f[0],
-                    tangent_impulse: t1 * f[1] + t2 * f[2],
-                    gap: ce.contact.gap,
-                });
-            }
+impl<T: Scalar> Workspace<T> {
+    /// The final candidates of the last step and their unknowns (in
+    /// candidate order).
+    fn structure(&self) -> Structure<T> {
+        let xs = self
+            .cands
+            .iter()
+            .map(|c| {
+                lookup(&self.contacts, &c.key())
+                    .cloned()
+                    .expect("every candidate was solved")
+            })
+            .collect();
+        Structure {
+            candidates: self.cands.clone(),
+            xs,
         }
-        let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
-        *warm = Warm {
-            v: Some(v_next.clone()),
-            xs: new_xs,
-        };
-        Ok(StepSolution {
-            q_next,
-            v_next,
-            contacts,
-            stats,
-        })
     }
 }
