@@ -5,11 +5,13 @@
 //! step and its full one-step Jacobian, state and control, by `ift`;
 //! iterations are then not counted). Each step is an independent
 //! `sim::step`; with `warm`, the steps are chained as in a rollout
-//! (`sim::step_with`) with `ipm`'s contact warm start (the default
-//! `warm_start_contacts = true`: each step's contacts start from the
-//! previous step's solution).
+//! (`sim::step_into`, the allocation-free rollout step; `jac`:
+//! `diff::step_jacobian_with`) with `ipm`'s contact warm start (the
+//! default `warm_start_contacts = true`: each step's contacts start from
+//! the previous step's solution); with `chained`, chained the same way
+//! with every contact started cold.
 //!
-//! `cargo run --release --example profile_step -- [box|pile N] [jac] [warm] [STEPS]`
+//! `cargo run --release --example profile_step -- [box|pile N] [jac] [warm|chained] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
@@ -72,7 +74,11 @@ fn main() {
         }
     };
     let jac = args.iter().any(|a| a == "jac");
-    let cold = !args.iter().any(|a| a == "warm");
+    // `warm`: chained steps with the contact warm start; `chained`:
+    // chained steps with every contact started cold (the workspace still
+    // reuses its buffers).
+    let chained = args.iter().any(|a| a == "chained");
+    let cold = !args.iter().any(|a| a == "warm") && !chained;
     let steps: usize = args
         .last()
         .and_then(|s| s.parse().ok())
@@ -90,7 +96,8 @@ fn main() {
     let mut iters = 0;
     let mut ws = dualsim::contact::Workspace::default();
     let mut w = w;
-    w.backends.ipm.warm_start_contacts = !cold;
+    w.backends.ipm.warm_start_contacts = !cold && !chained;
+    let mut out = StepOutput::empty();
     let t = std::time::Instant::now();
     for _ in 0..steps {
         if jac {
@@ -106,19 +113,28 @@ fn main() {
             x = std::hint::black_box(j).next;
             continue;
         }
-        let out = if cold {
-            step(&w, &x, &u).unwrap()
+        if cold {
+            let out = step(&w, &x, &u).unwrap();
+            iters += out.stats.iterations;
+            x = out.state;
         } else {
-            dualsim::sim::step_with(&w, &x, &u, &mut ws).unwrap()
-        };
-        iters += out.stats.iterations;
-        x = out.state;
+            // The allocation-free rollout step.
+            dualsim::sim::step_into(&w, &x, &u, &mut ws, &mut out).unwrap();
+            iters += out.stats.iterations;
+            std::mem::swap(&mut x, &mut out.state);
+        }
     }
     let dt = t.elapsed().as_secs_f64() / steps as f64;
     println!(
         "{kind}{}{}: {steps} steps, {:.1} µs/step, {:.2} iterations/step",
         if jac { " + ift Jacobian" } else { "" },
-        if cold { "" } else { " (warm start)" },
+        if cold {
+            ""
+        } else if chained {
+            " (chained, contacts cold)"
+        } else {
+            " (warm start)"
+        },
         dt * 1e6,
         iters as f64 / steps as f64
     );

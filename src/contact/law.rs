@@ -66,7 +66,10 @@ impl Law {
         self.orthant_pairs().len() + self.soc_pairs().len()
     }
     /// The impulse in the contact frame, `E x = (γ, b₁, b₂)`.
-    pub fn impulse<T: Scalar>(&self, x: &DVec<T>) -> Vec3<T> {
+    pub fn impulse<T: Scalar, X: std::ops::Index<usize, Output = T> + ?Sized>(
+        &self,
+        x: &X,
+    ) -> Vec3<T> {
         match self {
             Law::Frictionless => Vec3::new(x[0], T::zero(), T::zero()),
             Law::Exact => Vec3::new(x[0], x[3], x[4]),

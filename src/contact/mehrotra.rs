@@ -591,8 +591,7 @@ impl<T: Scalar> LocalLu<T> {
         with_local!(self, |_lu, ac| {
             let mut m = Matrix3::zeros();
             for j in 0..3 {
-                let col = DVec::from_column_slice(ac.column(j).as_slice());
-                m.set_column(j, &law.impulse(&col));
+                m.set_column(j, &law.impulse(&ac.column(j)));
             }
             m
         })

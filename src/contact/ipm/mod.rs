@@ -309,9 +309,6 @@ impl Ipm {
             }
             None => candidates_into(p, params.margin, &mut ws.detect, &mut ws.cands),
         }
-        if !warm_contacts {
-            ws.contacts.clear();
-        }
         let mut total_iters = 0;
         let mut round = 0;
         let mut first = true;
@@ -337,7 +334,9 @@ impl Ipm {
                 round += 1;
                 continue;
             }
-            self.solve_round(p, ws, first, out)?;
+            // The previous step's contacts start the first round only with
+            // the warm start (they stay in `ws.contacts`, storage reused).
+            self.solve_round(p, ws, first, first && !warm_contacts, out)?;
             first = false;
             total_iters += out.stats.iterations;
             // Features that were no candidate but penetrate at q⁺: add them
@@ -361,13 +360,15 @@ impl Ipm {
 
     /// Solves the step for the candidate set `ws.cands` into `out`; the
     /// first solve of a step starts from `ws.contacts` with the warm
-    /// safeguard, a later one from the previous round's velocity and
-    /// contacts. `ws.contacts` receives this round's contact unknowns.
+    /// safeguard (every contact cold with `cold`), a later one from the
+    /// previous round's velocity and contacts. `ws.contacts` receives this
+    /// round's contact unknowns.
     fn solve_round<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
         ws: &mut Workspace<T>,
         first: bool,
+        cold: bool,
         out: &mut StepSolution<T>,
     ) -> Result<(), SolveError> {
         let params = &self.params;
@@ -402,7 +403,13 @@ impl Ipm {
             };
             island.gather_into(src, v0);
             let prev: &[(CandidateKey, DVec<T>)] = contacts;
-            let x0 = |i: usize| lookup(prev, &island.contacts[i].key());
+            let x0 = |i: usize| {
+                if cold {
+                    None
+                } else {
+                    lookup(prev, &island.contacts[i].key())
+                }
+            };
             if work.len() <= k {
                 work.push(solve::Work::default());
             }
