@@ -30,13 +30,24 @@ use crate::geometry::Shape;
 use crate::math::{so3, DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 
-/// Tolerances of the inner collision solves (converged: duality measure
-/// 1e-10 and residuals 1e-10).
+/// Tolerances of [`conic_contact`] (converged: duality measure 1e-10 and
+/// residuals 1e-10). The `bilevel` step does not use them: its inner
+/// programs are relaxed to [`inner_mu`].
 pub fn inner_params() -> ConicParams {
     ConicParams {
         tol_gap: 1e-10,
         ..ConicParams::default()
     }
+}
+
+/// The barrier parameter μ of the inner collision programs of a step
+/// with relaxation `rho`: `10 ρ`, as `ipm` relaxes its own conic pairs
+/// ([`crate::contact::ipm::conic_pairs::smoothing`]). The gap and witness
+/// point are those of the central-path point `s ∘ z = μ e`, with the
+/// derivative parts of α from the implicit-function theorem of that point
+/// (module docs, "Face-to-face contact").
+pub fn inner_mu(rho: f64) -> f64 {
+    crate::contact::ipm::conic_pairs::smoothing(rho)
 }
 
 /// The tangent `(δr, δω)` of `pose` at its primal value (`δω` world
@@ -184,7 +195,7 @@ impl Bilevel {
                 parts: Some(ConicParts {
                     part_a: c.part_a,
                     part_b: c.part_b,
-                    smoothing: inner_params().tol_gap,
+                    smoothing: inner_mu(p.params.rho),
                 }),
             })
             .collect()
