@@ -3,9 +3,10 @@
 //! rest with its bottom face `GAP` m above the ground, simulated 1 s;
 //! prints each step's iterations, height and error.
 //!
-//! `cargo run --release --example bilevel_face -- [HZ] [RHO] [GAP] [TILT] [single_level|bilevel]`
-//! (defaults 100, 1e-6, 0.03, 0, bilevel; `TILT` rad about the x axis, the
-//! box then lands on an edge before its face).
+//! `cargo run --release --example bilevel_face -- [HZ] [RHO] [GAP] [TILT] [single_level|bilevel] [CAP] [BACKTRACKS]`
+//! (defaults 100, 1e-6, 0.03, 0, bilevel, 30, the library's line-search
+//! halvings; `TILT` rad about the x axis, the box then lands on an edge
+//! before its face).
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::Drop;
 use dualsim::sim::State;
@@ -18,7 +19,13 @@ fn main() {
     } else {
         SolverKind::Bilevel
     };
-    let w = Drop::Chamfered.world(solver, 1.0 / hz, rho, 30);
+    let cap = arg(6, 30.0) as usize;
+    let mut w = Drop::Chamfered.world(solver, 1.0 / hz, rho, cap);
+    if let Some(b) = args.get(7) {
+        let b: usize = b.parse().expect("BACKTRACKS");
+        w.backends.bilevel.max_backtracks = b;
+        w.backends.single_level.max_backtracks = b;
+    }
     // Lowest point of the tilted box: 0.25 |sin| + 0.2 cos.
     let z0 = 0.25 * tilt.sin().abs() + 0.2 * tilt.cos() + gap;
     let mut x = State::at_rest(&w.model, &[[0.0, 0.0, z0]]);
