@@ -18,8 +18,9 @@ use crate::geometry::Shape;
 use crate::math::{so3, Pose, Vec3};
 use crate::Scalar;
 
-/// Tolerances of the inner collision solves (converged: duality measure
-/// 1e-10 and residuals 1e-10).
+/// Tolerances of [`conic_contact`] (converged: duality measure 1e-10 and
+/// residuals 1e-10). The `bilevel` step does not use them: its inner
+/// programs are relaxed to `contact::bilevel::inner_mu`.
 pub fn inner_params() -> ConicParams {
     ConicParams {
         tol_gap: 1e-10,
