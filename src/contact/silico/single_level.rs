@@ -742,7 +742,8 @@ fn island_jacobian<T: Scalar>(
     if j.shape() != (n, n) {
         *j = DMat::zeros(n, n);
     } else {
-        j.fill(0.0);
+        // slice fill: a memset (nalgebra's `fill` walks the entries one by one)
+        j.as_mut_slice().fill(0.0);
     }
     for (li, &g) in isl.bodies.iter().enumerate() {
         let vb: Vector6<f64> = u.fixed_rows::<6>(6 * li).into_owned();
@@ -1017,7 +1018,7 @@ fn scale_rows(
             if j.shape() != plain.shape() {
                 *j = plain.clone();
             } else {
-                j.copy_from(plain);
+                j.as_mut_slice().copy_from_slice(plain.as_slice());
             }
             copied = true;
         }
@@ -1180,7 +1181,7 @@ impl Factored {
         if self.lu.shape() != (n, n) {
             self.lu = DMat::zeros(n, n);
         }
-        self.lu.copy_from(j);
+        self.lu.as_mut_slice().copy_from_slice(j.as_slice());
         self.piv.clear();
         self.piv.resize(n, 0);
         let ok = lu_dispatch(self.lu.as_mut_slice(), n, &mut self.piv);
