@@ -1288,28 +1288,10 @@ fn lu_in_place(lu: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
         }
         let (left, right) = lu.split_at_mut((k + 1) * n);
         let lcol = &left[k * n + k + 1..(k + 1) * n];
-        // The rows `lo..hi` of the multipliers holding every nonzero (the
-        // Newton matrix is sparse): outside them `x − 0·u_kc` is `x` for a
-        // finite `u_kc` (up to the sign of a zero `x`, which no later
-        // operation reads: zeros are skipped or added), so only the span
-        // is updated.
-        let (lo, hi) = match lcol.iter().position(|v| *v != 0.0) {
-            Some(lo) => (
-                lo,
-                lcol.iter().rposition(|v| *v != 0.0).map_or(lo, |i| i) + 1,
-            ),
-            None => (0, 0),
-        };
-        let span = &lcol[lo..hi];
         for colc in right.chunks_exact_mut(n) {
             let ukc = colc[k];
             if ukc != 0.0 {
-                let (lcol, rows) = if ukc.is_finite() {
-                    (span, k + 1 + lo..k + 1 + hi)
-                } else {
-                    (lcol, k + 1..n)
-                };
-                for (x, l) in colc[rows].iter_mut().zip(lcol) {
+                for (x, l) in colc[k + 1..].iter_mut().zip(lcol) {
                     *x -= l * ukc;
                 }
             }
