@@ -744,7 +744,8 @@ fn island_jacobian<T: Scalar>(
     if j.shape() != (n, n) {
         *j = DMat::zeros(n, n);
     } else {
-        j.fill(0.0);
+        // slice fill: a memset (nalgebra's `fill` walks the entries one by one)
+        j.as_mut_slice().fill(0.0);
     }
     for (li, &g) in isl.bodies.iter().enumerate() {
         let vb: Vector6<f64> = u.fixed_rows::<6>(6 * li).into_owned();
@@ -1019,7 +1020,7 @@ fn scale_rows(
             if j.shape() != plain.shape() {
                 *j = plain.clone();
             } else {
-                j.copy_from(plain);
+                j.as_mut_slice().copy_from_slice(plain.as_slice());
             }
             copied = true;
         }
@@ -1182,81 +1183,123 @@ impl Factored {
         if self.lu.shape() != (n, n) {
             self.lu = DMat::zeros(n, n);
         }
-        self.lu.copy_from(j);
+        self.lu.as_mut_slice().copy_from_slice(j.as_slice());
         self.piv.clear();
-        let singular = SolveError::Singular("single-level Newton system");
-        let lu = self.lu.as_mut_slice();
-        // column-major: (i, k) at i + n k
-        for k in 0..n {
-            let col = &lu[k * n..(k + 1) * n];
-            let mut best = k;
-            let mut best_val = col[k].abs();
-            for (i, v) in col.iter().enumerate().skip(k + 1) {
-                if v.abs() > best_val {
-                    best = i;
-                    best_val = v.abs();
-                }
-            }
-            if best_val == 0.0 || !best_val.is_finite() {
-                return Err(singular);
-            }
-            if best != k {
-                for c in 0..n {
-                    lu.swap(k + n * c, best + n * c);
-                }
-            }
-            self.piv.push(best);
-            let inv = 1.0 / lu[k + n * k];
-            for v in &mut lu[k * n + k + 1..(k + 1) * n] {
-                *v *= inv;
-            }
-            let (left, right) = lu.split_at_mut((k + 1) * n);
-            let lcol = &left[k * n + k + 1..(k + 1) * n];
-            for c in 0..n - k - 1 {
-                let colc = &mut right[c * n..(c + 1) * n];
-                let ukc = colc[k];
-                if ukc != 0.0 {
-                    for (x, l) in colc[k + 1..].iter_mut().zip(lcol) {
-                        *x -= l * ukc;
-                    }
-                }
-            }
+        self.piv.resize(n, 0);
+        let ok = lu_dispatch(self.lu.as_mut_slice(), n, &mut self.piv);
+        if ok {
+            Ok(())
+        } else {
+            Err(SolveError::Singular("single-level Newton system"))
         }
-        Ok(())
     }
 
     /// The Newton direction `−J⁻¹ rhs`.
     fn solve<T: Scalar>(&self, rhs: &DVec<T>) -> DVec<T> {
         let mut x = rhs.clone();
-        for (k, &p) in self.piv.iter().enumerate() {
-            x.swap_rows(k, p);
-        }
         let n = x.len();
-        let lu = self.lu.as_slice();
+        let xs = x.as_mut_slice();
+        for (k, &p) in self.piv.iter().enumerate() {
+            xs.swap(k, p);
+        }
+        let lu = &self.lu.as_slice()[..n * n];
         // forward (unit lower), column oriented
         for k in 0..n {
-            let xk = x[k];
+            let (head, tail) = xs.split_at_mut(k + 1);
+            let xk = head[k];
             if xk.re() != 0.0 || T::DERIVATIVE_ORDER > 0 {
-                for i in k + 1..n {
-                    let l = lu[i + n * k];
+                for (xi, &l) in tail.iter_mut().zip(&lu[k * n + k + 1..(k + 1) * n]) {
                     if l != 0.0 {
-                        x[i] -= xk * T::from_re(l);
+                        *xi -= xk * T::from_re(l);
                     }
                 }
             }
         }
         for k in (0..n).rev() {
-            let xk = x[k] / T::from_re(lu[k + n * k]);
-            x[k] = xk;
-            for i in 0..k {
-                let u = lu[i + n * k];
+            let col = &lu[k * n..(k + 1) * n];
+            let (head, tail) = xs.split_at_mut(k);
+            let xk = tail[0] / T::from_re(col[k]);
+            tail[0] = xk;
+            for (xi, &u) in head.iter_mut().zip(&col[..k]) {
                 if u != 0.0 {
-                    x[i] -= xk * T::from_re(u);
+                    *xi -= xk * T::from_re(u);
                 }
             }
         }
-        -x
+        for v in xs.iter_mut() {
+            *v = -*v;
+        }
+        x
     }
+}
+
+/// The LU factorization of [`Factored::factor`] compiled for AVX2 when the
+/// processor has it (the same operations in the same order, no FMA
+/// contraction: bit for bit the baseline's result, wider registers).
+fn lu_dispatch(lu: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor supports AVX2 (checked just above).
+            return unsafe { lu_avx2(lu, n, piv) };
+        }
+    }
+    lu_in_place(lu, n, piv)
+}
+
+/// [`lu_in_place`] compiled with AVX2 enabled.
+///
+/// # Safety
+/// The processor must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lu_avx2(lu: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
+    lu_in_place(lu, n, piv)
+}
+
+/// Packed LU with partial pivoting of the column-major `n × n` matrix
+/// `lu` (step `k` swaps rows `k` and `piv[k]`); `false` when a pivot
+/// column is zero or not finite.
+#[inline(always)]
+fn lu_in_place(lu: &mut [f64], n: usize, piv: &mut [usize]) -> bool {
+    let lu = &mut lu[..n * n];
+    let piv = &mut piv[..n];
+    // column-major: (i, k) at i + n k
+    for k in 0..n {
+        let col = &lu[k * n..(k + 1) * n];
+        let mut best = k;
+        let mut best_val = col[k].abs();
+        for (i, v) in col.iter().enumerate().skip(k + 1) {
+            if v.abs() > best_val {
+                best = i;
+                best_val = v.abs();
+            }
+        }
+        if best_val == 0.0 || !best_val.is_finite() {
+            return false;
+        }
+        if best != k {
+            for c in lu.chunks_exact_mut(n) {
+                c.swap(k, best);
+            }
+        }
+        piv[k] = best;
+        let inv = 1.0 / lu[k + n * k];
+        for v in &mut lu[k * n + k + 1..(k + 1) * n] {
+            *v *= inv;
+        }
+        let (left, right) = lu.split_at_mut((k + 1) * n);
+        let lcol = &left[k * n + k + 1..(k + 1) * n];
+        for colc in right.chunks_exact_mut(n) {
+            let ukc = colc[k];
+            if ukc != 0.0 {
+                for (x, l) in colc[k + 1..].iter_mut().zip(lcol) {
+                    *x -= l * ukc;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The pair's collision program at body poses `poses` (island order),
