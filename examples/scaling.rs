@@ -9,8 +9,9 @@
 //!   and `k² + 2k(k − 1)` contacts (ground and neighbour pairs).
 //!
 //! Each scene is settled for `--settle` steps, then `--steps` further steps
-//! are timed one by one (chained as a rollout by `sim::step_with`, default
-//! parameters: no contact warm start); the figure is the median step time
+//! are timed one by one (chained as a rollout by `sim::step_into`, the
+//! allocation-free rollout step, with the default contact warm start, or
+//! with every contact started cold under `--cold`); the figure is the median step time
 //! divided by the number of contact candidates. Step time is the CPU time
 //! of the stepping thread (`CLOCK_THREAD_CPUTIME_ID`, Linux; wall clock
 //! elsewhere): on a shared machine it leaves out the time spent waiting
@@ -21,7 +22,7 @@
 //! ```text
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
-//!     [--only apart|layer] [--svg docs/images/scaling.svg]
+//!     [--only apart|layer] [--cold] [--svg docs/images/scaling.svg]
 //! ```
 //!
 //! Prints a Markdown table and the ratio of the largest to the smallest
@@ -133,8 +134,10 @@ fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
-fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize) -> Row {
-    let (w, mut x) = world_with(pos);
+fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize, cold: bool) -> Row {
+    let (mut w, mut x) = world_with(pos);
+    w.backends.ipm.warm_start_contacts = !cold;
+    let mut out = StepOutput::empty();
     let u = w.zero_control();
     let mut ws = dualsim::contact::Workspace::default();
     let mut row = Row {
@@ -151,10 +154,10 @@ fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize) -
     let mut iters = Vec::with_capacity(steps);
     for k in 0..settle + steps {
         let t0 = thread_time();
-        let out = dualsim::sim::step_with(&w, &x, &u, &mut ws);
+        let res = dualsim::sim::step_into(&w, &x, &u, &mut ws, &mut out);
         let dt = thread_time() - t0;
-        match out {
-            Ok(out) => {
+        match res {
+            Ok(()) => {
                 row.capped += out.stats.capped as usize;
                 row.max_penetration = row.max_penetration.max(out.stats.max_penetration);
                 if k >= settle {
@@ -162,7 +165,7 @@ fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize) -
                     iters.push(out.stats.iterations as f64);
                     row.contacts = row.contacts.max(out.stats.contacts);
                 }
-                x = out.state;
+                std::mem::swap(&mut x, &mut out.state);
             }
             Err(e) => {
                 eprintln!("scaling: {scene} with {} bodies, step {k}: {e}", pos.len());
@@ -259,6 +262,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let only = opt("--only");
     let svg = PathBuf::from(opt("--svg").unwrap_or_else(|| "dualsim-out/scaling.svg".into()));
     let want = |s: &str| only.as_deref().is_none_or(|o| o == s);
+    let cold = args.iter().any(|a| a == "--cold");
 
     let mut rows = Vec::new();
     if want("apart") {
@@ -269,7 +273,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if n < min_contacts {
                 continue;
             }
-            let r = measure("apart", &apart(n), settle, steps);
+            let r = measure("apart", &apart(n), settle, steps, cold);
             eprintln!("apart {n}: {:.1} µs per contact", r.per_contact_us());
             rows.push(r);
         }
@@ -283,7 +287,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if contacts < min_contacts {
                 continue;
             }
-            let r = measure("layer", &layer(k), settle, steps);
+            let r = measure("layer", &layer(k), settle, steps, cold);
             eprintln!("layer {k}x{k}: {:.1} µs per contact", r.per_contact_us());
             rows.push(r);
         }
