@@ -513,7 +513,7 @@ pub fn step_with<T: Scalar>(
 ///     dualsim::sim::step_into(&w, &x, &u, &mut ws, &mut out).unwrap();
 ///     std::mem::swap(&mut x, &mut out.state);
 /// }
-/// assert!((x.v[2] + 0.0981).abs() < 1e-9); // free fall: v = −g t
+/// assert!((x.v[2] + 0.981).abs() < 1e-9); // free fall: v = −g t, t = 0.1 s
 /// ```
 pub fn step_into<T: Scalar>(
     world: &World<T>,
