@@ -154,6 +154,10 @@ macro_rules! backends {
         /// What a rollout carries from one step to the next: the workspace
         /// of the backend it runs ([`ContactBackend::Workspace`]); empty
         /// until the first step.
+        // One per rollout, created once and then reused in place (never
+        // moved in a loop): boxing the large variant would only add an
+        // indirection to every step.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Clone, Debug, Default)]
         pub enum Workspace<T: $crate::Scalar> {
             /// No step taken yet.
