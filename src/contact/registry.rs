@@ -2,19 +2,19 @@
 //!
 //! The list itself is in `contact/mod.rs`. Each line names a backend (its
 //! name in scene files, on the command line, as the field of
-//! [`BackendParams`] and as its folder under `contact/`), its
-//! [`SolverKind`] variant and its type (in that module), which implements
-//! [`ContactBackend`]. The `backends!` macro generates from the list:
+//! [`BackendParams`](crate::contact::BackendParams) and as its folder under `contact/`), its
+//! [`SolverKind`](crate::contact::SolverKind) variant and its type (in that module), which implements
+//! [`ContactBackend`](crate::contact::ContactBackend). The `backends!` macro generates from the list:
 //!
 //! * the backend's module (`pub mod <name>;`, the folder `contact/<name>/`);
-//! * [`SolverKind`]: the closed set of backends, with [`SolverKind::NAMES`]
+//! * [`SolverKind`](crate::contact::SolverKind): the closed set of backends, with [`SolverKind::NAMES`](crate::contact::SolverKind::NAMES)
 //!   (with the names of the backends planned but not in this build, so that
 //!   a scene file naming one gets "not in this build" rather than "unknown"),
-//!   parsing, the feature table ([`SolverKind::supports`]) and each
+//!   parsing, the feature table ([`SolverKind::supports`](crate::contact::SolverKind::supports)) and each
 //!   backend's `[solver_params]` keys;
-//! * [`BackendParams`]: every backend's tuning, one field per backend,
+//! * [`BackendParams`](crate::contact::BackendParams): every backend's tuning, one field per backend,
 //!   read from `[solver_params]` by the scene loader;
-//! * `with_backend!`: the one `match` from a [`SolverKind`] to the backend
+//! * `with_backend!`: the one `match` from a [`SolverKind`](crate::contact::SolverKind) to the backend
 //!   value, used by `sim::step` and by `diff`.
 //!
 //! Adding a backend is its folder under `contact/` and one line of the
@@ -149,7 +149,7 @@ macro_rules! backends {
         }
 
         /// Binds `$b` to the backend of `$kind` built from `$params`
-        /// (a [`BackendParams`]) and evaluates `$body`: the one `match` over
+        /// (a [`BackendParams`](crate::contact::BackendParams)) and evaluates `$body`: the one `match` over
         /// the backends.
         /// What a rollout carries from one step to the next: the workspace
         /// of the backend it runs ([`ContactBackend::Workspace`]); empty

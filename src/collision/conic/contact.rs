@@ -7,7 +7,7 @@
 //! derivative parts of α come from the envelope theorem (eq. 15) or, with
 //! `alpha_ift`, the implicit-function theorem of the central point; those
 //! of `p*` from the implicit-function theorem of
-//! [`proximity_gradient`]; the normal is the normalized `−Σ G_pᵀ z`.
+//! [`proximity_gradient`](super::proximity_gradient()); the normal is the normalized `−Σ G_pᵀ z`.
 //! Used by the contact kinematics of `bilevel` and of `ipm`'s pairs
 //! without a closed form.
 

@@ -79,7 +79,7 @@
 //!
 //! Second-order-cone rows use Nesterov–Todd scaling for the search
 //! directions (`λ = W η = W⁻¹ β`, rows `Arw(λ)(W⁻¹ dβ + W dη) = κe − λ∘λ`,
-//! [`cone::nt_scaling`]); without it the Jordan-product linearization
+//! [`nt_scaling`](crate::math::cone::nt_scaling)); without it the Jordan-product linearization
 //! stalls against the cone boundary when a contact slides at small ρ.
 //!
 //! It stops when the equality residual is `≤ tolerance` (∞-norm) and the
@@ -117,7 +117,7 @@
 //! `H` block diagonal per unit; each contact adds a block per pair of its
 //! units. A unit is a free body (6 velocities, `H` the 6 × 6 Jacobian of
 //! `dynamics::free`) or a whole robot (all its `n` joint velocities,
-//! `H = M(q)`, see [`robot`]). Units are further split into islands
+//! `H = M(q)`, see [`robot`](crate::contact::space::robot)). Units are further split into islands
 //! (connected by contact candidates) that are solved independently; units
 //! without a candidate take the free-flight velocity (robots: the
 //! semi-implicit Euler step of `dynamics::articulated`), so with no
@@ -132,7 +132,7 @@
 //! `W_c = [nᵀ J_i D; t₁ᵀ J_i; t₂ᵀ J_i]` from the world point Jacobian of
 //! the witness point at `q⁺` (`D` the differential of `q ⊕ h v⁺`, the
 //! identity for revolute and prismatic joints), so the normal row is again
-//! `∂φ/∂v⁺ / h` ([`robot`]); against a free body, the body's side is
+//! `∂φ/∂v⁺ / h` ([`robot`](crate::contact::space::robot)); against a free body, the body's side is
 //! the free-body one above. Fixed- and floating-base robots are units (a
 //! floating base's six velocities with its joints'; lone free bodies are
 //! free-body units); link–link contact is not modelled.

@@ -2,7 +2,7 @@
 //! rows and relaxed complementarity rows, with the blocks of its Jacobian.
 //!
 //! See the [module docs](super) for the maths. Contact `c` has local
-//! unknowns `x_c` (layout per [`Law`]) and sees the island velocity only
+//! unknowns `x_c` (layout per [`Law`](crate::contact::law::Law)) and sees the island velocity only
 //! through its contact-space quantities `y_c = (φ_c(q⁺), v_t1, v_t2)`
 //! (see [`space`](super)); the impulse it
 //! applies is `f_c = E x_c = (γ, b₁, b₂)` in the contact frame, mapped to
