@@ -173,23 +173,14 @@ pub fn pair_contact<T: Scalar>(
         (Box { half_extents: ha }, Box { half_extents: hb }) => {
             box_box::box_box_feature(pose_a, ha, pose_b, hb, feature)
         }
-        (Sphere { radius }, Plane { normal, offset }) if feature == 0 => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            Some(sphere_plane::sphere_plane(
-                &pose_a.translation,
-                *radius,
-                &n,
-                d,
-            ))
-        }
         _ if feature == 0 => single_contact(a, pose_a, b, pose_b),
         _ => None,
     }
 }
 
-/// The contact of a pair that has exactly one (sphere–sphere,
-/// capsule–sphere, capsule–capsule, sphere–box, either order); `None` for
-/// every other pair.
+/// The contact of a pair that has exactly one (sphere–plane,
+/// sphere–sphere, capsule–sphere, capsule–capsule, sphere–box, either
+/// order); `None` for every other pair.
 fn single_contact<T: Scalar>(
     a: &Shape<T>,
     pose_a: &Pose<T>,
@@ -200,6 +191,10 @@ fn single_contact<T: Scalar>(
     let pa = &pose_a.translation;
     let pb = &pose_b.translation;
     Some(match (a, b) {
+        (Sphere { radius }, Plane { normal, offset }) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            sphere_plane::sphere_plane(pa, *radius, &n, d)
+        }
         (Sphere { radius: ra }, Sphere { radius: rb }) => {
             sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)
         }
@@ -264,13 +259,6 @@ pub fn pair_features_into<T: Scalar>(
     use Shape::*;
     out.clear();
     match (a, b) {
-        (Sphere { radius }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            out.push((
-                0,
-                sphere_plane::sphere_plane(&pose_a.translation, *radius, &n, d),
-            ));
-        }
         (Box { half_extents }, Plane { normal, offset }) => {
             let (n, d) = world_plane(normal, *offset, pose_b);
             out.extend(
