@@ -22,8 +22,10 @@
 //! ```text
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
-//!     [--only apart|layer] [--cold] [--svg docs/images/scaling.svg]
+//!     [--only apart|layer] [--cold] [--trace] [--warm-attempt N] [--svg docs/images/scaling.svg]
 //! ```
+//!
+//! `--trace` prints every step (iterations, contacts, CPU time) to stderr.
 //!
 //! Prints a Markdown table and the ratio of the largest to the smallest
 //! cost per contact, and writes the plot (SVG, by `plotters`; default
@@ -134,9 +136,20 @@ fn median(xs: &mut [f64]) -> f64 {
     }
 }
 
-fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize, cold: bool) -> Row {
+fn measure(
+    scene: &'static str,
+    pos: &[[f64; 3]],
+    settle: usize,
+    steps: usize,
+    cold: bool,
+    trace: bool,
+    warm_attempt: Option<usize>,
+) -> Row {
     let (mut w, mut x) = world_with(pos);
     w.backends.ipm.warm_start_contacts = !cold;
+    if let Some(n) = warm_attempt {
+        w.backends.ipm.warm_attempt_iterations = n;
+    }
     let mut out = StepOutput::empty();
     let u = w.zero_control();
     let mut ws = dualsim::contact::Workspace::default();
@@ -158,6 +171,15 @@ fn measure(scene: &'static str, pos: &[[f64; 3]], settle: usize, steps: usize, c
         let dt = thread_time() - t0;
         match res {
             Ok(()) => {
+                if trace {
+                    eprintln!(
+                        "  {scene} {} step {k}: {} iterations, {} contacts, {:.3} ms",
+                        pos.len(),
+                        out.stats.iterations,
+                        out.stats.contacts,
+                        dt * 1e3
+                    );
+                }
                 row.capped += out.stats.capped as usize;
                 row.max_penetration = row.max_penetration.max(out.stats.max_penetration);
                 if k >= settle {
@@ -263,6 +285,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let svg = PathBuf::from(opt("--svg").unwrap_or_else(|| "dualsim-out/scaling.svg".into()));
     let want = |s: &str| only.as_deref().is_none_or(|o| o == s);
     let cold = args.iter().any(|a| a == "--cold");
+    let trace = args.iter().any(|a| a == "--trace");
+    let warm_attempt = opt("--warm-attempt").map(|s| {
+        s.parse::<usize>()
+            .unwrap_or_else(|_| panic!("--warm-attempt: expected a count, got `{s}`"))
+    });
 
     let mut rows = Vec::new();
     if want("apart") {
@@ -273,7 +300,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if n < min_contacts {
                 continue;
             }
-            let r = measure("apart", &apart(n), settle, steps, cold);
+            let r = measure("apart", &apart(n), settle, steps, cold, trace, warm_attempt);
             eprintln!("apart {n}: {:.1} µs per contact", r.per_contact_us());
             rows.push(r);
         }
@@ -287,7 +314,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if contacts < min_contacts {
                 continue;
             }
-            let r = measure("layer", &layer(k), settle, steps, cold);
+            let r = measure("layer", &layer(k), settle, steps, cold, trace, warm_attempt);
             eprintln!("layer {k}x{k}: {:.1} µs per contact", r.per_contact_us());
             rows.push(r);
         }

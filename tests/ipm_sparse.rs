@@ -1,10 +1,10 @@
 //! The block-sparse reduced system of large islands (`linalg::BlockCsc`,
-//! `linalg::SparseLu`, used by `ipm` for `f64` islands of at least
+//! `linalg::BlockLu`, `linalg::SparseLu`, used by `ipm` for `f64` islands of at least
 //! `SPARSE_MIN_ROWS` rows) against the dense factorizations.
 
 use dualsim::contact::mehrotra::SPARSE_MIN_ROWS;
 use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
-use dualsim::linalg::{BlockCsc, DenseLu, SparseLu};
+use dualsim::linalg::{BlockCsc, BlockLu, DenseLu, SparseLu};
 use dualsim::math::{DMat, DVec, Pose, Vec3};
 use dualsim::prelude::*;
 use num_dual::Dual64;
@@ -101,6 +101,104 @@ fn sparse_lu_matches_dense_lu_on_a_random_block_pattern() {
         assert!(lu.solve_columns_in_place(xm.as_mut_slice(), 3));
         assert!((&d * &xm - &bm).amax() <= 1e-10 * bm.amax());
     }
+}
+
+/// A `k × k` grid of 6-row blocks, each coupled to its four neighbours
+/// (the contact graph of a layer of spheres).
+fn grid(k: usize) -> BlockCsc<f64> {
+    let mut pairs = Vec::new();
+    for i in 0..k * k {
+        let (x, y) = (i % k, i / k);
+        if x + 1 < k {
+            pairs.extend([(i, i + 1), (i + 1, i)]);
+        }
+        if y + 1 < k {
+            pairs.extend([(i, i + k), (i + k, i)]);
+        }
+    }
+    BlockCsc::new(&vec![6; k * k], pairs)
+}
+
+#[test]
+fn block_lu_matches_dense_lu_with_a_sparse_fill() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    // The random pattern above (mixed 3- and 6-row blocks) and a 12 × 12
+    // grid, with diagonally dominant blocks (shift 8) and with blocks
+    // that need pivoting inside them (shift 0 on a random pattern is
+    // allowed to fail the static pivoting: then the check must say so).
+    let sizes: Vec<usize> = (0..40).map(|i| if i % 3 == 0 { 3 } else { 6 }).collect();
+    let mut pairs = Vec::new();
+    for _ in 0..60 {
+        let (i, j) = (rng.below(40), rng.below(40));
+        pairs.push((i, j));
+        pairs.push((j, i));
+    }
+    for (name, mut a) in [
+        (
+            "random",
+            BlockCsc::<f64>::new(&sizes, pairs.iter().copied()),
+        ),
+        ("grid", grid(12)),
+    ] {
+        let n = a.dim();
+        let mut lu = BlockLu::new(&a).expect("symbolic analysis");
+        for shift in [8.0, 2.0] {
+            let d = fill(&mut a, &mut rng, shift);
+            if !lu.factor(&a) {
+                // Refused: a static pivot was too small or the backward
+                // error too large; the pivoting LU must then succeed.
+                println!("{name}, shift {shift}: static pivoting refused");
+                let mut p = SparseLu::new(&a).unwrap();
+                assert!(p.factor(&a));
+                assert!(shift < 8.0, "a diagonally dominant matrix was refused");
+                continue;
+            }
+            let b = DVec::from_fn(n, |_, _| rng.next());
+            let mut x = b.clone();
+            assert!(lu.solve_in_place(x.as_mut_slice()));
+            let mut dense = DenseLu::default();
+            assert!(dense.factor(&d));
+            let mut xd = b.clone();
+            assert!(dense.solve_in_place(&mut xd));
+            let res = (&d * &x - &b).amax();
+            let diff = (&x - &xd).amax() / xd.amax().max(1.0);
+            println!("{name}, shift {shift}: residual {res:.1e}, block vs dense {diff:.1e}");
+            assert!(res <= 1e-10 * b.amax(), "residual {res:e}");
+            assert!(diff <= 1e-9, "block vs dense {diff:e}");
+        }
+    }
+    // Fill of the grid's factors: a symmetric order keeps it near
+    // n log n blocks; a dense factorization would store 144² blocks.
+    let a = grid(12);
+    let lu = BlockLu::new(&a).unwrap();
+    let blocks = lu.factor_len() / 36;
+    println!(
+        "12 × 12 grid: {blocks} blocks in the factors (dense: {})",
+        144 * 144
+    );
+    assert!(blocks < 144 * 144 / 4, "{blocks} blocks");
+}
+
+#[test]
+fn block_lu_refuses_a_zero_diagonal_block_that_the_pivoting_lu_factors() {
+    // [[0, I], [I, 0]]: nonsingular, but block 0's pivot is zero.
+    let mut a = BlockCsc::<f64>::new(&[2, 2], [(0, 1), (1, 0)]);
+    for (i, j) in [(0, 1), (1, 0)] {
+        let b = a.block(i, j).unwrap();
+        a.add(b, 0, 0, 1.0);
+        a.add(b, 1, 1, 1.0);
+    }
+    let mut lu = BlockLu::new(&a).unwrap();
+    assert!(!lu.factor(&a), "static pivoting accepted a zero pivot");
+    let mut x = [1.0, 2.0, 3.0, 4.0];
+    assert!(
+        !lu.solve_in_place(&mut x),
+        "solved with a refused factorization"
+    );
+    let mut p = SparseLu::new(&a).unwrap();
+    assert!(p.factor(&a));
+    assert!(p.solve_in_place(&mut x));
+    assert_eq!(x, [3.0, 4.0, 1.0, 2.0]);
 }
 
 #[test]

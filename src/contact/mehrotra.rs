@@ -50,7 +50,7 @@ use crate::contact::space::evaluate::{evaluate, evaluate_into, Eval};
 use crate::contact::space::robot::robot_contact_jacobian;
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::NewtonParams;
-use crate::linalg::{BlockCsc, DenseLu, SmallLu, SparseLu};
+use crate::linalg::{BlockCsc, BlockLu, DenseLu, SmallLu, SparseLu};
 use crate::math::cone::{orthant_step, soc_step};
 use crate::math::{DMat, DVec, Vec3};
 use crate::scalar::safe_norm;
@@ -392,7 +392,62 @@ fn is_f64<T: Scalar>() -> bool {
 enum ReducedLu<T: Scalar> {
     Dense(DenseLu<T>),
     Faer(faer::linalg::solvers::PartialPivLu<f64>),
-    Sparse(SparseLu),
+    Sparse(SparseReduced),
+}
+
+/// The sparse factorizations of one block pattern: the block LU with
+/// static pivoting first ([`BlockLu`]), faer's pivoting sparse LU when it
+/// fails (a small diagonal pivot or a backward error above its bound).
+struct SparseReduced {
+    block: Option<BlockLu>,
+    pivoting: Option<SparseLu>,
+    /// Which one holds the current factorization.
+    by_block: bool,
+}
+
+impl SparseReduced {
+    fn nrows(&self) -> usize {
+        match (&self.block, &self.pivoting) {
+            (Some(b), _) => b.nrows(),
+            (None, Some(p)) => p.nrows(),
+            (None, None) => 0,
+        }
+    }
+
+    fn factor(&mut self, a: &BlockCsc<f64>) -> bool {
+        if let Some(b) = &mut self.block {
+            if b.factor(a) {
+                self.by_block = true;
+                return true;
+            }
+        }
+        self.by_block = false;
+        if self.pivoting.is_none() {
+            self.pivoting = SparseLu::new(a);
+        }
+        self.pivoting.as_mut().is_some_and(|p| p.factor(a))
+    }
+
+    fn solve_in_place(&self, b: &mut [f64]) -> bool {
+        match (&self.block, &self.pivoting) {
+            (Some(lu), _) if self.by_block => lu.solve_in_place(b),
+            (_, Some(lu)) if !self.by_block => lu.solve_in_place(b),
+            _ => false,
+        }
+    }
+
+    fn solve_columns_in_place(&self, b: &mut [f64], ncols: usize) -> bool {
+        match (&self.block, &self.pivoting) {
+            (Some(lu), _) if self.by_block => {
+                let n = lu.nrows();
+                b.chunks_mut(n.max(1))
+                    .take(ncols)
+                    .all(|c| lu.solve_in_place(c))
+            }
+            (_, Some(lu)) if !self.by_block => lu.solve_columns_in_place(b, ncols),
+            _ => false,
+        }
+    }
 }
 
 impl<T: Scalar> ReducedLu<T> {
@@ -426,10 +481,11 @@ impl<T: Scalar> ReducedLu<T> {
         };
         let reuse = !fresh && matches!(self, ReducedLu::Sparse(lu) if lu.nrows() == a.dim());
         if !reuse {
-            match SparseLu::new(a) {
-                Some(lu) => *self = ReducedLu::Sparse(lu),
-                None => return false,
-            }
+            *self = ReducedLu::Sparse(SparseReduced {
+                block: BlockLu::new(a),
+                pivoting: None,
+                by_block: false,
+            });
         }
         match self {
             ReducedLu::Sparse(lu) => lu.factor(a),

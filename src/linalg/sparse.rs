@@ -32,6 +32,14 @@ pub struct BlockRef {
     stride: usize,
 }
 
+impl BlockRef {
+    /// `(start, stride)`: entry `(r, c)` of the block is
+    /// `values[start + c * stride + r]`.
+    pub(crate) fn parts(self) -> (usize, usize) {
+        (self.start, self.stride)
+    }
+}
+
 /// A square block-sparse matrix in compressed sparse columns with a
 /// pattern fixed at construction (see the [`linalg`](crate::linalg) module docs).
 ///
@@ -168,6 +176,56 @@ impl<T: Copy + num_traits::Zero + std::ops::AddAssign> BlockCsc<T> {
     /// The stored values, column by column.
     pub fn values(&self) -> &[T] {
         &self.values
+    }
+
+    /// Every stored block: `(block row, block column, where it is)`.
+    pub fn stored_blocks(&self) -> impl Iterator<Item = (usize, usize, BlockRef)> + '_ {
+        (0..self.sizes.len()).flat_map(move |j| {
+            let c0 = self.offsets[j];
+            let stride = self.col_ptr[c0 + 1] - self.col_ptr[c0];
+            self.blocks[self.block_ptr[j]..self.block_ptr[j + 1]]
+                .iter()
+                .map(move |&(i, base)| {
+                    let b = BlockRef {
+                        start: self.col_ptr[c0] + base,
+                        stride,
+                    };
+                    (i, j, b)
+                })
+        })
+    }
+}
+
+impl BlockCsc<f64> {
+    /// `y += A x`.
+    ///
+    /// # Panics
+    /// When `x` or `y` is not of the matrix dimension.
+    #[track_caller]
+    pub fn mul_add(&self, x: &[f64], y: &mut [f64]) {
+        let n = self.dim();
+        assert!(x.len() == n && y.len() == n, "vector size");
+        for (j, xj) in x.iter().enumerate() {
+            let (a, b) = (self.col_ptr[j], self.col_ptr[j + 1]);
+            for (r, v) in self.row_idx[a..b].iter().zip(&self.values[a..b]) {
+                y[*r] += v * xj;
+            }
+        }
+    }
+
+    /// The largest absolute row sum, `‖A‖∞`, with `rows` (of the matrix
+    /// dimension) as scratch.
+    ///
+    /// # Panics
+    /// When `rows` is not of the matrix dimension.
+    #[track_caller]
+    pub fn norm_inf(&self, rows: &mut [f64]) -> f64 {
+        assert_eq!(rows.len(), self.dim(), "scratch size");
+        rows.fill(0.0);
+        for (r, v) in self.row_idx.iter().zip(&self.values) {
+            rows[*r] += v.abs();
+        }
+        rows.iter().fold(0.0, |m, v| m.max(*v))
     }
 
     fn symbolic(&self) -> SymbolicSparseColMatRef<'_, usize> {
