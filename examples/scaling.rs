@@ -6,7 +6,10 @@
 //!   `n` contacts in `n` one-contact islands;
 //! * `layer`: a `k × k` square layer of spheres resting on the plane, each
 //!   touching its four neighbours (spacing 2r): one island of `k²` bodies
-//!   and `k² + 2k(k − 1)` contacts (ground and neighbour pairs).
+//!   and `k² + 2k(k − 1)` contacts (ground and neighbour pairs);
+//! * `pyramid`: a square pyramid of spheres on a `k × k` base (base
+//!   spheres 0.2 mm apart, every upper sphere in the pocket of four): one
+//!   island of `Σ m²` bodies whose contacts all carry load.
 //!
 //! Each scene is settled for `--settle` steps, then `--steps` further steps
 //! are timed one by one (chained as a rollout by `sim::step_into`, the
@@ -22,7 +25,7 @@
 //! ```text
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
-//!     [--only apart|layer] [--cold] [--trace] [--warm-attempt N] [--svg docs/images/scaling.svg]
+//!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N] [--svg docs/images/scaling.svg]
 //! ```
 //!
 //! `--trace` prints every step (iterations, contacts, CPU time) to stderr.
@@ -107,6 +110,28 @@ fn layer(k: usize) -> Vec<[f64; 3]> {
     (0..k * k)
         .map(|i| [(i % k) as f64 * d, (i / k) as f64 * d, RADIUS])
         .collect()
+}
+
+/// A square pyramid of spheres (a cannonball stack) on a `k × k` base of
+/// spacing 2r(1 + 10⁻³) (base spheres 0.2 mm apart, held by friction),
+/// each upper sphere resting in the pocket of four below it: one island
+/// whose contacts all carry load.
+fn pyramid(k: usize) -> Vec<[f64; 3]> {
+    let d = 2.0 * RADIUS * (1.0 + 1e-3);
+    let h = (4.0 * RADIUS * RADIUS - 0.5 * d * d).sqrt();
+    let mut out = Vec::new();
+    for level in 0..k {
+        let m = k - level;
+        let shift = 0.5 * d * level as f64;
+        for i in 0..m * m {
+            out.push([
+                shift + (i % m) as f64 * d,
+                shift + (i / m) as f64 * d,
+                RADIUS + level as f64 * h,
+            ]);
+        }
+    }
+    out
 }
 
 struct Row {
@@ -236,6 +261,7 @@ fn plot(rows: &[Row], path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> 
                 "square layer of touching spheres (one island)",
                 RED,
             ),
+            ("pyramid", "square pyramid of spheres (one island)", GREEN),
         ] {
             let pts: Vec<(f64, f64)> = ok
                 .iter()
@@ -316,6 +342,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let r = measure("layer", &layer(k), settle, steps, cold, trace, warm_attempt);
             eprintln!("layer {k}x{k}: {:.1} µs per contact", r.per_contact_us());
+            rows.push(r);
+        }
+    }
+    if want("pyramid") {
+        for k in [2, 3, 4, 5, 6, 7, 8, 9] {
+            // Ground contacts plus four under every upper sphere.
+            let contacts: usize = k * k + (1..k).map(|m| 4 * m * m).sum::<usize>();
+            if contacts > max_contacts {
+                break;
+            }
+            if contacts < min_contacts {
+                continue;
+            }
+            let r = measure(
+                "pyramid",
+                &pyramid(k),
+                settle,
+                steps,
+                cold,
+                trace,
+                warm_attempt,
+            );
+            eprintln!("pyramid {k}: {:.1} µs per contact", r.per_contact_us());
             rows.push(r);
         }
     }

@@ -112,7 +112,11 @@ pub struct Params {
     /// Iterations an island's warm attempt may take before it is solved
     /// again cold (see [`Params::warm_start_contacts`]). Default 4: a
     /// resting island converges in 0–2; an impact stalls at any cap, so
-    /// a larger one only wastes iterations.
+    /// a larger one only wastes iterations. An island of at least
+    /// [`SPARSE_MIN_ROWS`] rows whose last step was long (at least half
+    /// the Newton step: it is converging, as a large settling island does
+    /// in 4–8 iterations, where the cold solve takes 15–20) goes on past
+    /// this cap, up to the iteration cap.
     pub warm_attempt_iterations: usize,
     /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
     /// system (search directions only). Default true: without it the
@@ -378,6 +382,10 @@ pub const FAER_MIN_ROWS: usize = 96;
 /// against 4.06 s) and at 600 rows 6.7× (12.6 s against 84.8 s). The
 /// crossover lies between 96 and 216 rows; not measured more finely.
 pub const SPARSE_MIN_ROWS: usize = 96;
+
+/// A warm attempt ([`solve_island_warm`]) whose last accepted step was at
+/// least this long goes on past [`Params::warm_attempt_iterations`].
+const WARM_PROGRESS_STEP: f64 = 0.5;
 
 fn is_f64<T: Scalar>() -> bool {
     std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>()
@@ -1243,6 +1251,7 @@ pub fn solve_island<'w, 'x, T: Scalar>(
         params,
         sp.max_iterations,
         sp.accept_at_cap,
+        false,
         w,
     )?;
     Ok(w.solution(e))
@@ -1267,7 +1276,10 @@ pub fn solve_island_warm<'w, 'x, T: Scalar>(
     let sp = p.params;
     let cap = params.warm_attempt_iterations.min(sp.max_iterations);
     let spent = if (0..island.contacts.len()).any(|i| x0(i).is_some()) {
-        match solve_island_capped(p, island, v0, &x0, params, cap, false, w) {
+        // A large island (the sparse path) goes on past the cap while it
+        // converges (see `Params::warm_attempt_iterations`).
+        let extend = island.dim() >= SPARSE_MIN_ROWS;
+        match solve_island_capped(p, island, v0, &x0, params, cap, false, extend, w) {
             Ok(e) => return Ok(w.solution(e)),
             // Only the iterations actually run count; every failure of
             // the warm attempt falls back to the cold start.
@@ -1285,6 +1297,7 @@ pub fn solve_island_warm<'w, 'x, T: Scalar>(
         params,
         sp.max_iterations,
         sp.accept_at_cap,
+        false,
         w,
     )?;
     e.iterations += spent;
@@ -1303,6 +1316,7 @@ fn solve_island_capped<'x, T: Scalar>(
     params: &Params,
     max_iterations: usize,
     accept_at_cap: bool,
+    extend_while_converging: bool,
     w: &mut Work<T>,
 ) -> Result<Ended, SolveError> {
     let sp = p.params;
@@ -1396,6 +1410,9 @@ fn solve_island_capped<'x, T: Scalar>(
     }
     w.warm = warm;
     let mut iter = 0;
+    // A warm attempt of a large island runs past its cap while its last
+    // step was long (it is converging), up to the solve's own cap.
+    let mut last_alpha = 0.0;
     // The contact blocks of the Newton matrix: closed form while the
     // iteration makes progress, exact once a step is short (see
     // `Params::exact_jacobian_below`). Decided on primal values, so a dual
@@ -1495,7 +1512,9 @@ fn solve_island_capped<'x, T: Scalar>(
                 capped: false,
             });
         }
-        if iter >= max_iterations && accept_at_cap {
+        let extend =
+            extend_while_converging && last_alpha >= WARM_PROGRESS_STEP && iter < sp.max_iterations;
+        if iter >= max_iterations && accept_at_cap && !extend {
             return Ok(Ended {
                 iterations: iter,
                 residual: m.eq,
@@ -1503,7 +1522,7 @@ fn solve_island_capped<'x, T: Scalar>(
                 capped: true,
             });
         }
-        if iter >= max_iterations {
+        if iter >= max_iterations && !extend {
             return Err(SolveError::MaxIterations {
                 iters: iter,
                 residual: m.eq,
@@ -1644,6 +1663,7 @@ fn solve_island_capped<'x, T: Scalar>(
                 alpha *= params.backtrack_factor;
             }
         }
+        last_alpha = accepted_alpha;
         match taken {
             Some(Taken::Trial) => std::mem::swap(cur, trial),
             Some(Taken::Center) => std::mem::swap(cur, center),
