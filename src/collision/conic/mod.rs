@@ -136,20 +136,6 @@ impl<T: Scalar> ConicProblem<T> {
     }
 }
 
-/// Rows of one shape placed at a pose: `G` block (p, α, ε columns) and `h`.
-fn place<T: Scalar>(
-    l: &LocalCone<T>,
-    pose: &Pose<T>,
-) -> (nalgebra::MatrixXx3<T>, DMatrix<T>, DMatrix<T>, DVector<T>) {
-    let r = so3::to_matrix(&pose.rotation);
-    let my = l.m.columns(0, 3);
-    let gp = -(my * r.transpose());
-    let h = &gp * pose.translation;
-    let ga = -l.m.columns(3, 1).into_owned();
-    let ge = -l.m.columns(4, l.n_aux).into_owned();
-    (gp, ga, ge, h)
-}
-
 /// Assembles the proximity problem of two lowered shapes at world poses
 /// (module docs). Generic over the scalar, so that `∂G/∂θ`, `∂h/∂θ` come
 /// from dual numbers.
@@ -182,34 +168,38 @@ pub fn assemble<T: Scalar>(
     let m = layout.dim();
     let mut g = DMatrix::zeros(m, n);
     let mut h = DVector::zeros(m);
-    let mut owner = Vec::with_capacity(m);
+    let mut owner = vec![Owner::A; m];
     // α ≥ 0  ⇔  s = α = 0 − (−1)α
     g[(0, 3)] = -T::one();
-    owner.push(Owner::Alpha);
-    let pa = place(a, pose_a);
-    let pb = place(b, pose_b);
+    owner[0] = Owner::Alpha;
     // destination rows: orthant rows of a, of b, then SOC rows of a, of b
     let (oa, ob) = (a.layout.n_orthant, b.layout.n_orthant);
-    let (sa, sb) = (a.layout.dim() - oa, b.layout.dim() - ob);
-    let mut rows_a: Vec<usize> = (1..1 + oa).collect();
-    rows_a.extend(1 + oa + ob..1 + oa + ob + sa);
-    let mut rows_b: Vec<usize> = (1 + oa..1 + oa + ob).collect();
-    rows_b.extend(1 + oa + ob + sa..1 + oa + ob + sa + sb);
-    owner.resize(m, Owner::A);
-    for (blk, rows, eps_col, who) in [
-        (&pa, &rows_a, 4, Owner::A),
-        (&pb, &rows_b, 4 + a.n_aux, Owner::B),
+    let sa = a.layout.dim() - oa;
+    for (l, pose, orth_start, soc_start, eps_col, who) in [
+        (a, pose_a, 1, 1 + oa + ob, 4, Owner::A),
+        (b, pose_b, 1 + oa, 1 + oa + ob + sa, 4 + a.n_aux, Owner::B),
     ] {
-        let (gp, ga, ge, hh) = blk;
-        for (i, &dst) in rows.iter().enumerate() {
-            for j in 0..3 {
-                g[(dst, j)] = gp[(i, j)];
+        // G_p = −M_y Rᵀ, h = G_p r, G_α = −M_α, G_ε = −M_ε
+        let r = so3::to_matrix(&pose.rotation);
+        let t = &pose.translation;
+        let n_orth = l.layout.n_orthant;
+        for i in 0..l.m.nrows() {
+            let dst = if i < n_orth {
+                orth_start + i
+            } else {
+                soc_start + i - n_orth
+            };
+            let (m0, m1, m2) = (l.m[(i, 0)], l.m[(i, 1)], l.m[(i, 2)]);
+            let mut gp = [T::zero(); 3];
+            for (j, v) in gp.iter_mut().enumerate() {
+                *v = -((m0 * r[(j, 0)] + m1 * r[(j, 1)]) + m2 * r[(j, 2)]);
+                g[(dst, j)] = *v;
             }
-            g[(dst, 3)] = ga[(i, 0)];
-            for j in 0..ge.ncols() {
-                g[(dst, eps_col + j)] = ge[(i, j)];
+            g[(dst, 3)] = -l.m[(i, 3)];
+            for k in 0..l.n_aux {
+                g[(dst, eps_col + k)] = -l.m[(i, 4 + k)];
             }
-            h[dst] = hh[i];
+            h[dst] = (gp[0] * t.x + gp[1] * t.y) + gp[2] * t.z;
             owner[dst] = who;
         }
     }
