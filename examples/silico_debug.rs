@@ -1,5 +1,12 @@
 //! Prints the per-step iterations of one polytope-drop run (debugging aid):
-//! `cargo run --release --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar]`.
+//! `cargo run --release --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar] [KEY=VALUE …]`.
+//!
+//! `KEY=VALUE` overrides: `cap` (iteration cap, default 30), `mu` (the
+//! friction coefficient of the box and the ground, default the scene's) and the
+//! interior-point tuning `restart_after`, `restart_step`, `restart_scale`,
+//! `initial_scale`, `warm_start`, `nesterov_todd`, `fraction_to_boundary`,
+//! `recenter_below` (defaults: the library's). Set `DUALSIM_SL_TRACE=1`
+//! for `single_level`'s per-iteration trace on stderr.
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::Drop;
 fn main() {
@@ -17,7 +24,37 @@ fn main() {
     } else {
         Drop::Chamfered
     };
-    let w = kind.world(solver, 1.0 / hz, rho, 30);
+    let mut cap = 30;
+    let mut mu: Option<f64> = None;
+    let mut params = dualsim::contact::mehrotra::Params::default();
+    for kv in args.iter().skip(6) {
+        let (k, v) = kv.split_once('=').expect("KEY=VALUE");
+        let f = || v.parse::<f64>().expect("a number");
+        let b = || v.parse::<bool>().expect("true or false");
+        match k {
+            "cap" => cap = v.parse().expect("an integer"),
+            "mu" => mu = Some(f()),
+            "restart_after" => params.restart_after = v.parse().expect("an integer"),
+            "restart_step" => params.restart_step = f(),
+            "restart_scale" => params.restart_scale = f(),
+            "initial_scale" => params.initial_scale = f(),
+            "warm_start" => params.warm_start = b(),
+            "nesterov_todd" => params.nesterov_todd = b(),
+            "fraction_to_boundary" => params.fraction_to_boundary = f(),
+            "recenter_below" => params.recenter_below = f(),
+            other => panic!("unknown key {other}"),
+        }
+    }
+    let mut w = kind.world(solver, 1.0 / hz, rho, cap);
+    w.backends.single_level = params;
+    if let Some(mu) = mu {
+        for m in &mut w.materials {
+            m.friction = mu;
+        }
+        for st in &mut w.statics {
+            st.material.friction = mu;
+        }
+    }
     let mut x = kind.initial(&w, seed);
     let u = w.zero_control();
     for k in 0..(1.5 * hz) as usize {

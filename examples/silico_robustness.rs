@@ -12,7 +12,9 @@
 //! `--failures` lists every failed drop run (rate, ρ, seed), the step that
 //! failed, the solver's error and the state before that step (height,
 //! speed, spin, the lowest vertex above the ground), to tell iteration-cap
-//! stalls from singular systems and other errors.
+//! stalls from singular systems and other errors, and the same step
+//! solved again with a 10× larger iteration cap (a slow solve converges
+//! there, a stalled one does not).
 //!
 //! `--hz RATE` runs the drop at that one rate only; `--settle STEPS` first
 //! settles each tower quasi-statically in the backend's own model
@@ -137,8 +139,8 @@ fn drop_table(
     row("all".into(), &all);
     if failures {
         println!("\nfailed runs:\n");
-        println!("| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) | at a 10× cap |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         for (k, r) in res.iter().enumerate() {
             if r.failed {
                 let (hz, rho) = cells[k / runs];
@@ -180,8 +182,16 @@ fn describe_failure(kind: Drop, w: &dualsim::sim::World<f64>, hz: f64, rho: f64,
                     .map(|v| dualsim::math::so3::rotate(&rot, v).z + x.q[2])
                     .fold(f64::INFINITY, f64::min);
                 let n3 = |o: usize| (0..3).map(|d| x.v[o + d].powi(2)).sum::<f64>().sqrt();
+                // The same step with a 10× larger cap: a slow solve
+                // converges, a stalled one does not.
+                let mut wide = w.clone();
+                wide.params.max_iterations = 10 * w.params.max_iterations;
+                let wider = match dualsim::sim::step(&wide, &x, &u) {
+                    Ok(o) => format!("converges in {}", o.stats.iterations),
+                    Err(e) => format!("fails: {e}"),
+                };
                 println!(
-                    "| {hz} | {rho:e} | {seed} | {k} | {e} | {:.4} | {:.3} | {:.3} | {low:.2e} |",
+                    "| {hz} | {rho:e} | {seed} | {k} | {e} | {:.4} | {:.3} | {:.3} | {low:.2e} | {wider} |",
                     x.q[2],
                     n3(0),
                     n3(3)
@@ -190,7 +200,7 @@ fn describe_failure(kind: Drop, w: &dualsim::sim::World<f64>, hz: f64, rho: f64,
             }
         }
     }
-    println!("| {hz} | {rho:e} | {seed} | – | (did not fail when re-run) | | | | |");
+    println!("| {hz} | {rho:e} | {seed} | – | (did not fail when re-run) | | | | | |");
 }
 
 fn stack_table(

@@ -52,6 +52,8 @@
 //! is restarted once from the same `v⁺` with
 //! every cone variable at 1 instead of 0.01; both attempts count against
 //! the iteration cap ([`Params::restart_after`]).
+//! With `DUALSIM_SL_TRACE` set, every iteration is traced on stderr
+//! (`trace`, a debugging aid).
 //! Every decision is taken on primal values, so the solve runs in any
 //! scalar (the `unrolled` method); the `ift` derivatives come from
 //! [`crate::diff::ImplicitStep`] on the same residual.
@@ -85,6 +87,8 @@ use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::scalar::safe_norm;
 use crate::Scalar;
+
+mod trace;
 
 /// Absolute floor of the complementarity test `‖s ∘ z − ρe‖∞`: the slack
 /// of an active collision row is `h − Gw`, a difference of O(1) numbers
@@ -1465,6 +1469,7 @@ fn solve_island<T: Scalar>(
     let mut j_nt = DMat::zeros(0, 0);
     let mut lu_nt = Factored::default();
     let mut lu_plain = Factored::default();
+    let tracing = trace::enabled();
     loop {
         let m = measures(isl, &r0, &u, rho);
         if m.eq <= sp.tolerance
@@ -1527,6 +1532,16 @@ fn solve_island<T: Scalar>(
         // once needed.
         let mut plain_ready = !scaled_any;
         let du_aff = lu_nt.solve(&r_aff).map(|x| x.re());
+        if tracing {
+            eprintln!(
+                "  cond {:.2e} {}\n  delassus {}\n  aff-block {}\n  state {}",
+                trace::condition(if scaled_any { &j_nt } else { &j_plain }),
+                trace::null_and_rows(isl, if scaled_any { &j_nt } else { &j_plain }, &r0),
+                trace::delassus(isl, &j_plain, &u),
+                trace::blocking(isl, &u, &du_aff),
+                trace::state(isl, &u)
+            );
+        }
         let alpha_aff = boundary_step(isl, &u, &du_aff).min(1.0);
         let nu = mean_comp(isl, &u, None);
         let nu_aff = mean_comp(isl, &u, Some((&du_aff, alpha_aff)));
@@ -1569,6 +1584,13 @@ fn solve_island<T: Scalar>(
             };
             let dre = du.map(|x| x.re());
             let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
+            if tracing {
+                eprintln!(
+                    "  dir corr={} nt={scaled} a0={a:.2e} block {}",
+                    so.is_some(),
+                    trace::blocking(isl, &u, &dre)
+                );
+            }
             for _ in 0..=params.max_backtracks {
                 let ut = &u + &du * T::from_re(a);
                 if let Ok((rt, et)) = res(&ut) {
@@ -1603,7 +1625,7 @@ fn solve_island<T: Scalar>(
                 a *= params.backtrack_factor;
             }
         }
-        if std::env::var_os("DUALSIM_SL_TRACE").is_some() {
+        if tracing {
             eprintln!("it {iter}: eq {:.2e} comp_dev {:.2e} nu {nu:.2e} sigma {sigma:.2e} kappa {kappa:.2e} alpha_aff {alpha_aff:.2e} accepted {accepted:.2e}", m.eq, m.comp_dev);
         }
         short_steps = if stall.is_some_and(|(_, a)| accepted < a) {
