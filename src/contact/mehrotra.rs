@@ -27,11 +27,13 @@
 //! factored depends on its size and on the scalar:
 //!
 //! * `f64`, at least [`SPARSE_MIN_ROWS`] rows (a pile): block-sparse
-//!   ([`BlockCsc`]), its pattern built from the island's contacts once per
-//!   island solve and refilled in place at every iteration, factored by
-//!   faer's sparse LU ([`SparseLu`]: symbolic analysis once per solve,
-//!   numeric factorization per iteration). The cost of an iteration then
-//!   grows about linearly with the contacts of a pile-like island.
+//!   ([`BlockCsc`]), its pattern built from the island's contacts and
+//!   refilled in place at every iteration, factored by [`BlockLu`] (faer's
+//!   AMD order of the blocks, static pivoting between blocks, checked by
+//!   its backward error), or by faer's pivoting sparse LU ([`SparseLu`])
+//!   when that check fails; symbolic analysis once per pattern, numeric
+//!   factorization per iteration. The factorization's fill still grows
+//!   with the island (as n^1.5 on a 2-D contact graph).
 //! * otherwise dense: [`DenseLu`] (generic, storage reused), or faer's dense
 //!   LU for `f64` islands of at least [`FAER_MIN_ROWS`] rows that the
 //!   sparse path does not take.
