@@ -25,7 +25,8 @@
 //! ```text
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
-//!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N] [--svg docs/images/scaling.svg]
+//!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N]
+//!     [--mu 0.5] [--rho 1e-6] [--svg docs/images/scaling.svg]
 //! ```
 //!
 //! `--trace` prints every step (iterations, contacts, CPU time) to stderr.
@@ -42,6 +43,10 @@ use dualsim::prelude::*;
 use plotters::prelude::*;
 
 const RADIUS: f64 = 0.1;
+
+/// `--mu` (default 0.5) and `--rho` (default 1e-6), set once in `main`.
+static FRICTION: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+static RHO: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
 
 /// CPU time of the calling thread, in seconds (Linux), or wall-clock
 /// seconds since the first call elsewhere.
@@ -69,8 +74,9 @@ fn thread_time() -> f64 {
 
 fn world_with(positions: &[[f64; 3]]) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
+    w.params.rho = *RHO.get().unwrap_or(&1e-6);
     let material = Material {
-        friction: 0.5,
+        friction: *FRICTION.get().unwrap_or(&0.5),
         restitution: 0.0,
     };
     for i in 0..positions.len() {
@@ -312,6 +318,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let want = |s: &str| only.as_deref().is_none_or(|o| o == s);
     let cold = args.iter().any(|a| a == "--cold");
     let trace = args.iter().any(|a| a == "--trace");
+    let real = |name: &str, default: f64| -> f64 {
+        opt(name).map_or(default, |s| {
+            s.parse()
+                .unwrap_or_else(|_| panic!("{name}: expected a number, got `{s}`"))
+        })
+    };
+    FRICTION.set(real("--mu", 0.5)).expect("set once");
+    RHO.set(real("--rho", 1e-6)).expect("set once");
     let warm_attempt = opt("--warm-attempt").map(|s| {
         s.parse::<usize>()
             .unwrap_or_else(|_| panic!("--warm-attempt: expected a count, got `{s}`"))
