@@ -355,7 +355,7 @@ fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: 
 /// friction: the start velocity is the previous step's, and turning its
 /// friction to oppose it made the warm attempts of a collapsing pyramid
 /// of 30 spheres fail more often (mean iterations per step 8.3 against
-/// 6.2 with this rule). Returns whether any contact changed.
+/// 6.3 with this rule). Returns whether any contact changed.
 fn recentre_friction<T: Scalar>(
     island: &Island<T>,
     ev: &Eval<T>,

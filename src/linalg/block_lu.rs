@@ -294,7 +294,11 @@ impl BlockLu {
                 let d = &mut self.vals[d0..d0 + sk * sk];
                 let scale = d.iter().fold(0.0f64, |m, x| m.max(x.abs()));
                 let piv = &mut self.piv[p0..p0 + sk];
-                if !dense_lu(d, sk, piv, scale * PIVOT_MIN) {
+                let ok = match (d.try_into(), piv.try_into()) {
+                    (Ok(d6), Ok(p6)) => dense_lu6(d6, p6, scale * PIVOT_MIN),
+                    _ => dense_lu(d, sk, piv, scale * PIVOT_MIN),
+                };
+                if !ok {
                     return false;
                 }
             }
@@ -302,6 +306,17 @@ impl BlockLu {
             // U_kj ← L_kk⁻¹ P_k A_kj and L_ik ← A_ik U_kk⁻¹.
             for e in lo..hi {
                 let si = self.size[self.nbr[e]];
+                if sk == 6 && si == 6 {
+                    // The 6 × 6 case (free bodies) with fixed sizes.
+                    let piv: &[usize; 6] = self.piv[p0..p0 + 6].try_into().expect("6 pivots");
+                    let (dblk, rest) = split_pair(&mut self.vals, d0, 36, self.u[e], 36);
+                    let d6: &[f64; 36] = (&*dblk).try_into().expect("6 × 6 block");
+                    lower_solve_left6(d6, piv, rest.try_into().expect("6 × 6 block"));
+                    let (dblk, rest) = split_pair(&mut self.vals, d0, 36, self.l[e], 36);
+                    let d6: &[f64; 36] = (&*dblk).try_into().expect("6 × 6 block");
+                    upper_solve_right6(d6, rest.try_into().expect("6 × 6 block"));
+                    continue;
+                }
                 let (dblk, rest) = split_pair(&mut self.vals, d0, sk * sk, self.u[e], sk * si);
                 lower_solve_left(dblk, sk, &self.piv[p0..p0 + sk], rest, si);
                 let (dblk, rest) = split_pair(&mut self.vals, d0, sk * sk, self.l[e], si * sk);
@@ -381,6 +396,20 @@ impl BlockLu {
                 let (oi, si, l0) = (self.offset[i], self.size[i], self.l[e]);
                 let lblk = &self.vals[l0..l0 + si * s];
                 let (yk, yi) = split_pair(b, o, s, oi, si);
+                if let (Ok(l6), Ok(yk6), Ok(yi6)) = (
+                    <&[f64; 36]>::try_from(lblk),
+                    <&[f64; 6]>::try_from(&*yk),
+                    <&mut [f64; 6]>::try_from(&mut *yi),
+                ) {
+                    // 6 × 6 (free bodies): the same loop with fixed sizes.
+                    for c in 0..6 {
+                        let v = yk6[c];
+                        for r in 0..6 {
+                            yi6[r] -= l6[c * 6 + r] * v;
+                        }
+                    }
+                    continue;
+                }
                 for c in 0..s {
                     let v = yk[c];
                     for r in 0..si {
@@ -397,6 +426,19 @@ impl BlockLu {
                 let (oj, sj, u0) = (self.offset[j], self.size[j], self.u[e]);
                 let ublk = &self.vals[u0..u0 + s * sj];
                 let (yk, xj) = split_pair(b, o, s, oj, sj);
+                if let (Ok(u6), Ok(yk6), Ok(xj6)) = (
+                    <&[f64; 36]>::try_from(ublk),
+                    <&mut [f64; 6]>::try_from(&mut *yk),
+                    <&[f64; 6]>::try_from(&*xj),
+                ) {
+                    for c in 0..6 {
+                        let v = xj6[c];
+                        for r in 0..6 {
+                            yk6[r] -= u6[c * 6 + r] * v;
+                        }
+                    }
+                    continue;
+                }
                 for c in 0..sj {
                     let v = xj[c];
                     for r in 0..s {
@@ -467,6 +509,80 @@ fn dense_lu(d: &mut [f64], s: usize, piv: &mut [usize], tiny: f64) -> bool {
         }
     }
     true
+}
+
+/// [`dense_lu`] of a 6 × 6 block (the same operations in the same order,
+/// with fixed sizes).
+fn dense_lu6(d: &mut [f64; 36], piv: &mut [usize; 6], tiny: f64) -> bool {
+    for k in 0..6 {
+        let mut best = k;
+        let mut best_val = d[k * 6 + k].abs();
+        for r in k + 1..6 {
+            let v = d[k * 6 + r].abs();
+            if v > best_val {
+                best = r;
+                best_val = v;
+            }
+        }
+        if !(best_val > tiny) || !best_val.is_finite() {
+            return false;
+        }
+        piv[k] = best;
+        if best != k {
+            for c in 0..6 {
+                d.swap(c * 6 + k, c * 6 + best);
+            }
+        }
+        let inv = 1.0 / d[k * 6 + k];
+        for r in k + 1..6 {
+            d[k * 6 + r] *= inv;
+        }
+        for c in k + 1..6 {
+            let f = d[c * 6 + k];
+            if f != 0.0 {
+                for r in k + 1..6 {
+                    d[c * 6 + r] -= d[k * 6 + r] * f;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// [`lower_solve_left`] for a 6 × 6 `x` and 6 × 6 factored block `d`.
+fn lower_solve_left6(d: &[f64; 36], piv: &[usize; 6], x: &mut [f64; 36]) {
+    for c in 0..6 {
+        let col: &mut [f64; 6] = (&mut x[c * 6..c * 6 + 6]).try_into().expect("column");
+        for r in 0..6 {
+            col.swap(r, piv[r]);
+        }
+        for k in 0..6 {
+            let v = col[k];
+            if v != 0.0 {
+                for r in k + 1..6 {
+                    col[r] -= d[k * 6 + r] * v;
+                }
+            }
+        }
+    }
+}
+
+/// [`upper_solve_right`] for a 6 × 6 `x` and 6 × 6 factored block `d`.
+fn upper_solve_right6(d: &[f64; 36], x: &mut [f64; 36]) {
+    for c in 0..6 {
+        for l in 0..c {
+            let f = d[c * 6 + l];
+            if f != 0.0 {
+                for i in 0..6 {
+                    x[c * 6 + i] -= x[l * 6 + i] * f;
+                }
+            }
+        }
+        let inv = 1.0 / d[c * 6 + c];
+        for i in 0..6 {
+            x[c * 6 + i] *= inv;
+        }
+    }
 }
 
 /// `x ← L⁻¹ P x` for the column-major `s × n` block `x`, with `P` and the
