@@ -621,3 +621,42 @@ fn large_island_faer_path_matches_generic_path() {
     let rel = (&ji - &jl).abs().max() / ji.abs().max().max(1.0);
     assert!(rel < 1e-9, "{rel:e}");
 }
+
+/// The central point `ipm`'s warm start recentres a friction pair to:
+/// `β ∘ η = κ e` to round-off, both strictly inside `Q³`, unique (the
+/// pair's own `β₀` and `η_t` give it back), and at small κ a sliding
+/// contact's friction opposes its sliding at the cone's boundary.
+#[test]
+fn soc_central_point_is_central() {
+    use dualsim::math::cone::{jordan, soc_central_point};
+    use dualsim::math::Vec3;
+    for &(b0, e1, e2, kappa) in &[
+        (0.05f64, 0.0f64, 0.0f64, 1e-6f64),
+        (0.05, 1e-3, -2e-3, 1e-6),
+        (7.85e-3, -1.75e-2, -7.05e-4, 1e-6),
+        (1e-5, 8e-5, -3e-6, 1e-10),
+        (2.0, 0.3, 0.4, 1e-2),
+    ] {
+        let (psi, b1, b2) = soc_central_point(b0, e1, e2, kappa);
+        let beta = Vec3::new(b0, b1, b2);
+        let eta = Vec3::new(psi, e1, e2);
+        let c = jordan(&beta, &eta);
+        let scale = b0 * psi;
+        assert!(
+            (c[0] - kappa).abs() <= 1e-14 * scale.max(kappa),
+            "{c:?} vs {kappa}"
+        );
+        assert!(
+            c[1].abs() <= 1e-14 * scale && c[2].abs() <= 1e-14 * scale,
+            "{c:?}"
+        );
+        assert!((b1 * b1 + b2 * b2).sqrt() < b0 && (e1 * e1 + e2 * e2).sqrt() < psi);
+        let again = soc_central_point(beta[0], eta[1], eta[2], kappa);
+        assert_eq!(again, (psi, b1, b2));
+    }
+    // Sliding at 1 cm/s with β₀ = 0.05 and κ = 1e-12: ψ = ‖v‖ + κ/(2β₀)
+    // to first order, and the friction is −β₀ v̂ up to κ/(β₀ ‖v‖) relative.
+    let (psi, b1, b2) = soc_central_point(0.05f64, 6e-3, -8e-3, 1e-12);
+    assert!((psi - (1e-2 + 1e-11)).abs() < 1e-16, "{psi}");
+    assert!((b1 + 0.05 * 0.6).abs() < 1e-10 && (b2 - 0.05 * 0.8).abs() < 1e-10);
+}

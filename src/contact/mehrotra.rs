@@ -53,7 +53,7 @@ use crate::contact::space::robot::robot_contact_jacobian;
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::NewtonParams;
 use crate::linalg::{BlockCsc, BlockLu, DenseLu, SmallLu, SparseLu};
-use crate::math::cone::{orthant_step, soc_step};
+use crate::math::cone::{orthant_step, soc_central_point, soc_step};
 use crate::math::{DMat, DVec, Vec3};
 use crate::scalar::safe_norm;
 use crate::Scalar;
@@ -387,7 +387,7 @@ fn recentre_friction<T: Scalar>(
         if !(b_norm >= 0.9 * x[2].re() || vt <= 2.0 * eta + rho / b0.re()) {
             continue;
         }
-        let (psi, b1, b2) = friction_central_point(b0, y[1], y[2], k);
+        let (psi, b1, b2) = soc_central_point(b0, y[1], y[2], k);
         x[2] = b0;
         x[3] = b1;
         x[4] = b2;
@@ -397,16 +397,6 @@ fn recentre_friction<T: Scalar>(
         moved = true;
     }
     moved
-}
-
-/// The central point of a friction pair `β = (β₀, b) ∈ Q³`,
-/// `η = (ψ, η_t) ∈ Q³` with `β₀` and `η_t = (e₁, e₂)` given:
-/// `β ∘ η = κ e` gives `b = −β₀ η_t / ψ` and `ψ² − (κ/β₀) ψ − ‖η_t‖² = 0`;
-/// returns `(ψ, b₁, b₂)` for the positive root (`β₀ > 0`, `κ > 0`).
-fn friction_central_point<T: Scalar>(b0: T, e1: T, e2: T, kappa: T) -> (T, T, T) {
-    let a = kappa / b0;
-    let psi = (a + (a * a + T::from_re(4.0) * (e1 * e1 + e2 * e2)).sqrt()) * T::from_re(0.5);
-    (psi, -b0 * e1 / psi, -b0 * e2 / psi)
 }
 
 /// Whether `DUALSIM_IPM_TRACE` is set (read once): a diagnostic trace of
@@ -1965,50 +1955,5 @@ impl IslandJacobian {
             xc.push(u - self.fac.local[c].ainv_c() * dy);
         }
         Ok((xv, Some(xc)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::friction_central_point;
-    use crate::math::cone::jordan;
-    use crate::math::Vec3;
-
-    /// The recentred friction pair is the central point: `β ∘ η = κ e`,
-    /// both strictly inside `Q³`, unique (the pair's own `β₀` and `η_t`
-    /// give it back), and at small κ a sliding contact's friction opposes
-    /// its sliding at the cone's boundary.
-    #[test]
-    fn friction_central_point_is_central() {
-        for &(b0, e1, e2, kappa) in &[
-            (0.05f64, 0.0f64, 0.0f64, 1e-6f64),
-            (0.05, 1e-3, -2e-3, 1e-6),
-            (7.85e-3, -1.75e-2, -7.05e-4, 1e-6),
-            (1e-5, 8e-5, -3e-6, 1e-10),
-            (2.0, 0.3, 0.4, 1e-2),
-        ] {
-            let (psi, b1, b2) = friction_central_point(b0, e1, e2, kappa);
-            let beta = Vec3::new(b0, b1, b2);
-            let eta = Vec3::new(psi, e1, e2);
-            let c = jordan(&beta, &eta);
-            let scale = b0 * psi;
-            assert!(
-                (c[0] - kappa).abs() <= 1e-14 * scale.max(kappa),
-                "{c:?} vs {kappa}"
-            );
-            assert!(
-                c[1].abs() <= 1e-14 * scale && c[2].abs() <= 1e-14 * scale,
-                "{c:?}"
-            );
-            assert!((b1 * b1 + b2 * b2).sqrt() < b0 && (e1 * e1 + e2 * e2).sqrt() < psi);
-            let again = friction_central_point(beta[0], eta[1], eta[2], kappa);
-            assert_eq!(again, (psi, b1, b2));
-        }
-        // Sliding at 1 cm/s with β₀ = 0.05 and κ = 1e-12: ψ = ‖v‖ + κ/(2β₀)
-        // to first order, and the friction is −β₀ v̂ up to κ/(β₀ ‖v‖)
-        // relative.
-        let (psi, b1, b2) = friction_central_point(0.05f64, 6e-3, -8e-3, 1e-12);
-        assert!((psi - (1e-2 + 1e-11)).abs() < 1e-16, "{psi}");
-        assert!((b1 + 0.05 * 0.6).abs() < 1e-10 && (b2 - 0.05 * 0.8).abs() < 1e-10);
     }
 }

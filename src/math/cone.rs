@@ -144,3 +144,17 @@ pub fn nt_scaling<T: Scalar>(z: &Vec3<T>, s: &Vec3<T>) -> (Matrix3<T>, Matrix3<T
     let lambda = m * z;
     (minv, m, lambda)
 }
+
+/// The central point of a second-order cone pair `z = (z₀, z_t)`,
+/// `s = (s₀, s_t)` in `Q³` with `z₀ > 0` and `s_t = (s₁, s₂)` given and
+/// `κ > 0`: `z ∘ s = κ e` gives `z_t = −z₀ s_t / s₀` and
+/// `s₀² − (κ/z₀) s₀ − ‖s_t‖² = 0`; returns `(s₀, z₁, z₂)` for the positive
+/// root. Both points are strictly inside the cone, and the map is the
+/// inverse of the central condition: a central pair's own `z₀` and `s_t`
+/// give it back. `ipm`'s warm start recentres a contact's friction pair
+/// (`z = β`, `s = η`) with it.
+pub fn soc_central_point<T: Scalar>(z0: T, s1: T, s2: T, kappa: T) -> (T, T, T) {
+    let a = kappa / z0;
+    let s0 = (a + (a * a + T::from_re(4.0) * (s1 * s1 + s2 * s2)).sqrt()) * T::from_re(0.5);
+    (s0, -z0 * s1 / s0, -z0 * s2 / s0)
+}
