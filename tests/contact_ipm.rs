@@ -637,7 +637,7 @@ fn soc_central_point_is_central() {
         (1e-5, 8e-5, -3e-6, 1e-10),
         (2.0, 0.3, 0.4, 1e-2),
     ] {
-        let (psi, b1, b2) = soc_central_point(b0, e1, e2, kappa);
+        let (psi, b1, b2) = soc_central_point(b0, e1, e2, kappa).expect("central point");
         let beta = Vec3::new(b0, b1, b2);
         let eta = Vec3::new(psi, e1, e2);
         let c = jordan(&beta, &eta);
@@ -652,11 +652,30 @@ fn soc_central_point_is_central() {
         );
         assert!((b1 * b1 + b2 * b2).sqrt() < b0 && (e1 * e1 + e2 * e2).sqrt() < psi);
         let again = soc_central_point(beta[0], eta[1], eta[2], kappa);
-        assert_eq!(again, (psi, b1, b2));
+        assert_eq!(again, Some((psi, b1, b2)));
     }
     // Sliding at 1 cm/s with β₀ = 0.05 and κ = 1e-12: ψ = ‖v‖ + κ/(2β₀)
     // to first order, and the friction is −β₀ v̂ up to κ/(β₀ ‖v‖) relative.
-    let (psi, b1, b2) = soc_central_point(0.05f64, 6e-3, -8e-3, 1e-12);
+    let (psi, b1, b2) = soc_central_point(0.05f64, 6e-3, -8e-3, 1e-12).expect("central point");
     assert!((psi - (1e-2 + 1e-11)).abs() < 1e-16, "{psi}");
     assert!((b1 + 0.05 * 0.6).abs() < 1e-10 && (b2 - 0.05 * 0.8).abs() < 1e-10);
+    // No central point without a positive β₀ and κ, or with a non-finite
+    // sliding velocity: refused, never a NaN.
+    for (b0, e1, kappa) in [
+        (0.0, 1e-3, 1e-6),
+        (-0.1, 1e-3, 1e-6),
+        (0.05, 1e-3, 0.0),
+        (0.05, 1e-3, -1e-6),
+        (f64::NAN, 1e-3, 1e-6),
+        (0.05, f64::NAN, 1e-6),
+        (0.05, f64::INFINITY, 1e-6),
+        (0.05, 1e-3, f64::NAN),
+        (f64::INFINITY, 1e-3, 1e-6),
+    ] {
+        assert_eq!(
+            soc_central_point(b0, e1, 0.0, kappa),
+            None,
+            "{b0} {e1} {kappa}"
+        );
+    }
 }

@@ -387,7 +387,9 @@ fn recentre_friction<T: Scalar>(
         if !(b_norm >= 0.9 * x[2].re() || vt <= 2.0 * eta + rho / b0.re()) {
             continue;
         }
-        let (psi, b1, b2) = soc_central_point(b0, y[1], y[2], k);
+        let Some((psi, b1, b2)) = soc_central_point(b0, y[1], y[2], k) else {
+            continue;
+        };
         x[2] = b0;
         x[3] = b1;
         x[4] = b2;

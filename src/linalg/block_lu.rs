@@ -396,25 +396,11 @@ impl BlockLu {
                 let (oi, si, l0) = (self.offset[i], self.size[i], self.l[e]);
                 let lblk = &self.vals[l0..l0 + si * s];
                 let (yk, yi) = split_pair(b, o, s, oi, si);
-                if let (Ok(l6), Ok(yk6), Ok(yi6)) = (
-                    <&[f64; 36]>::try_from(lblk),
-                    <&[f64; 6]>::try_from(&*yk),
-                    <&mut [f64; 6]>::try_from(&mut *yi),
-                ) {
+                if s == 6 && si == 6 {
                     // 6 × 6 (free bodies): the same loop with fixed sizes.
-                    for c in 0..6 {
-                        let v = yk6[c];
-                        for r in 0..6 {
-                            yi6[r] -= l6[c * 6 + r] * v;
-                        }
-                    }
-                    continue;
-                }
-                for c in 0..s {
-                    let v = yk[c];
-                    for r in 0..si {
-                        yi[r] -= lblk[c * si + r] * v;
-                    }
+                    sub_mat_vec(yi, lblk, yk, 6, 6);
+                } else {
+                    sub_mat_vec(yi, lblk, yk, si, s);
                 }
             }
         }
@@ -426,24 +412,10 @@ impl BlockLu {
                 let (oj, sj, u0) = (self.offset[j], self.size[j], self.u[e]);
                 let ublk = &self.vals[u0..u0 + s * sj];
                 let (yk, xj) = split_pair(b, o, s, oj, sj);
-                if let (Ok(u6), Ok(yk6), Ok(xj6)) = (
-                    <&[f64; 36]>::try_from(ublk),
-                    <&mut [f64; 6]>::try_from(&mut *yk),
-                    <&[f64; 6]>::try_from(&*xj),
-                ) {
-                    for c in 0..6 {
-                        let v = xj6[c];
-                        for r in 0..6 {
-                            yk6[r] -= u6[c * 6 + r] * v;
-                        }
-                    }
-                    continue;
-                }
-                for c in 0..sj {
-                    let v = xj[c];
-                    for r in 0..s {
-                        yk[r] -= ublk[c * s + r] * v;
-                    }
+                if s == 6 && sj == 6 {
+                    sub_mat_vec(yk, ublk, xj, 6, 6);
+                } else {
+                    sub_mat_vec(yk, ublk, xj, s, sj);
                 }
             }
             let d = &self.vals[d0..d0 + s * s];
@@ -457,6 +429,17 @@ impl BlockLu {
             }
         }
         b.iter().all(|x| x.is_finite())
+    }
+}
+
+/// `y ← y − B x` for the column-major `rows × cols` block `B`.
+#[inline(always)]
+fn sub_mat_vec(y: &mut [f64], b: &[f64], x: &[f64], rows: usize, cols: usize) {
+    for c in 0..cols {
+        let v = x[c];
+        for r in 0..rows {
+            y[r] -= b[c * rows + r] * v;
+        }
     }
 }
 
@@ -475,6 +458,7 @@ fn split_pair(v: &mut [f64], a: usize, la: usize, b: usize, lb: usize) -> (&mut 
 /// In-place LU with partial pivoting of the column-major `s × s` block
 /// `d` (`piv[r]`: the row swapped with row `r` at step `r`); `false` when a
 /// pivot is not above `tiny` in magnitude or not finite.
+#[inline(always)]
 fn dense_lu(d: &mut [f64], s: usize, piv: &mut [usize], tiny: f64) -> bool {
     for k in 0..s {
         let mut best = k;
@@ -511,82 +495,25 @@ fn dense_lu(d: &mut [f64], s: usize, piv: &mut [usize], tiny: f64) -> bool {
     true
 }
 
-/// [`dense_lu`] of a 6 × 6 block (the same operations in the same order,
-/// with fixed sizes).
+/// [`dense_lu`] of a 6 × 6 block: the same code, inlined with the size a
+/// constant so the compiler unrolls it and drops the bounds checks.
 fn dense_lu6(d: &mut [f64; 36], piv: &mut [usize; 6], tiny: f64) -> bool {
-    for k in 0..6 {
-        let mut best = k;
-        let mut best_val = d[k * 6 + k].abs();
-        for r in k + 1..6 {
-            let v = d[k * 6 + r].abs();
-            if v > best_val {
-                best = r;
-                best_val = v;
-            }
-        }
-        if !(best_val > tiny) || !best_val.is_finite() {
-            return false;
-        }
-        piv[k] = best;
-        if best != k {
-            for c in 0..6 {
-                d.swap(c * 6 + k, c * 6 + best);
-            }
-        }
-        let inv = 1.0 / d[k * 6 + k];
-        for r in k + 1..6 {
-            d[k * 6 + r] *= inv;
-        }
-        for c in k + 1..6 {
-            let f = d[c * 6 + k];
-            if f != 0.0 {
-                for r in k + 1..6 {
-                    d[c * 6 + r] -= d[k * 6 + r] * f;
-                }
-            }
-        }
-    }
-    true
+    dense_lu(d, 6, piv, tiny)
 }
 
 /// [`lower_solve_left`] for a 6 × 6 `x` and 6 × 6 factored block `d`.
 fn lower_solve_left6(d: &[f64; 36], piv: &[usize; 6], x: &mut [f64; 36]) {
-    for c in 0..6 {
-        let col: &mut [f64; 6] = (&mut x[c * 6..c * 6 + 6]).try_into().expect("column");
-        for r in 0..6 {
-            col.swap(r, piv[r]);
-        }
-        for k in 0..6 {
-            let v = col[k];
-            if v != 0.0 {
-                for r in k + 1..6 {
-                    col[r] -= d[k * 6 + r] * v;
-                }
-            }
-        }
-    }
+    lower_solve_left(d, 6, piv, x, 6);
 }
 
 /// [`upper_solve_right`] for a 6 × 6 `x` and 6 × 6 factored block `d`.
 fn upper_solve_right6(d: &[f64; 36], x: &mut [f64; 36]) {
-    for c in 0..6 {
-        for l in 0..c {
-            let f = d[c * 6 + l];
-            if f != 0.0 {
-                for i in 0..6 {
-                    x[c * 6 + i] -= x[l * 6 + i] * f;
-                }
-            }
-        }
-        let inv = 1.0 / d[c * 6 + c];
-        for i in 0..6 {
-            x[c * 6 + i] *= inv;
-        }
-    }
+    upper_solve_right(d, 6, x, 6);
 }
 
 /// `x ← L⁻¹ P x` for the column-major `s × n` block `x`, with `P` and the
 /// unit lower `L` of the factored `s × s` block `d`.
+#[inline(always)]
 fn lower_solve_left(d: &[f64], s: usize, piv: &[usize], x: &mut [f64], n: usize) {
     for c in 0..n {
         let col = &mut x[c * s..(c + 1) * s];
@@ -606,6 +533,7 @@ fn lower_solve_left(d: &[f64], s: usize, piv: &[usize], x: &mut [f64], n: usize)
 
 /// `x ← x U⁻¹` for the column-major `m × s` block `x`, with the upper `U`
 /// of the factored `s × s` block `d`.
+#[inline(always)]
 fn upper_solve_right(d: &[f64], s: usize, x: &mut [f64], m: usize) {
     for c in 0..s {
         for l in 0..c {

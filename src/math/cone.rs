@@ -152,9 +152,25 @@ pub fn nt_scaling<T: Scalar>(z: &Vec3<T>, s: &Vec3<T>) -> (Matrix3<T>, Matrix3<T
 /// root. Both points are strictly inside the cone, and the map is the
 /// inverse of the central condition: a central pair's own `z₀` and `s_t`
 /// give it back. `ipm`'s warm start recentres a contact's friction pair
-/// (`z = β`, `s = η`) with it.
-pub fn soc_central_point<T: Scalar>(z0: T, s1: T, s2: T, kappa: T) -> (T, T, T) {
+/// (`z = β`, `s = η`) with it. `None` unless `z₀ > 0`, `κ > 0` and `s_t`
+/// finite (the primal values): no central point exists there.
+///
+/// ```
+/// use dualsim::math::cone::soc_central_point;
+/// let (s0, z1, z2) = soc_central_point(0.5f64, 0.3, 0.4, 1e-2).unwrap();
+/// assert!((s0 * 0.5 + z1 * 0.3 + z2 * 0.4 - 1e-2).abs() < 1e-15);
+/// assert!(soc_central_point(0.0f64, 0.3, 0.4, 1e-2).is_none());
+/// assert!(soc_central_point(0.5f64, 0.3, 0.4, 0.0).is_none());
+/// ```
+pub fn soc_central_point<T: Scalar>(z0: T, s1: T, s2: T, kappa: T) -> Option<(T, T, T)> {
+    let finite = s1.re().is_finite() && s2.re().is_finite();
+    if !(z0.re() > 0.0 && kappa.re() > 0.0 && finite && z0.re().is_finite()) {
+        return None;
+    }
     let a = kappa / z0;
     let s0 = (a + (a * a + T::from_re(4.0) * (s1 * s1 + s2 * s2)).sqrt()) * T::from_re(0.5);
-    (s0, -z0 * s1 / s0, -z0 * s2 / s0)
+    if !(s0.re() > 0.0 && s0.re().is_finite()) {
+        return None;
+    }
+    Some((s0, -z0 * s1 / s0, -z0 * s2 / s0))
 }
