@@ -26,10 +26,13 @@
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
 //!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N]
-//!     [--mu 0.5] [--rho 1e-6] [--svg docs/images/scaling.svg]
+//!     [--mu 0.5] [--rho 1e-6] [--ipm 'KEY = VALUE, ...']
+//!     [--svg docs/images/scaling.svg]
 //! ```
 //!
 //! `--trace` prints every step (iterations, contacts, CPU time) to stderr.
+//! `--ipm` sets keys of `ipm`'s `[solver_params]` (TOML, as in a scene
+//! file, separated by commas), the others at their defaults.
 //!
 //! Prints a Markdown table and the ratio of the largest to the smallest
 //! cost per contact, and writes the plot (SVG, by `plotters`; default
@@ -47,6 +50,7 @@ const RADIUS: f64 = 0.1;
 /// `--mu` (default 0.5) and `--rho` (default 1e-6), set once in `main`.
 static FRICTION: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
 static RHO: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+static IPM: std::sync::OnceLock<dualsim::contact::mehrotra::Params> = std::sync::OnceLock::new();
 
 /// CPU time of the calling thread, in seconds (Linux), or wall-clock
 /// seconds since the first call elsewhere.
@@ -177,6 +181,9 @@ fn measure(
     warm_attempt: Option<usize>,
 ) -> Row {
     let (mut w, mut x) = world_with(pos);
+    if let Some(p) = IPM.get() {
+        w.backends.ipm = *p;
+    }
     w.backends.ipm.warm_start_contacts = !cold;
     if let Some(n) = warm_attempt {
         w.backends.ipm.warm_attempt_iterations = n;
@@ -326,6 +333,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     FRICTION.set(real("--mu", 0.5)).expect("set once");
     RHO.set(real("--rho", 1e-6)).expect("set once");
+    if let Some(keys) = opt("--ipm") {
+        let toml_text = keys.replace(',', "\n");
+        let p = toml::from_str(&toml_text).unwrap_or_else(|e| {
+            panic!("--ipm: not `KEY = VALUE, ...` of ipm's solver_params: {e}")
+        });
+        IPM.set(p).expect("set once");
+    }
     let warm_attempt = opt("--warm-attempt").map(|s| {
         s.parse::<usize>()
             .unwrap_or_else(|_| panic!("--warm-attempt: expected a count, got `{s}`"))

@@ -122,8 +122,10 @@ fn grid(k: usize) -> BlockCsc<f64> {
 #[test]
 fn block_lu_matches_dense_lu_with_a_sparse_fill() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    // The random pattern above (mixed 3- and 6-row blocks) and a 12 × 12
-    // grid, with diagonally dominant blocks (shift 8) and with blocks
+    // The random pattern above (mixed 3- and 6-row blocks), the same
+    // stored on one side only, and a 12 × 12 grid, each factored three times
+    // by one `BlockLu` (a factorization must not see the previous one's
+    // fill-in), with diagonally dominant blocks (shift 8, twice) and with blocks
     // that need pivoting inside them (shift 0 on a random pattern is
     // allowed to fail the static pivoting: then the check must say so).
     let sizes: Vec<usize> = (0..40).map(|i| if i % 3 == 0 { 3 } else { 6 }).collect();
@@ -133,16 +135,21 @@ fn block_lu_matches_dense_lu_with_a_sparse_fill() {
         pairs.push((i, j));
         pairs.push((j, i));
     }
+    // One-sided: block (i, j) stored without (j, i), which the block LU
+    // reads as a symmetric pattern with a zero block (its factor storage
+    // has no source and must be zeroed at every factorization).
+    let one_sided: Vec<(usize, usize)> = pairs.iter().step_by(2).copied().collect();
     for (name, mut a) in [
         (
             "random",
             BlockCsc::<f64>::new(&sizes, pairs.iter().copied()),
         ),
         ("grid", grid(12)),
+        ("one-sided", BlockCsc::<f64>::new(&sizes, one_sided)),
     ] {
         let n = a.dim();
         let mut lu = BlockLu::new(&a).expect("symbolic analysis");
-        for shift in [8.0, 2.0] {
+        for shift in [8.0, 8.0, 2.0] {
             let d = fill(&mut a, &mut rng, shift);
             if !lu.factor(&a) {
                 // Refused: a static pivot was too small or the backward

@@ -86,6 +86,10 @@ pub struct BlockLu {
     /// Copy plan from the `BlockCsc`: `(source start, source stride,
     /// destination start, rows, columns)` of every stored block.
     fill: Vec<(usize, usize, usize, usize, usize)>,
+    /// Ranges `(start, len)` of `vals` that no stored block is copied to
+    /// (the fill-in): zeroed before each factorization, the rest
+    /// overwritten.
+    zero: Vec<(usize, usize)>,
     /// Numeric values of every block.
     vals: Vec<f64>,
     /// Row permutation of each diagonal block (`piv[offset_k + r]`: the
@@ -224,7 +228,7 @@ impl BlockLu {
             }
             upd_ptr.push(upd.len());
         }
-        let fill = a
+        let fill: Vec<(usize, usize, usize, usize, usize)> = a
             .stored_blocks()
             .map(|(i, j, b)| {
                 let (pi, pj) = (perm_inv[i], perm_inv[j]);
@@ -232,6 +236,28 @@ impl BlockLu {
                 (start, stride, block_at(pi, pj), sizes[i], sizes[j])
             })
             .collect();
+        // Every factor block that no stored block fills, merged into runs.
+        let mut written: Vec<usize> = fill.iter().map(|f| f.2).collect();
+        written.sort_unstable();
+        let mut all_blocks: Vec<(usize, usize)> =
+            (0..nb).map(|k| (diag[k], size[k] * size[k])).collect();
+        for k in 0..nb {
+            for (e, &i) in nbr.iter().enumerate().take(nbr_ptr[k + 1]).skip(nbr_ptr[k]) {
+                all_blocks.push((l[e], size[i] * size[k]));
+                all_blocks.push((u[e], size[k] * size[i]));
+            }
+        }
+        all_blocks.sort_unstable();
+        let mut zero: Vec<(usize, usize)> = Vec::new();
+        for (start, len) in all_blocks {
+            if written.binary_search(&start).is_ok() {
+                continue;
+            }
+            match zero.last_mut() {
+                Some((s0, l0)) if *s0 + *l0 == start => *l0 += len,
+                _ => zero.push((start, len)),
+            }
+        }
         let n = offsets[nb];
         Some(BlockLu {
             size,
@@ -244,6 +270,7 @@ impl BlockLu {
             upd_ptr,
             upd,
             fill,
+            zero,
             vals: vec![0.0; at],
             piv: vec![0; n],
             poff,
@@ -274,15 +301,14 @@ impl BlockLu {
     pub fn factor(&mut self, a: &BlockCsc<f64>) -> bool {
         assert_eq!(a.dim(), self.nrows(), "block LU of another pattern");
         self.factored = false;
-        self.vals.fill(0.0);
+        for &(z0, len) in &self.zero {
+            self.vals[z0..z0 + len].fill(0.0);
+        }
         let src = a.values();
         for &(s0, stride, d0, rows, cols) in &self.fill {
             for c in 0..cols {
                 let s = &src[s0 + c * stride..s0 + c * stride + rows];
-                let d = &mut self.vals[d0 + c * rows..d0 + (c + 1) * rows];
-                for (x, y) in d.iter_mut().zip(s) {
-                    *x += *y;
-                }
+                self.vals[d0 + c * rows..d0 + (c + 1) * rows].copy_from_slice(s);
             }
         }
         let nb = self.size.len();
@@ -558,12 +584,14 @@ fn upper_solve_right(d: &[f64], s: usize, x: &mut [f64], m: usize) {
 #[inline]
 fn gemm_sub(vals: &mut [f64], t: usize, a: usize, b: usize, m: usize, p: usize, n: usize) {
     if m == 6 && p == 6 && n == 6 {
-        let mut prod = [0.0f64; 36];
+        let mut prod: [f64; 36];
         {
             let ab: &[f64; 36] = vals[a..a + 36].try_into().expect("6 × 6 block");
             let bb: &[f64; 36] = vals[b..b + 36].try_into().expect("6 × 6 block");
+            // The first term initializes the product (no zeroing pass).
+            prod = core::array::from_fn(|k| ab[k % 6] * bb[(k / 6) * 6]);
             for j in 0..6 {
-                for l in 0..6 {
+                for l in 1..6 {
                     let f = bb[j * 6 + l];
                     for i in 0..6 {
                         prod[j * 6 + i] += ab[l * 6 + i] * f;
