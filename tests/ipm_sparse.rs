@@ -126,7 +126,7 @@ fn block_lu_matches_dense_lu_with_a_sparse_fill() {
     // stored on one side only, and a 12 × 12 grid, each factored three times
     // by one `BlockLu` (a factorization must not see the previous one's
     // fill-in), with diagonally dominant blocks (shift 8, twice) and with blocks
-    // that need pivoting inside them (shift 0 on a random pattern is
+    // that need pivoting inside them (shift 2 on a random pattern is
     // allowed to fail the static pivoting: then the check must say so).
     let sizes: Vec<usize> = (0..40).map(|i| if i % 3 == 0 { 3 } else { 6 }).collect();
     let mut pairs = Vec::new();
