@@ -1701,11 +1701,13 @@ fn solve_island_capped<'x, T: Scalar>(
             let mut k = 0;
             // Chord steps here (f64) reuse the first polish step's own
             // factorization (unscaled rows, at a point next to the root),
-            // not the loop's: chord steps on the loop's scaled factorization
-            // also reached round-off residuals, but `dualsim check` on
-            // `examples/scenes/capsule_pile.toml` then failed its
-            // finite-difference comparison (8e-4 against 1e-5), not yet
-            // explained.
+            // not the loop's. Tried with chord steps on islands of every
+            // size, those on the loop's scaled factorization made
+            // `dualsim check` on `examples/scenes/capsule_pile.toml` (small
+            // islands) fail its finite-difference comparison (8e-4 against
+            // 1e-5) though every solve ended at round-off, not explained;
+            // on the large islands alone they pass it but did not
+            // measurably speed up the layers of spheres.
             let mut polish_chord = false;
             let polish_chord_allowed = reuse_allowed && T::DERIVATIVE_ORDER == 0;
             // Chord steps (f64, `Params::reuse_factorization`) go on to a
