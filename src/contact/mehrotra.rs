@@ -1248,7 +1248,8 @@ const MAX_CHORD_STEPS: usize = 8;
 /// `fac`, the factorization of an earlier iterate, into `trial`. True when
 /// the step keeps `fraction_to_boundary` of the distance to every cone
 /// boundary, evaluates, and brings the merit `‖r_ρ‖²` from `merit0` to at
-/// most [`CHORD_CONTRACTION`] of it; the caller then moves to `trial`.
+/// most [`CHORD_CONTRACTION`] of it; then `cur` moves there (swapped with
+/// `trial`) and `chords` counts it.
 /// Decided on primal values, so every scalar takes the same steps.
 #[allow(clippy::too_many_arguments)]
 fn chord_step<T: Scalar>(
@@ -1258,8 +1259,9 @@ fn chord_step<T: Scalar>(
     nt: bool,
     fraction_to_boundary: f64,
     merit0: f64,
-    cur: &Point<T>,
+    cur: &mut Point<T>,
     trial: &mut Point<T>,
+    chords: &mut usize,
     fac: &Factored<T>,
     rc: &mut [DVec<T>],
     dir: &mut DirWork<T>,
@@ -1288,7 +1290,12 @@ fn chord_step<T: Scalar>(
         };
         eprintln!("ipm: chord step: merit {merit0:.3e} -> {mt:.3e} ({kept})");
     }
-    mt <= CHORD_CONTRACTION * merit0
+    if mt > CHORD_CONTRACTION * merit0 {
+        return false;
+    }
+    std::mem::swap(cur, trial);
+    *chords += 1;
+    true
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1712,31 +1719,27 @@ fn solve_island_capped<'x, T: Scalar>(
             let polish_chord_allowed = reuse_allowed && T::DERIVATIVE_ORDER == 0;
             // Chord steps (f64, `Params::reuse_factorization`) go on to a
             // hundredth of `tight`: they converge linearly and would stop
-            // just below it, where the solution of an ill-conditioned
-            // island is still far from the root (a pile of capsules: its
-            // finite differences were off by 8e-4 with chord steps stopped
-            // at `tight`, as the Newton steps' quadratic rate lands at
-            // round-off instead).
+            // just below it, where Newton steps land at round-off.
             let chord_tight = tight * 1e-2;
             while k < max_steps {
-                let mm = measures(island, &w.cur.ev, &w.cur.xs, rho);
+                let Work {
+                    cur,
+                    trial,
+                    dv,
+                    dxs,
+                    rc,
+                    dir,
+                    fac,
+                    ..
+                } = &mut *w;
+                let mm = measures(island, &cur.ev, &cur.xs, rho);
                 if polish_chord && (mm.eq > chord_tight || mm.comp_dev > chord_tight) {
                     let ftb = params.fraction_to_boundary;
-                    let Work {
-                        cur,
-                        trial,
-                        dv,
-                        dxs,
-                        rc,
-                        dir,
-                        fac,
-                        ..
-                    } = &mut *w;
+                    let m0 = mm.merit;
+                    let (c, tr) = (&mut chords, &mut *trial);
                     if chord_step(
-                        p, island, rho, false, ftb, mm.merit, cur, trial, fac, rc, dir, dv, dxs,
+                        p, island, rho, false, ftb, m0, cur, tr, c, fac, rc, dir, dv, dxs,
                     ) {
-                        std::mem::swap(cur, trial);
-                        chords += 1;
                         polish_chord = chords < MAX_CHORD_STEPS;
                         continue;
                     }
@@ -1750,16 +1753,6 @@ fn solve_island_capped<'x, T: Scalar>(
                     lin
                 };
                 k += 1;
-                let Work {
-                    cur,
-                    trial,
-                    dv,
-                    dxs,
-                    rc,
-                    dir,
-                    fac,
-                    ..
-                } = &mut *w;
                 factor_into(p, island, &cur.ev, &cur.v, &cur.xs, false, l, fac)?;
                 local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
                 direction(island, &cur.ev, fac, rc, dir, dv, dxs)?;
@@ -1856,11 +1849,10 @@ fn solve_island_capped<'x, T: Scalar>(
         // iteration's own target is ρ or next to it.
         if reuse && nu <= 2.0 * rho {
             let ftb = params.fraction_to_boundary;
+            let (c, tr) = (&mut chords, &mut *trial);
             if chord_step(
-                p, island, rho, nt, ftb, m.merit, cur, trial, fac, rc, dir, dv, dxs,
+                p, island, rho, nt, ftb, m.merit, cur, tr, c, fac, rc, dir, dv, dxs,
             ) {
-                std::mem::swap(cur, trial);
-                chords += 1;
                 reuse = chords < MAX_CHORD_STEPS;
                 last_alpha = 1.0;
                 continue;
