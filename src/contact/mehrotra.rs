@@ -1282,15 +1282,12 @@ fn chord_step<T: Scalar>(
         return false;
     }
     let mt = measures(island, &trial.ev, &trial.xs, rho).merit;
+    let kept = mt <= CHORD_CONTRACTION * merit0;
     if trace_enabled() {
-        let kept = if mt <= CHORD_CONTRACTION * merit0 {
-            "kept"
-        } else {
-            "rejected"
-        };
-        eprintln!("ipm: chord step: merit {merit0:.3e} -> {mt:.3e} ({kept})");
+        let verdict = if kept { "kept" } else { "rejected" };
+        eprintln!("ipm: chord step: merit {merit0:.3e} -> {mt:.3e} ({verdict})");
     }
-    if mt > CHORD_CONTRACTION * merit0 {
+    if !kept {
         return false;
     }
     std::mem::swap(cur, trial);
