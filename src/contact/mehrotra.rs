@@ -153,16 +153,16 @@ pub struct Params {
     /// mean complementarity within twice ρ) and an iteration took its
     /// full Newton step, the next iterations first try the full Newton
     /// step of `r_ρ` solved with that same factorization, kept while each
-    /// shrinks the merit `‖r_ρ‖²` at least 16-fold (at most 8 in a row);
-    /// otherwise the iteration factors as usual. In `f64` the first step
-    /// after convergence (`polish_steps`) factors afresh and the next ones
-    /// may reuse it the same way. The same root with fewer
-    /// factorizations: a warm step of a layer of 361 touching spheres
-    /// (1045 contacts) factored 5 times and now 2.2 times on average,
-    /// with 6.4 chord steps of about a seventh of a factored iteration
-    /// each (161 M instead of 243 M instructions per step). Chord steps
-    /// count as iterations in the statistics and against the iteration
-    /// caps. Default true.
+    /// shrinks the merit `‖r_ρ‖²` at least 8-fold (at most 8 in a row);
+    /// otherwise the iteration factors as usual. In `f64` the steps after
+    /// convergence (`polish_steps`) go on with chord steps on the same
+    /// factorization while they are kept, and factor afresh only when one
+    /// is not. The same root with fewer factorizations: a warm step of a
+    /// layer of 361 touching spheres (1045 contacts) factors once on
+    /// average instead of 5 times, with 7.8 chord steps of about a sixth
+    /// of a factored iteration each (124 M instead of 243 M instructions
+    /// per step). Chord steps count as iterations in the statistics and
+    /// against the iteration caps. Default true.
     pub reuse_factorization: bool,
     /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
     /// system (search directions only). Default true: without it the
@@ -1237,9 +1237,11 @@ fn direction<T: Scalar>(
 
 /// Largest merit ratio `‖r_ρ(trial)‖² / ‖r_ρ(cur)‖²` of a chord step that
 /// is kept (`Params::reuse_factorization`): the residual's norm must
-/// shrink at least fourfold, or the factorization is too stale to be
-/// worth more solves than one new factorization.
-const CHORD_CONTRACTION: f64 = 1.0 / 16.0;
+/// shrink at least √8 ≈ 2.8-fold, or the factorization is too stale to be
+/// worth more solves than one new factorization (a chord step costs about
+/// a sixth of a factored iteration on the 1045-contact layer; 1/16 there
+/// refactored 0.4 times more per step, 1/4 gave the same steps as 1/8).
+const CHORD_CONTRACTION: f64 = 1.0 / 8.0;
 
 /// Consecutive chord steps one factorization may serve.
 const MAX_CHORD_STEPS: usize = 8;
@@ -1703,21 +1705,21 @@ fn solve_island_capped<'x, T: Scalar>(
                 params.polish_steps
             };
             let mut k = 0;
-            // Chord steps here (f64) reuse the first polish step's own
-            // factorization (unscaled rows, at a point next to the root),
-            // not the loop's. Tried with chord steps on islands of every
-            // size, those on the loop's scaled factorization made
-            // `dualsim check` on `examples/scenes/capsule_pile.toml` (small
-            // islands) fail its finite-difference comparison (8e-4 against
-            // 1e-5) though every solve ended at round-off, not explained;
-            // on the large islands alone they pass it but did not
-            // measurably speed up the layers of spheres.
-            let mut polish_chord = false;
+            // Chord steps here (f64, islands of at least
+            // `SPARSE_MIN_ROWS` rows): first on the loop's own
+            // factorization (scaled rows) while it may still serve, then on
+            // the first polish step's (unscaled rows, at a point next to
+            // the root). Tried on islands of every size, chord steps on the
+            // loop's factorization made `dualsim check` on
+            // `examples/scenes/capsule_pile.toml` (small islands) fail its
+            // finite-difference comparison (8e-4 against 1e-5) though every
+            // solve ended at round-off, not explained; hence the size gate.
             let polish_chord_allowed = reuse_allowed && T::DERIVATIVE_ORDER == 0;
-            // Chord steps (f64, `Params::reuse_factorization`) go on to a
-            // hundredth of `tight`: they converge linearly and would stop
-            // just below it, where Newton steps land at round-off.
-            let chord_tight = tight * 1e-2;
+            let mut polish_chord = polish_chord_allowed && reuse;
+            let mut polish_nt = params.nesterov_todd;
+            // Each kept chord step shrinks the merit 16-fold, so the few
+            // left to reach round-off are not capped by the loop's count.
+            chords = 0;
             while k < max_steps {
                 let Work {
                     cur,
@@ -1730,12 +1732,12 @@ fn solve_island_capped<'x, T: Scalar>(
                     ..
                 } = &mut *w;
                 let mm = measures(island, &cur.ev, &cur.xs, rho);
-                if polish_chord && (mm.eq > chord_tight || mm.comp_dev > chord_tight) {
+                if polish_chord && (mm.eq > tight || mm.comp_dev > tight) {
                     let ftb = params.fraction_to_boundary;
                     let m0 = mm.merit;
                     let (c, tr) = (&mut chords, &mut *trial);
                     if chord_step(
-                        p, island, rho, false, ftb, m0, cur, tr, c, fac, rc, dir, dv, dxs,
+                        p, island, rho, polish_nt, ftb, m0, cur, tr, c, fac, rc, dir, dv, dxs,
                     ) {
                         polish_chord = chords < MAX_CHORD_STEPS;
                         continue;
@@ -1764,6 +1766,7 @@ fn solve_island_capped<'x, T: Scalar>(
                 }
                 std::mem::swap(cur, trial);
                 polish_chord = polish_chord_allowed;
+                polish_nt = false;
                 chords = 0;
             }
             // Then, in a dual scalar, one Newton step per derivative order
