@@ -1717,9 +1717,14 @@ fn solve_island_capped<'x, T: Scalar>(
             let polish_chord_allowed = reuse_allowed && T::DERIVATIVE_ORDER == 0;
             let mut polish_chord = polish_chord_allowed && reuse;
             let mut polish_nt = params.nesterov_todd;
-            // Each kept chord step shrinks the merit 16-fold, so the few
+            // Each kept chord step shrinks the merit 8-fold, so the few
             // left to reach round-off are not capped by the loop's count.
             chords = 0;
+            // Chord steps go on to a hundredth of `tight`: they converge
+            // linearly, and stopping just below `tight` left a 6 × 6
+            // layer's rollout 4e-12 away from the one that refactors (a
+            // Newton step lands at round-off).
+            let chord_tight = tight * 1e-2;
             while k < max_steps {
                 let Work {
                     cur,
@@ -1732,7 +1737,7 @@ fn solve_island_capped<'x, T: Scalar>(
                     ..
                 } = &mut *w;
                 let mm = measures(island, &cur.ev, &cur.xs, rho);
-                if polish_chord && (mm.eq > tight || mm.comp_dev > tight) {
+                if polish_chord && (mm.eq > chord_tight || mm.comp_dev > chord_tight) {
                     let ftb = params.fraction_to_boundary;
                     let m0 = mm.merit;
                     let (c, tr) = (&mut chords, &mut *trial);
