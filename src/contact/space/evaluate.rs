@@ -217,16 +217,19 @@ pub fn evaluate_into<T: Scalar>(
                 // Free-body blocks are 3 × 6: copied in place once sized.
                 let sides = 1 + usize::from(lb.is_some() && kin.w_b.is_some());
                 dst.truncate(sides);
-                let sources = [Some((la, kin.w_a)), lb.zip(kin.w_b)];
-                for (k, (u, w)) in sources.into_iter().flatten().enumerate() {
-                    match dst.get_mut(k) {
-                        Some((du, dw)) if dw.ncols() == 6 => {
-                            *du = u;
-                            dw.copy_from(&w);
-                        }
-                        Some(s) => *s = (u, view(&w)),
-                        None => dst.push((u, view(&w))),
+                // (By reference: moving the 3 × 6 blocks through an array
+                // cost a memcpy each.)
+                let mut put = |k: usize, u: usize, w: &Matrix3x6<T>| match dst.get_mut(k) {
+                    Some((du, dw)) if dw.ncols() == 6 => {
+                        *du = u;
+                        dw.copy_from(w);
                     }
+                    Some(s) => *s = (u, view(w)),
+                    None => dst.push((u, view(w))),
+                };
+                put(0, la, &kin.w_a);
+                if let (Some(lb), Some(wb)) = (lb, kin.w_b.as_ref()) {
+                    put(1, lb, wb);
                 }
             }
         }
