@@ -145,7 +145,9 @@ pub struct Params {
     /// its finite-difference comparison (velocity and angular velocity
     /// with respect to the controls, 2.3e-5 and 2.4e-5 against the
     /// tolerance 1e-5; with respect to gravity 1.8e-4), which is not yet
-    /// explained.
+    /// explained. Islands of at least [`SPARSE_MIN_ROWS`] rows take the
+    /// term anyway when [`reuse_factorization`](Self::reuse_factorization)
+    /// is on.
     pub final_corrector: bool,
     /// Chord steps, on islands of at least [`SPARSE_MIN_ROWS`] rows (where
     /// the factorization is most of an iteration; on the small dense
@@ -159,10 +161,15 @@ pub struct Params {
     /// factorization while they are kept, and factor afresh only when one
     /// is not. The same root with fewer factorizations: a warm step of a
     /// layer of 361 touching spheres (1045 contacts) factors once on
-    /// average instead of 5 times, with 7.8 chord steps of about a sixth
-    /// of a factored iteration each (124 M instead of 243 M instructions
-    /// per step). Chord steps count as iterations in the statistics and
-    /// against the iteration caps. Default true.
+    /// average instead of 5 times, with 8 chord steps of about a sixth
+    /// of a factored iteration each (120.6 M instructions per step). On those islands the final phase's factored iterations
+    /// also carry their own second-order term, as with
+    /// [`final_corrector`](Self::final_corrector) whatever that says: the
+    /// chord steps then start nearer the root (one fewer per warm step of
+    /// that layer, 121.6 M instead of 125.8 M instructions; `dualsim
+    /// check`'s failure with `final_corrector` is on small islands). Chord
+    /// steps count as iterations in the statistics and against the
+    /// iteration caps. Default true.
     pub reuse_factorization: bool,
     /// Nesterov–Todd scaling of the second-order-cone rows of the Newton
     /// system (search directions only). Default true: without it the
