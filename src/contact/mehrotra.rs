@@ -161,8 +161,9 @@ pub struct Params {
     /// factorization while they are kept, and factor afresh only when one
     /// is not. The same root with fewer factorizations: a warm step of a
     /// layer of 361 touching spheres (1045 contacts) factors once on
-    /// average instead of 5 times, with 8 chord steps of about a sixth
-    /// of a factored iteration each (120.6 M instructions per step). On those islands the final phase's factored iterations
+    /// average instead of 5 times, with 7 chord steps of about a sixth
+    /// of a factored iteration each (111.1 M instead of 246.9 M
+    /// instructions per step). On those islands the final phase's factored iterations
     /// also carry their own second-order term, as with
     /// [`final_corrector`](Self::final_corrector) whatever that says: the
     /// chord steps then start nearer the root (one fewer per warm step of
@@ -399,19 +400,24 @@ fn measures<T: Scalar>(island: &Island<T>, ev: &Eval<T>, xs: &[DVec<T>], kappa: 
 /// friction: the start velocity is the previous step's, and turning its
 /// friction to oppose it made the warm attempts of a collapsing pyramid
 /// of 30 spheres fail more often (mean iterations per step 8.3 against
-/// 6.3 with this rule). Returns whether any contact changed.
+/// 6.3 with this rule). The evaluation `ev` at the same velocity stays
+/// current: only its `r_dyn` depends on the impulses, and it is updated
+/// by each recentred contact's change of impulse (a new evaluation of the
+/// island cost 2.7 M instructions per warm step of a 1045-contact layer).
 fn recentre_friction<T: Scalar>(
     island: &Island<T>,
-    ev: &Eval<T>,
+    ev: &mut Eval<T>,
     xs: &mut [DVec<T>],
     warm: &[bool],
     rho: f64,
-) -> bool {
+) {
     let k = T::from_re(rho);
-    let mut moved = false;
+    let Eval {
+        r_dyn, contacts, ..
+    } = ev;
     for (((x, ce), cand), _) in xs
         .iter_mut()
-        .zip(&ev.contacts)
+        .zip(contacts.iter())
         .zip(&island.contacts)
         .zip(warm)
         .filter(|w| *w.1)
@@ -434,15 +440,22 @@ fn recentre_friction<T: Scalar>(
         let Some((psi, b1, b2)) = soc_central_point(b0, y[1], y[2], k) else {
             continue;
         };
+        let f_old = cand.law.impulse(&*x);
         x[2] = b0;
         x[3] = b1;
         x[4] = b2;
         x[5] = psi;
         x[6] = y[1];
         x[7] = y[2];
-        moved = true;
+        // `r_dyn` carries `−Wᵀ f`: it follows the new impulse.
+        let df = f_old - cand.law.impulse(&*x);
+        for (li, w) in &ce.blocks {
+            let u = &island.units[*li];
+            for j in 0..u.size() {
+                r_dyn[u.offset + j] += w[(0, j)] * df[0] + w[(1, j)] * df[1] + w[(2, j)] * df[2];
+            }
+        }
     }
-    moved
 }
 
 /// Whether `DUALSIM_IPM_TRACE` is set (read once): a diagnostic trace of
@@ -1303,9 +1316,7 @@ fn chord_step<T: Scalar>(
     if fraction_to_boundary * boundary_step(island, &cur.xs, dxs) < 1.0 {
         return None;
     }
-    trial
-        .step_from(p, island, cur, dv, dxs, 1.0, false)
-        .ok()?;
+    trial.step_from(p, island, cur, dv, dxs, 1.0, false).ok()?;
     let measured = measures(island, &trial.ev, &trial.xs, rho);
     let mt = measured.merit;
     let kept = mt <= CHORD_CONTRACTION * merit0;
@@ -1343,15 +1354,7 @@ fn chord_residuals<T: Scalar>(
             (Some(Some(ws)), [(z, s)]) => Some((ws, *z, *s)),
             _ => None,
         };
-        let r = local_residual_fixed(
-            cand.law,
-            x.as_slice(),
-            &ce.y,
-            cand.mu,
-            kappa,
-            None,
-            false,
-        );
+        let r = local_residual_fixed(cand.law, x.as_slice(), &ce.y, cand.mu, kappa, None, false);
         let o = out[c].as_mut_slice();
         o.copy_from_slice(&r.as_slice()[..cand.law.size()]);
         if let Some(((w, winv), z, s)) = scaled {
@@ -1720,11 +1723,8 @@ fn solve_island_capped<'x, T: Scalar>(
         if warm.iter().any(|w| !*w) {
             evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
         }
-        if params.warm_recentre_friction
-            && warm.iter().any(|w| *w)
-            && recentre_friction(island, &cur.ev, &mut cur.xs, &warm, rho)
-        {
-            evaluate_into(p, island, &cur.v, &cur.xs, &mut cur.ev)?;
+        if params.warm_recentre_friction && warm.iter().any(|w| *w) {
+            recentre_friction(island, &mut cur.ev, &mut cur.xs, &warm, rho);
         }
     }
     w.warm = warm;
@@ -1793,11 +1793,14 @@ fn solve_island_capped<'x, T: Scalar>(
             // Each kept chord step shrinks the merit 8-fold, so the few
             // left to reach round-off are not capped by the loop's count.
             chords = 0;
-            // Chord steps go on to a hundredth of `tight`: they converge
+            // Chord steps go on to half of `tight`: they converge
             // linearly, and stopping just below `tight` left a 6 × 6
-            // layer's rollout 4e-12 away from the one that refactors (a
-            // Newton step lands at round-off).
-            let chord_tight = tight * 1e-2;
+            // layer's rollout 8e-13 away from the one that refactors
+            // (4e-14 at half of it; a Newton step lands at round-off),
+            // while a hundredth of it is below the round-off the chord
+            // steps reach on the 1045-contact layer (3e-15), which cost
+            // one rejected chord step per solve.
+            let chord_tight = tight * 0.5;
             while k < max_steps {
                 let Work {
                     cur,
