@@ -880,8 +880,9 @@ struct Factored<T: Scalar> {
     /// `(island unit, K block)` of each contact, `K = ∂y/∂v⁺`.
     k_blocks: Vec<Vec<(usize, Matrix3xX<T>)>>,
     /// Nesterov–Todd scaling `(W, W⁻¹)` of each contact's friction cone
-    /// pair at the factored point, when its rows were scaled (chord
-    /// steps' right-hand sides, [`chord_residuals`]).
+    /// pair at the factored point, when its rows were scaled and the
+    /// island has at least [`SPARSE_MIN_ROWS`] rows (chord steps'
+    /// right-hand sides, [`chord_residuals`], which run only there).
     nt_w: Vec<Option<(Matrix3<T>, Matrix3<T>)>>,
 }
 
@@ -1113,8 +1114,10 @@ fn factor_into<T: Scalar>(
         fac.k_blocks.push(Vec::with_capacity(2));
     }
     for (c, ((cand, x), ce)) in island.contacts.iter().zip(xs).zip(&ev.contacts).enumerate() {
+        // Only where chord steps may run (`Params::reuse_factorization`
+        // needs `SPARSE_MIN_ROWS` rows): elsewhere no step reads it.
         fac.nt_w.push(match cand.law.soc_pairs() {
-            [(z, s)] if nt => {
+            [(z, s)] if nt && dim >= SPARSE_MIN_ROWS => {
                 let zz = Vec3::new(x[*z], x[z + 1], x[z + 2]);
                 let ss = Vec3::new(x[*s], x[s + 1], x[s + 2]);
                 let (w, winv, _) = nt_scaling(&zz, &ss);
@@ -1311,7 +1314,6 @@ fn chord_step<T: Scalar>(
     } else {
         local_residuals(island, &cur.ev, &cur.xs, T::from_re(rho), None, false, rc);
     }
-
     direction(island, &cur.ev, fac, rc, dir, dv, dxs).ok()?;
     if fraction_to_boundary * boundary_step(island, &cur.xs, dxs) < 1.0 {
         return None;
