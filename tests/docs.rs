@@ -474,6 +474,17 @@ fn every_key_of_every_json_output_is_documented() {
     ];
     let traj = std::fs::read_to_string(Path::new(&dir).join("trajectory.json")).unwrap();
     outputs.push(("the --out trajectory", serde_json::from_str(&traj).unwrap()));
+    // `inverse` of a `convex` run of a pushed box.
+    let push = root().join("tests/data/box_push_convex.toml");
+    let push = push.to_str().unwrap();
+    let inv_dir = dir.join("inverse");
+    let inv_s = inv_dir.to_str().unwrap();
+    json_of(&["run", push, "--steps", "5", "--json", "--out", inv_s]);
+    let inv_traj = inv_dir.join("trajectory.json");
+    outputs.push((
+        "inverse --json",
+        json_of(&["inverse", push, inv_traj.to_str().unwrap(), "--json"]),
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     // A failed run's report (its `error` field).
     let s = dualsim::scene::load(Path::new(scene)).unwrap();

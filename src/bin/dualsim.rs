@@ -155,6 +155,9 @@ enum Command {
     Check {
         /// The scene file (TOML).
         scene: PathBuf,
+        /// Contact backend (overrides the scene's `sim.solver`).
+        #[arg(long, value_parser = solver_names())]
+        solver: Option<SolverKind>,
         /// Relaxation ρ at which derivatives are taken (default: the scene's).
         #[arg(long)]
         rho: Option<f64>,
@@ -257,6 +260,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Inverse dynamics: the controls of each step of a trajectory (from
+    /// `run --out`) under an invertible contact model (`convex`).
+    Inverse {
+        /// The scene file (TOML) the trajectory was run from.
+        scene: PathBuf,
+        /// The trajectory JSON (`run --out DIR` writes DIR/trajectory.json).
+        trajectory: PathBuf,
+        /// Contact backend (overrides the scene's `sim.solver`; it must
+        /// have an inverse: `convex`).
+        #[arg(long, value_parser = solver_names())]
+        solver: Option<SolverKind>,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Time the f64 step and each derivative method of one step.
     Bench {
         /// The scene file (TOML).
@@ -287,12 +305,13 @@ fn main() -> ExitCode {
         }) => run(&scene, solver, steps, out.as_deref(), json),
         Some(Command::Check {
             scene,
+            solver,
             rho,
             samples,
             fd_eps,
             partials,
             json,
-        }) => check(&scene, rho, samples, fd_eps, partials, json),
+        }) => check(&scene, solver, rho, samples, fd_eps, partials, json),
         Some(Command::Grad {
             scene,
             of,
@@ -303,6 +322,12 @@ fn main() -> ExitCode {
             json,
         }) => grad(&scene, &of, &wrt, method, rho, partials, json),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
+        Some(Command::Inverse {
+            scene,
+            trajectory,
+            solver,
+            json,
+        }) => inverse(&scene, &trajectory, solver, json),
         Some(Command::Optimize {
             scene,
             method,
@@ -669,15 +694,17 @@ fn demo() -> ExitCode {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check(
     path: &Path,
+    solver: Option<SolverKind>,
     rho: Option<f64>,
     samples: usize,
     fd_eps: f64,
     partials: Partials,
     json: bool,
 ) -> ExitCode {
-    let scene = match load_scene(path) {
+    let scene = match load_scene_with(path, solver) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -1066,6 +1093,120 @@ fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
     }
     eprintln!("wrote {}", target.display());
     code
+}
+
+/// `dualsim inverse`: the controls of every step of a trajectory, and
+/// how well the forward step under them reproduces it (`max_residual`:
+/// the largest difference of the next state, configuration and velocity).
+fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> ExitCode {
+    let scene = match load_scene_with(path, solver) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let text = match std::fs::read_to_string(traj) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", traj.display());
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let states = match dualsim::viz::trajectory_states(&scene, &text) {
+        Ok(s) if s.len() >= 2 => s,
+        Ok(_) => {
+            eprintln!("error: {}: fewer than two frames", traj.display());
+            return ExitCode::from(EXIT_INPUT);
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", traj.display());
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let w = &scene.world;
+    let mut controls: Vec<dualsim::math::DVec<f64>> = Vec::new();
+    let mut max_residual: f64 = 0.0;
+    let mut error = None;
+    for k in 0..states.len() - 1 {
+        let u = match dualsim::sim::inverse_step(w, &states[k], &states[k + 1].v) {
+            Ok(u) => u,
+            Err(e) => {
+                error = Some((
+                    k,
+                    e.to_string(),
+                    matches!(
+                        e,
+                        dualsim::sim::SimError::Unsupported { .. }
+                            | dualsim::sim::SimError::Solve(
+                                dualsim::contact::SolveError::Unsupported { .. }
+                            )
+                    ),
+                ));
+                break;
+            }
+        };
+        match dualsim::sim::step(w, &states[k], &u) {
+            Ok(out) => {
+                let dq = (&out.state.q - &states[k + 1].q).amax();
+                let dv = (&out.state.v - &states[k + 1].v).amax();
+                max_residual = max_residual.max(dq).max(dv);
+            }
+            Err(e) => {
+                error = Some((
+                    k,
+                    format!("forward step under the recovered controls: {e}"),
+                    false,
+                ));
+                break;
+            }
+        }
+        controls.push(u);
+    }
+    let mut named = serde_json::Map::new();
+    for b in w.model.bodies.iter().filter(|b| b.is_free_root()) {
+        let rows: Vec<Vec<f64>> = controls
+            .iter()
+            .map(|u| u.rows(b.idx_v, 6).iter().copied().collect())
+            .collect();
+        named.insert(b.name.clone(), serde_json::json!(rows));
+    }
+    for r in &w.robots {
+        let rows: Vec<Vec<f64>> = controls
+            .iter()
+            .map(|u| u.rows(r.idx_v, r.nv).iter().copied().collect())
+            .collect();
+        named.insert(r.name.clone(), serde_json::json!(rows));
+    }
+    let mut doc = serde_json::json!({
+        "solver": w.solver.name(),
+        "steps": controls.len(),
+        "controls": named,
+        "max_residual": max_residual,
+    });
+    if let Some((k, msg, _)) = &error {
+        doc["error"] = serde_json::json!({"step": k, "message": msg});
+    }
+    if json {
+        println!("{doc}");
+    } else {
+        println!(
+            "inverse dynamics ({}): {} step(s), forward residual under the recovered controls {max_residual:.2e}",
+            w.solver.name(),
+            controls.len()
+        );
+        for (name, rows) in doc["controls"].as_object().into_iter().flatten() {
+            if let Some(first) = rows.as_array().and_then(|r| r.first()) {
+                println!("  {name}: step 0 control {first}");
+            }
+        }
+    }
+    if let Some((k, msg, refused)) = error {
+        eprintln!("error: step {k}: {msg}");
+        return ExitCode::from(if refused && k == 0 {
+            EXIT_INPUT
+        } else {
+            EXIT_SIM
+        });
+    }
+    ExitCode::SUCCESS
 }
 
 fn error_message(r: &RunReport) -> String {

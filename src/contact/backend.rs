@@ -101,6 +101,14 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// `sim::validate::check_relaxation_gap`). Default false.
     const RELAXED: bool = false;
 
+    /// Whether `∂r/∂y` is singular by design where contacts are redundant
+    /// (several contacts of one rigid pair whose impulses are not unique,
+    /// while `v⁺` is): the derivative methods then solve with the
+    /// pseudo-inverse (minimum-norm solution), whose `v⁺` rows are exact
+    /// when the right-hand side is consistent. Default false (a singular
+    /// `∂r/∂y` is an error).
+    const REDUNDANT: bool = false;
+
     /// The backend's own tuning: the keys of `[solver_params]` beyond the
     /// shared `rho`, `tolerance` and `max_iterations`, read by serde with
     /// every field optional (`#[serde(default, deny_unknown_fields)]`).
@@ -173,6 +181,22 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     ) -> Result<(), SolveError> {
         *out = self.solve_with(problem, workspace)?;
         Ok(())
+    }
+
+    /// Inverse dynamics: the applied generalized forces `u` (the control
+    /// of a step) under which the step from `(p.q, p.v)` reaches the
+    /// velocity `v_next` (`p.u` is ignored). Default: refused with
+    /// [`SolveError::Unsupported`] (a backend whose contact impulses are
+    /// not a function of the motion has no inverse).
+    fn inverse<T: Scalar>(
+        &self,
+        _p: &StepProblem<'_, T>,
+        _v_next: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
+        Err(SolveError::Unsupported {
+            backend: Self::NAME,
+            what: "inverse dynamics (use `convex`)",
+        })
     }
 
     /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).

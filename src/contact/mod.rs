@@ -46,6 +46,8 @@ pub mod registry;
 #[doc(hidden)]
 pub mod candidates;
 #[doc(hidden)]
+pub mod delassus;
+#[doc(hidden)]
 pub mod island;
 #[doc(hidden)]
 pub mod law;
@@ -66,7 +68,7 @@ pub use registry::UnknownBackend;
 backends! {
     $;
     default: Ipm;
-    planned: ["lcp", "implicit_ncp", "convex", "soft"];
+    planned: ["lcp", "soft"];
     /// Primal-dual interior point on the nonlinear complementarity problem
     /// (Dojo / Silico).
     ipm => Ipm: Ipm,
@@ -77,12 +79,21 @@ backends! {
     /// The `ipm` step with each pair's conic collision program solved
     /// separately at every Newton iterate (`contact::bilevel`).
     bilevel => Bilevel: Bilevel,
+    /// Todorov's implicit complementarity (ICRA 2010): a hybrid unknown
+    /// per contact, exact Coulomb cone, Gauss–Newton / dogleg in contact
+    /// space (`contact::implicit_ncp`).
+    implicit_ncp => ImplicitNcp: ImplicitNcp,
+    /// Todorov's convex, smooth and invertible contact model (ICRA 2011),
+    /// with inverse dynamics (`contact::convex`).
+    convex => Convex: Convex,
 }
 
 // The backends and their tuning, documented here; their modules hold the
 // solvers' internals (reached by tests, hidden from the documentation).
 pub use bilevel::Bilevel;
+pub use convex::Convex;
 pub use free_flight::FreeFlight;
+pub use implicit_ncp::ImplicitNcp;
 pub use ipm::{Ipm, Params as IpmParams};
 pub use single_level::SingleLevel;
 

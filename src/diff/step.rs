@@ -385,6 +385,10 @@ fn articulated_output(
 /// pile), and the zeros of the factors (one block per contact island) are
 /// skipped.
 struct LiftedLu {
+    /// The pseudo-inverse instead of the factors, for a backend whose
+    /// `∂r/∂y` is singular by design
+    /// ([`ContactBackend::REDUNDANT`](crate::contact::ContactBackend::REDUNDANT)).
+    pinv: Option<DMat<f64>>,
     /// `(P r)_i = r[perm[i]]`.
     perm: Vec<usize>,
     /// `L` (unit diagonal) strictly below the diagonal, `U` on and above.
@@ -402,11 +406,36 @@ impl LiftedLu {
             return None;
         }
         let perm = f.P().arrays().0.to_vec();
-        Some(LiftedLu { perm, lu })
+        Some(LiftedLu {
+            pinv: None,
+            perm,
+            lu,
+        })
+    }
+
+    /// The pseudo-inverse of `J` (redundant backends).
+    fn pseudo(j: &DMat<f64>) -> Option<Self> {
+        let p = crate::contact::delassus::pinv(j).ok()?;
+        Some(LiftedLu {
+            pinv: Some(p),
+            perm: Vec::new(),
+            lu: DMat::zeros(0, 0),
+        })
     }
 
     /// `J⁻¹ r`, by column-oriented forward and back substitution.
     fn solve<T: Scalar>(&self, r: &DVec<T>) -> DVec<T> {
+        if let Some(p) = &self.pinv {
+            return DVec::from_fn(p.nrows(), |i, _| {
+                let mut acc = T::zero();
+                for (j, &a) in p.row(i).iter().enumerate() {
+                    if a != 0.0 {
+                        acc += T::from_re(a) * r[j];
+                    }
+                }
+                acc
+            });
+        }
         let n = self.perm.len();
         let mut x = DVec::from_fn(n, |i, _| r[self.perm[i]]);
         for c in 0..n {
@@ -448,7 +477,12 @@ fn lift_prepare<B: ImplicitStep>(
     let p0 = world.problem(state, u);
     let (y, st) = b.solve_root(&p0)?;
     let jy = dense_jacobian(b, &p0, &st, &y)?;
-    let lu = LiftedLu::new(&jy).ok_or(DiffError::Singular)?;
+    let lu = if B::REDUNDANT {
+        LiftedLu::pseudo(&jy)
+    } else {
+        LiftedLu::new(&jy)
+    }
+    .ok_or(DiffError::Singular)?;
     Ok(Lifted { y, st, lu })
 }
 

@@ -460,6 +460,39 @@ pub fn check_inputs<T: Scalar>(
     Ok(())
 }
 
+/// Inverse dynamics of one step: the control `u` under which the step
+/// from `state` reaches the velocity `v_next` (and so the configuration
+/// `q ⊕ h v_next`), by the world's backend
+/// ([`ContactBackend::inverse`](crate::contact::ContactBackend::inverse);
+/// backends without an inverse refuse with a typed error naming them).
+pub fn inverse_step<T: Scalar>(
+    world: &World<T>,
+    state: &State<T>,
+    v_next: &DVec<T>,
+) -> Result<DVec<T>, SimError> {
+    let zero = world.zero_control();
+    check_inputs(world, state, &zero)?;
+    if v_next.len() != world.model.nv {
+        return Err(SimError::Size {
+            what: "next velocity",
+            got: v_next.len(),
+            expected: world.model.nv,
+        });
+    }
+    if !v_next.iter().all(|x| x.is_all_finite()) {
+        return Err(SimError::NonFinite {
+            what: "next velocity",
+        });
+    }
+    let problem = world.problem(state, &zero);
+    let u = with_backend!(world.solver, world.backends, |b| b
+        .inverse(&problem, v_next)?);
+    if !u.iter().all(|x| x.is_all_finite()) {
+        return Err(SimError::NonFinite { what: "control" });
+    }
+    Ok(u)
+}
+
 /// Advances `state` by one step of `world.dt` under the control `u`.
 pub fn step<T: Scalar>(
     world: &World<T>,

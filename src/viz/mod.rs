@@ -595,3 +595,90 @@ const TRAJ = __DATA__;
 __SCRIPT__
 </script></body></html>
 "#;
+
+/// The states of a trajectory document (`run --out`'s `trajectory.json`,
+/// [`trajectory_json`]) for the world of `scene`: each frame's bodies
+/// (position, orientation, velocity, angular velocity) and robots (`q`,
+/// `v`), matched by name. Refused with a message naming what is missing
+/// or malformed (a body of the scene absent from a frame, a robot's `q`
+/// of the wrong length, a time step other than the scene's).
+pub fn trajectory_states(scene: &Scene, text: &str) -> Result<Vec<State<f64>>, String> {
+    use serde_json::Value;
+    let doc: Value = serde_json::from_str(text).map_err(|e| format!("not a trajectory: {e}"))?;
+    let w = &scene.world;
+    let dt = doc
+        .get("dt")
+        .and_then(Value::as_f64)
+        .ok_or("not a trajectory: no `dt`")?;
+    if (dt - w.dt).abs() > 1e-12 * w.dt.abs() {
+        return Err(format!(
+            "the trajectory's time step {dt} is not the scene's {}",
+            w.dt
+        ));
+    }
+    let frames = doc
+        .get("frames")
+        .and_then(Value::as_array)
+        .ok_or("not a trajectory: no `frames`")?;
+    let nums = |v: Option<&Value>, n: usize, what: &str| -> Result<Vec<f64>, String> {
+        let a = v
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{what}: missing"))?;
+        let x: Vec<f64> = a.iter().filter_map(Value::as_f64).collect();
+        if x.len() != n || a.len() != n {
+            return Err(format!("{what}: expected {n} numbers, got {}", a.len()));
+        }
+        Ok(x)
+    };
+    let find = |list: Option<&Value>, name: &str| -> Option<Value> {
+        list.and_then(Value::as_array)?
+            .iter()
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
+            .cloned()
+    };
+    frames
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let mut s = scene.initial.clone();
+            for b in w.model.bodies.iter().filter(|b| b.is_free_root()) {
+                let e = find(f.get("bodies"), &b.name)
+                    .ok_or_else(|| format!("frame {k}: body `{}` missing", b.name))?;
+                let at = |key: &str, n: usize| {
+                    nums(
+                        e.get(key),
+                        n,
+                        &format!("frame {k}: body `{}`.{key}", b.name),
+                    )
+                };
+                let (p, r) = (at("position", 3)?, at("orientation", 4)?);
+                let (v, om) = (at("velocity", 3)?, at("angular_velocity", 3)?);
+                for d in 0..3 {
+                    s.q[b.idx_q + d] = p[d];
+                    s.v[b.idx_v + d] = v[d];
+                    s.v[b.idx_v + 3 + d] = om[d];
+                }
+                for d in 0..4 {
+                    s.q[b.idx_q + 3 + d] = r[d];
+                }
+            }
+            for r in &w.robots {
+                let e = find(f.get("robots"), &r.name)
+                    .ok_or_else(|| format!("frame {k}: robot `{}` missing", r.name))?;
+                let q = nums(
+                    e.get("q"),
+                    r.nq,
+                    &format!("frame {k}: robot `{}`.q", r.name),
+                )?;
+                let v = nums(
+                    e.get("v"),
+                    r.nv,
+                    &format!("frame {k}: robot `{}`.v", r.name),
+                )?;
+                s.q.rows_mut(r.idx_q, r.nq).copy_from_slice(&q);
+                s.v.rows_mut(r.idx_v, r.nv).copy_from_slice(&v);
+            }
+            Ok(s)
+        })
+        .collect()
+}

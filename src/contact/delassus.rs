@@ -1,0 +1,805 @@
+//! Contact-space backends: the Delassus operator of an island and the
+//! driver shared by the backends that solve for contact impulses in
+//! contact space (`implicit_ncp`, `convex`).
+//!
+//! # The step
+//!
+//! The unknowns are `y = (v⁺, z_1, …, z_m)`, three per candidate `c`
+//! (in candidate order). Each candidate sees the island velocity through
+//! its contact-space velocity `ŷ_c(v⁺) = (φ_c(q⁺)/h, v_t1, v_t2)` (the
+//! gap at `q⁺ = q ⊕ h v⁺` over the step: a normal velocity `≥ 0` keeps
+//! the gap at the end of the step non-negative, as `ipm`'s position-level
+//! rows do) and acts through its impulse `f_c(z_c)` (contact frame) and
+//! the impulse map `W_c` at `q⁺` ([`space`](crate::contact::space)). The
+//! residual is exact (no frozen linearization):
+//!
+//! * dynamics rows `r_dyn(v⁺) − Σ_c W_cᵀ f_c(z_c)`;
+//! * each backend's contact rows in `(ŷ_c, z_c)` ([`Formulation`]).
+//!
+//! # The solve (f64)
+//!
+//! Per island, a fixed-point iteration on contact-space linearizations:
+//! at `v_k`, with the per-unit dynamics Jacobians `K_u = ∂r_dyn/∂v⁺`, the
+//! impulse maps `W_c` and the contact-free residual `r_k`,
+//!
+//! `v⁺ = v_k + K⁻¹ (Σ_c W_cᵀ f_c − r_k)`, hence `ŷ ≈ A f + c` with
+//! `A = W K⁻¹ Wᵀ` (the Delassus operator, [`Delassus`]) and
+//! `c = ŷ(v_k) − W K⁻¹ r_k`.
+//!
+//! The backend solves its contact-space problem in `(A, c)` exactly
+//! ([`Formulation::solve_linear`]); `v⁺` is updated; the exact residual is
+//! evaluated at the new point, and the loop stops when it is below the
+//! tolerance. The linearization leaves out the change of the contact
+//! frame and lever arms with `v⁺` (the geometric stiffness, `O(h)`), so
+//! the loop converges linearly with a small rate (2–4 outer iterations at
+//! h = 0.01) and its fixed point is the root of the exact residual.
+//!
+//! # Derivatives and other scalars
+//!
+//! The solve runs in f64 (the problem's primal values); in a scalar with
+//! derivative parts the root is then refined by
+//! [`Scalar::DERIVATIVE_ORDER`] Newton steps on the exact residual in that
+//! scalar with the f64 Jacobian at the root (each step makes one more
+//! derivative order exact; the primal part does not move). The Jacobian's
+//! inverse is the pseudo-inverse: with redundant contacts (a box's four
+//! corners on a plane) the impulses are not unique and `∂r/∂y` is
+//! singular, but `v⁺` and its derivatives are unique; the minimum-norm
+//! solution has the right velocity rows. The same solve serves `ift`
+//! ([`pinv_solve`]).
+
+use nalgebra::{Dyn, Matrix3xX, Vector3};
+
+use crate::contact::backend::{dense_jacobian, stacked_root};
+use crate::contact::candidates::{
+    candidates_into, pair_mu, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
+};
+use crate::contact::island::{islands, Island};
+use crate::contact::space::evaluate::{evaluate, Eval};
+use crate::contact::{
+    ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution,
+};
+use crate::dynamics::articulated::{articulated_residual, articulated_velocity};
+use crate::dynamics::free::{
+    free_flight_velocity, integrate_model, momentum_residual, NewtonParams,
+};
+use crate::math::{DMat, DVec};
+use crate::Scalar;
+
+/// Unknowns per candidate.
+pub const Z: usize = 3;
+
+/// What a contact-space backend supplies to the shared driver.
+pub trait Formulation: ContactBackend<Structure = Structure> {
+    /// Candidate margin (m) at `q` and the cap of outer iterations.
+    fn driver(&self) -> DriverParams;
+
+    /// Refuses what the formulation does not model (before solving).
+    fn refuse(&self, p: &StepProblem<'_, f64>) -> Result<(), SolveError> {
+        if p.friction_cone == FrictionCone::Pyramid {
+            return Err(SolveError::Unsupported {
+                backend: Self::NAME,
+                what: "the pyramid friction cone (it solves the exact Coulomb cone)",
+            });
+        }
+        Ok(())
+    }
+
+    /// The contact-space problem of one linearization:
+    /// the unknowns `z` (three per contact) with `ŷ = A f(z) + c`, from
+    /// the previous outer iterate's `z0` when there is one. `scale` is the
+    /// per-contact impulse scale (`1 / A_nn`). Adds its iteration counts
+    /// to `stats`.
+    fn solve_linear(
+        &self,
+        a: &DMat<f64>,
+        c: &DVec<f64>,
+        mu: &[f64],
+        scale: &[f64],
+        z0: Option<&DVec<f64>>,
+        stats: &mut InnerStats,
+    ) -> Result<DVec<f64>, SolveError>;
+
+    /// Impulse (contact frame) of one contact from its unknowns.
+    fn impulse<T: Scalar>(&self, mu: T, scale: T, z: &Vector3<T>) -> Vector3<T>;
+
+    /// The contact rows of one island at the exact point: `yhat[c]` is
+    /// `ŷ_c(v⁺)`, `z[c]` the unknowns; `at_times` applies the transpose
+    /// of the island's Delassus operator at this point (`Aᵀ g` for
+    /// contact-space `g`).
+    #[allow(clippy::too_many_arguments)]
+    fn contact_rows<T: Scalar>(
+        &self,
+        mu: &[T],
+        scale: &[T],
+        yhat: &[Vector3<T>],
+        z: &[Vector3<T>],
+        at_times: &dyn Fn(&[Vector3<T>]) -> Vec<Vector3<T>>,
+        out: &mut [Vector3<T>],
+    );
+
+    /// The smooth piece of each contact at the root, for
+    /// [`ContactBackend::same_structure`] (empty: one piece).
+    fn pieces(&self, _mu: &[f64], _z: &[Vector3<f64>]) -> Vec<u8> {
+        Vec::new()
+    }
+}
+
+/// Driver settings of a contact-space backend.
+#[derive(Clone, Copy, Debug)]
+pub struct DriverParams {
+    /// Candidate margin at `q` (m).
+    pub margin: f64,
+    /// Outer (linearization) iteration cap (the tolerance on the exact
+    /// residual's ∞-norm is the step's shared `tolerance`).
+    pub max_outer: usize,
+}
+
+/// Iteration counts of the contact-space solves of a step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InnerStats {
+    /// Outer (linearization) iterations, summed over islands.
+    pub outer: usize,
+    /// Inner iterations, summed.
+    pub iterations: usize,
+    /// Inner iterations whose full Newton step was accepted.
+    pub newton_accepted: usize,
+    /// Inner solves.
+    pub solves: usize,
+}
+
+/// What the f64 solve decided: the candidates, each one's impulse scale
+/// and smooth piece.
+#[derive(Clone, Debug)]
+pub struct Structure {
+    /// Candidates in `y` order.
+    pub candidates: Vec<Candidate<f64>>,
+    /// Per-candidate impulse scale.
+    pub scale: Vec<f64>,
+    /// Per-candidate smooth piece at the root ([`Formulation::pieces`]).
+    pub pieces: Vec<u8>,
+}
+
+impl Structure {
+    /// Whether two solves settled on the same candidates and pieces.
+    pub fn same(a: &Structure, b: &Structure) -> bool {
+        let key = |s: &Structure| {
+            let mut k: Vec<(CandidateKey, u8)> = s
+                .candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.key(), s.pieces.get(i).copied().unwrap_or(0)))
+                .collect();
+            k.sort_unstable();
+            k
+        };
+        key(a) == key(b)
+    }
+}
+
+/// The Delassus operator of an island at one point: per unit, the
+/// factored dynamics Jacobian `K_u`; per contact side, `K_u⁻¹ W_cᵀ`.
+pub struct Delassus<'a, T: Scalar> {
+    island: &'a Island<T>,
+    ev: &'a Eval<T>,
+    lus: Vec<nalgebra::LU<T, Dyn, Dyn>>,
+    /// Factors of `K_uᵀ` (for `Aᵀ`).
+    lus_t: Vec<nalgebra::LU<T, Dyn, Dyn>>,
+}
+
+impl<'a, T: Scalar> Delassus<'a, T> {
+    /// Factors every unit's dynamics Jacobian of `ev`.
+    pub fn new(island: &'a Island<T>, ev: &'a Eval<T>) -> Result<Self, SolveError> {
+        let factor = |j: DMat<T>| {
+            let lu = j.lu();
+            if lu.is_invertible() {
+                Ok(lu)
+            } else {
+                Err(SolveError::Singular("dynamics Jacobian of an island unit"))
+            }
+        };
+        let lus = ev
+            .jac
+            .iter()
+            .map(|j| factor(j.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let lus_t = ev
+            .jac
+            .iter()
+            .map(|j| factor(j.transpose()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Delassus {
+            island,
+            ev,
+            lus,
+            lus_t,
+        })
+    }
+
+    /// `K⁻¹ (Σ_c W_cᵀ g_c + rhs)` in the island layout (`rhs` in island
+    /// layout, or zero).
+    pub fn velocity(&self, g: &[Vector3<T>], rhs: Option<&DVec<T>>) -> DVec<T> {
+        self.velocity_with(&self.lus, g, rhs)
+    }
+
+    fn velocity_with(
+        &self,
+        lus: &[nalgebra::LU<T, Dyn, Dyn>],
+        g: &[Vector3<T>],
+        rhs: Option<&DVec<T>>,
+    ) -> DVec<T> {
+        let mut gen = match rhs {
+            Some(r) => r.clone(),
+            None => DVec::zeros(self.island.dim()),
+        };
+        for (ce, gc) in self.ev.contacts.iter().zip(g) {
+            for (u, w) in &ce.blocks {
+                let o = self.island.units[*u].offset;
+                for k in 0..w.ncols() {
+                    gen[o + k] += w[(0, k)] * gc[0] + w[(1, k)] * gc[1] + w[(2, k)] * gc[2];
+                }
+            }
+        }
+        for (unit, lu) in self.island.units.iter().zip(lus) {
+            let n = unit.size();
+            let x = lu
+                .solve(&gen.rows(unit.offset, n).into_owned())
+                .unwrap_or_else(|| DVec::zeros(n));
+            gen.rows_mut(unit.offset, n).copy_from(&x);
+        }
+        gen
+    }
+
+    /// `W dv` per contact (contact-space velocity of an island velocity).
+    pub fn contact_velocity(&self, dv: &DVec<T>) -> Vec<Vector3<T>> {
+        self.ev
+            .contacts
+            .iter()
+            .map(|ce| {
+                let mut out = Vector3::zeros();
+                for (u, w) in &ce.blocks {
+                    let o = self.island.units[*u].offset;
+                    for k in 0..w.ncols() {
+                        for r in 0..3 {
+                            out[r] += w[(r, k)] * dv[o + k];
+                        }
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// `A g = W K⁻¹ Wᵀ g`.
+    pub fn apply(&self, g: &[Vector3<T>]) -> Vec<Vector3<T>> {
+        self.contact_velocity(&self.velocity(g, None))
+    }
+
+    /// `Aᵀ g = W K⁻ᵀ Wᵀ g`.
+    pub fn apply_transpose(&self, g: &[Vector3<T>]) -> Vec<Vector3<T>> {
+        self.contact_velocity(&self.velocity_with(&self.lus_t, g, None))
+    }
+}
+
+impl Delassus<'_, f64> {
+    /// The dense operator `A` (`3m × 3m`), block by block over the units
+    /// two contacts share.
+    pub fn matrix(&self) -> DMat<f64> {
+        let m = self.ev.contacts.len();
+        let mut a = DMat::zeros(Z * m, Z * m);
+        // Per unit: its contacts and K_u⁻¹ W_cᵀ.
+        let mut per_unit: Vec<Vec<(usize, &Matrix3xX<f64>, DMat<f64>)>> =
+            vec![Vec::new(); self.island.units.len()];
+        for (c, ce) in self.ev.contacts.iter().enumerate() {
+            for (u, w) in &ce.blocks {
+                let wt: DMat<f64> = DMat::from_fn(w.ncols(), 3, |i, j| w[(j, i)]);
+                let x = self.lus[*u]
+                    .solve(&wt)
+                    .unwrap_or_else(|| DMat::zeros(w.ncols(), 3));
+                per_unit[*u].push((c, w, x));
+            }
+        }
+        for list in &per_unit {
+            for (c, w, _) in list {
+                for (d, _, x) in list {
+                    let blk = *w * x;
+                    for r in 0..3 {
+                        for k in 0..3 {
+                            a[(Z * c + r, Z * d + k)] += blk[(r, k)];
+                        }
+                    }
+                }
+            }
+        }
+        a
+    }
+}
+
+/// Each contact's impulse scale `σ_c = 1 / A_NN` with `A` the Delassus
+/// operator at `v⁺ = 0` (`q⁺ = q`): a function of the start of the step
+/// only, so that the forward step and the inverse dynamics (which knows
+/// `v⁺` but not the forward solve's iterates) agree on it.
+pub fn scales<T: Scalar>(p: &StepProblem<'_, T>, island: &Island<T>) -> Result<Vec<T>, SolveError> {
+    let v0 = DVec::zeros(island.dim());
+    let ev = evaluate(p, island, &v0, &zero_xs(island))?;
+    let del = Delassus::new(island, &ev)?;
+    let m = island.contacts.len();
+    Ok((0..m)
+        .map(|k| {
+            let mut e = vec![Vector3::zeros(); m];
+            e[k] = Vector3::new(T::one(), T::zero(), T::zero());
+            let d = del.apply(&e)[k][0];
+            if d.re() > 0.0 && d.re().is_finite() {
+                T::one() / d
+            } else {
+                T::one()
+            }
+        })
+        .collect())
+}
+
+/// `ŷ_c = (φ/h, v_t1, v_t2)` of every contact of an evaluation.
+pub fn contact_velocities<T: Scalar>(ev: &Eval<T>, h: T) -> Vec<Vector3<T>> {
+    ev.contacts
+        .iter()
+        .map(|ce| Vector3::new(ce.y[0] / h, ce.y[1], ce.y[2]))
+        .collect()
+}
+
+/// Zero contact unknowns in each candidate's law layout (the evaluation's
+/// impulse terms vanish: `r_dyn` is the contact-free residual).
+fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
+    island
+        .contacts
+        .iter()
+        .map(|c| DVec::zeros(c.law.size()))
+        .collect()
+}
+
+/// The exact island residual at `(v, z)` into `(dyn rows, contact rows)`,
+/// with the evaluation.
+#[allow(clippy::type_complexity)]
+fn island_residual<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    scale: &[T],
+    v: &DVec<T>,
+    z: &[Vector3<T>],
+) -> Result<(DVec<T>, Vec<Vector3<T>>, Eval<T>, Vec<Vector3<T>>), SolveError> {
+    let ev = evaluate(p, island, v, &zero_xs(island))?;
+    let mus: Vec<T> = island.contacts.iter().map(|c| c.mu).collect();
+    let f: Vec<Vector3<T>> = island
+        .contacts
+        .iter()
+        .enumerate()
+        .map(|(k, c)| form.impulse(c.mu, scale[k], &z[k]))
+        .collect();
+    let del = Delassus::new(island, &ev)?;
+    // r_dyn − Σ Wᵀ f: the contact-free residual minus the generalized
+    // impulses.
+    let mut rd = ev.r_dyn.clone();
+    for (ce, fc) in ev.contacts.iter().zip(&f) {
+        for (u, w) in &ce.blocks {
+            let o = island.units[*u].offset;
+            for k in 0..w.ncols() {
+                rd[o + k] -= w[(0, k)] * fc[0] + w[(1, k)] * fc[1] + w[(2, k)] * fc[2];
+            }
+        }
+    }
+    let yhat = contact_velocities(&ev, p.h);
+    let mut rows = vec![Vector3::zeros(); z.len()];
+    let at_times = |g: &[Vector3<T>]| del.apply_transpose(g);
+    form.contact_rows(&mus, scale, &yhat, z, &at_times, &mut rows);
+    drop(del);
+    Ok((rd, rows, ev, f))
+}
+
+/// The per-candidate friction coefficients in `T` from the materials
+/// (their derivative parts flow), in the f64 structure's order.
+fn candidates_in<T: Scalar>(p: &StepProblem<'_, T>, cands: &[Candidate<f64>]) -> Vec<Candidate<T>> {
+    cands
+        .iter()
+        .map(|c| Candidate {
+            a: c.a,
+            link: c.link,
+            b: c.b,
+            feature: c.feature,
+            mu: pair_mu(p, c.a, c.b),
+            law: c.law,
+            axis: c.axis,
+            parts: c.parts,
+        })
+        .collect()
+}
+
+/// Position of each candidate (by key) in the structure.
+fn index_of(cands: &[Candidate<f64>], key: &CandidateKey) -> Result<usize, SolveError> {
+    cands
+        .iter()
+        .position(|c| c.key() == *key)
+        .ok_or(SolveError::Singular("unknown contact candidate"))
+}
+
+/// The exact residual `r(y)` of a contact-space backend (module docs).
+pub fn residual<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+    s: &Structure,
+    y: &DVec<T>,
+) -> Result<DVec<T>, SolveError> {
+    let nv = p.model.nv;
+    if y.len() != nv + Z * s.candidates.len() {
+        return Err(SolveError::Singular("unknowns do not match the structure"));
+    }
+    let v_next = y.rows(0, nv).into_owned();
+    let mut r = DVec::zeros(y.len());
+    let mut r_dyn = DVec::zeros(nv);
+    momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
+    articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
+    for island in islands(p.model, candidates_in(p, &s.candidates)) {
+        let idx: Vec<usize> = island
+            .contacts
+            .iter()
+            .map(|c| index_of(&s.candidates, &c.key()))
+            .collect::<Result<_, _>>()?;
+        let z: Vec<Vector3<T>> = idx
+            .iter()
+            .map(|&i| y.fixed_rows::<Z>(nv + Z * i).into_owned())
+            .collect();
+        // The impulse scales in T: a function of the start of the step
+        // (and of masses, inertias, shapes), so their derivative parts
+        // flow (`convex`'s R depends on them).
+        let scale = scales(p, &island)?;
+        let v_local = island.gather(&v_next);
+        let (rd, rows, _, _) = island_residual(form, p, &island, &scale, &v_local, &z)?;
+        island.scatter(&rd, &mut r_dyn);
+        for (&i, row) in idx.iter().zip(&rows) {
+            r.fixed_rows_mut::<Z>(nv + Z * i).copy_from(row);
+        }
+    }
+    r.rows_mut(0, nv).copy_from(&r_dyn);
+    Ok(r)
+}
+
+/// One island's f64 solve.
+struct IslandSolution {
+    v: DVec<f64>,
+    z: Vec<Vector3<f64>>,
+    residual: f64,
+}
+
+fn solve_island<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    v0: DVec<f64>,
+    scale: &mut Vec<f64>,
+    stats: &mut InnerStats,
+) -> Result<IslandSolution, SolveError> {
+    let dp = form.driver();
+    let m = island.contacts.len();
+    let mus: Vec<f64> = island.contacts.iter().map(|c| c.mu).collect();
+    let mut v = v0;
+    let mut z: Option<DVec<f64>> = None;
+    let mut last = f64::INFINITY;
+    let mut best: Option<IslandSolution> = None;
+    let mut polish = 4;
+    for it in 0..=dp.max_outer {
+        let zs: Vec<Vector3<f64>> = match &z {
+            Some(z) => (0..m)
+                .map(|k| z.fixed_rows::<Z>(Z * k).into_owned())
+                .collect(),
+            None => vec![Vector3::zeros(); m],
+        };
+        if scale.is_empty() {
+            *scale = scales(p, island)?;
+        }
+        let ev = if z.is_some() {
+            let (rd, rows, ev, _) = island_residual(form, p, island, scale, &v, &zs)?;
+            let res = rd
+                .amax()
+                .max(rows.iter().map(|r| r.amax()).fold(0.0, f64::max));
+            if !res.is_finite() {
+                return Err(SolveError::Singular(
+                    "non-finite residual in a contact-space solve",
+                ));
+            }
+            // Converged: polish towards round-off (the derivative methods
+            // and finite differences need the root, not a point within
+            // the tolerance): go on while each linearization shrinks the
+            // residual at least 4-fold, keep the best point.
+            if let Some(b) = &best {
+                if res >= b.residual {
+                    stats.outer += it;
+                    return Ok(best.take().expect("checked"));
+                }
+            }
+            let shrinking = res <= 0.25 * last;
+            last = res;
+            if res <= p.params.tolerance {
+                let sol = IslandSolution {
+                    v: v.clone(),
+                    z: zs,
+                    residual: res,
+                };
+                if !shrinking || polish == 0 || it == dp.max_outer {
+                    stats.outer += it;
+                    return Ok(sol);
+                }
+                polish -= 1;
+                best = Some(sol);
+            }
+            ev
+        } else {
+            // Before the first solve there are no unknowns to test.
+            evaluate(p, island, &v, &zero_xs(island))?
+        };
+        if it == dp.max_outer {
+            break;
+        }
+        let del = Delassus::new(island, &ev)?;
+        let a = del.matrix();
+        // c = ŷ(v_k) − W K⁻¹ r_k (r_k: the contact-free residual).
+        let dv0 = del.velocity(&[], Some(&(-&ev.r_dyn)));
+        let wdv = del.contact_velocity(&dv0);
+        let yhat = contact_velocities(&ev, p.h);
+        let mut c = DVec::zeros(Z * m);
+        for k in 0..m {
+            c.fixed_rows_mut::<Z>(Z * k).copy_from(&(yhat[k] + wdv[k]));
+        }
+        let znew = form.solve_linear(&a, &c, &mus, scale, z.as_ref(), stats)?;
+        stats.solves += 1;
+        let f: Vec<Vector3<f64>> = (0..m)
+            .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))
+            .collect();
+        v += del.velocity(&f, Some(&(-&ev.r_dyn)));
+        z = Some(znew);
+    }
+    if let Some(b) = best {
+        stats.outer += dp.max_outer;
+        return Ok(b);
+    }
+    Err(SolveError::MaxIterations {
+        iters: dp.max_outer,
+        residual: last,
+        complementarity: 0.0,
+    })
+}
+
+/// The f64 step of a contact-space backend: `(solution, y*, structure)`.
+pub fn solve_f64<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+) -> Result<(StepSolution<f64>, DVec<f64>, Structure, InnerStats), SolveError> {
+    form.refuse(p)?;
+    let dp = form.driver();
+    let (mut v_free, ff_iters) = free_flight_velocity(
+        p.model,
+        p.q,
+        p.v,
+        p.u,
+        &p.gravity,
+        p.h,
+        &NewtonParams::default(),
+    )?;
+    articulated_velocity(p.model, p.q, p.v, p.u, p.h, &mut v_free);
+    let mut detect = DetectScratch::default();
+    let mut cands = Vec::new();
+    candidates_into(p, dp.margin, &mut detect, &mut cands);
+    let mut stats = InnerStats::default();
+    // Candidate rounds: features penetrating at q⁺ that were no candidate
+    // are added and the step solved again (as `ipm` does).
+    for round in 0..4 {
+        let mut out = StepSolution {
+            q_next: DVec::zeros(0),
+            v_next: v_free.clone(),
+            contacts: Vec::new(),
+            stats: SolveStats {
+                iterations: ff_iters,
+                contacts: cands.len(),
+                ..Default::default()
+            },
+        };
+        let mut zs = vec![Vector3::zeros(); cands.len()];
+        let mut cand_scale = vec![1.0; cands.len()];
+        let mut max_res: f64 = 0.0;
+        for island in islands(p.model, cands.clone()) {
+            let v0 = island.gather(&v_free);
+            let mut scale: Vec<f64> = Vec::new();
+            let sol = solve_island(form, p, &island, v0, &mut scale, &mut stats)?;
+            max_res = max_res.max(sol.residual);
+            island.scatter(&sol.v, &mut out.v_next);
+            for (k, c) in island.contacts.iter().enumerate() {
+                let i = index_of(&cands, &c.key())?;
+                zs[i] = sol.z[k];
+                cand_scale[i] = scale[k];
+            }
+        }
+        out.q_next = integrate_model(p.model, p.q, &out.v_next, p.h)?;
+        let mut found = Vec::new();
+        penetrating_into(p, &out.q_next, &mut detect, &mut found);
+        found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
+        if !found.is_empty() && round < 3 {
+            cands.extend(found);
+            continue;
+        }
+        let zflat: Vec<DVec<f64>> = zs
+            .iter()
+            .map(|z| DVec::from_column_slice(z.as_slice()))
+            .collect();
+        let y = stacked_root(&out.v_next, &zflat);
+        let mus: Vec<f64> = cands.iter().map(|c| c.mu).collect();
+        let s = Structure {
+            pieces: form.pieces(&mus, &zs),
+            candidates: cands,
+            scale: cand_scale,
+        };
+        out.stats.iterations = stats.iterations;
+        out.stats.residual = max_res;
+        contacts_into(form, p, &s, &y, &mut out)?;
+        return Ok((out, y, s, stats));
+    }
+    unreachable!("the last candidate round returns")
+}
+
+/// The contact impulses at `y` (every island evaluated at the root).
+fn contacts_into<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+    s: &Structure,
+    y: &DVec<T>,
+    out: &mut StepSolution<T>,
+) -> Result<(), SolveError> {
+    let nv = p.model.nv;
+    out.contacts.clear();
+    let v_next = y.rows(0, nv).into_owned();
+    for island in islands(p.model, candidates_in(p, &s.candidates)) {
+        let v_local = island.gather(&v_next);
+        let ev = evaluate(p, &island, &v_local, &zero_xs(&island))?;
+        let scale = scales(p, &island)?;
+        for (ci, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
+            let i = index_of(&s.candidates, &cand.key())?;
+            let z: Vector3<T> = y.fixed_rows::<Z>(nv + Z * i).into_owned();
+            let f = form.impulse(cand.mu, scale[ci], &z);
+            let (t1, t2) = ce.tangents;
+            out.stats.max_penetration = out.stats.max_penetration.max(-ce.contact.gap.re());
+            out.contacts.push(ContactImpulse {
+                body_a: cand.a,
+                body_b: match cand.b {
+                    Partner::Body(j) => Some(j),
+                    Partner::Static(_) => None,
+                },
+                point: ce.contact.point_a,
+                normal: ce.contact.normal,
+                normal_impulse: f[0],
+                tangent_impulse: t1 * f[1] + t2 * f[2],
+                gap: ce.contact.gap,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` on the primal (f64) copy of `p`.
+pub fn with_primal<T: Scalar, R>(
+    p: &StepProblem<'_, T>,
+    f: impl FnOnce(&StepProblem<'_, f64>) -> R,
+) -> R {
+    let model = p.model.cast::<f64>();
+    let shapes: Vec<_> = p
+        .shapes
+        .iter()
+        .map(|s| s.as_ref().map(|s| s.cast()))
+        .collect();
+    let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
+    let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
+    let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
+    let re = |x: &DVec<T>| x.map(|x| x.re());
+    let (q, v, u) = (re(p.q), re(p.v), re(p.u));
+    let pf = StepProblem {
+        model: &model,
+        shapes: &shapes,
+        materials: &materials,
+        statics: &statics,
+        link_shapes: &link_shapes,
+        friction_combine: p.friction_combine,
+        restitution_combine: p.restitution_combine,
+        q: &q,
+        v: &v,
+        u: &u,
+        gravity: p.gravity.map(|x| x.re()),
+        h: p.h.re(),
+        friction_cone: p.friction_cone,
+        params: p.params,
+    };
+    f(&pf)
+}
+
+/// Pseudo-inverse of a square matrix (SVD, singular values below
+/// `1e-12 σ_max` dropped).
+pub fn pinv(j: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
+    if j.nrows() == 0 {
+        return Ok(DMat::zeros(0, 0));
+    }
+    let svd = j.clone().svd(true, true);
+    let smax = svd.singular_values.max();
+    if !(smax > 0.0 && smax.is_finite()) {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    svd.pseudo_inverse(1e-12 * smax)
+        .map_err(|_| SolveError::Singular("residual Jacobian"))
+}
+
+/// `(∂r/∂y) X = rhs` by the pseudo-inverse (module docs).
+pub fn pinv_solve<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    s: &Structure,
+    y: &DVec<f64>,
+    rhs: &DMat<f64>,
+) -> Result<DMat<f64>, SolveError> {
+    crate::contact::backend::check_rows(y, rhs)?;
+    let j = dense_jacobian(form, p, s, y)?;
+    let x = pinv(&j)? * rhs;
+    // The minimum-norm solution is the derivative only when the system is
+    // consistent (redundant rows, not a true singularity).
+    let miss = (&j * &x - rhs).amax();
+    if !(miss <= 1e-6 * rhs.amax().max(1.0)) {
+        return Err(SolveError::Singular(
+            "residual Jacobian (singular and the right-hand side is not in its range)",
+        ));
+    }
+    Ok(x)
+}
+
+/// The step in any scalar: the f64 solve, then the refinement of the
+/// derivative parts (module docs).
+pub fn solve<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+) -> Result<(StepSolution<T>, Structure, InnerStats), SolveError> {
+    let (sol, y, s, stats, jinv) = with_primal(p, |pf| -> Result<_, SolveError> {
+        let (sol, y, s, stats) = solve_f64(form, pf)?;
+        let jinv = if T::DERIVATIVE_ORDER > 0 {
+            Some(pinv(&dense_jacobian(form, pf, &s, &y)?)?)
+        } else {
+            None
+        };
+        Ok((sol, y, s, stats, jinv))
+    })?;
+    let mut yt: DVec<T> = y.map(T::from_re);
+    if let Some(jinv) = jinv {
+        for _ in 0..T::DERIVATIVE_ORDER {
+            let r = residual(form, p, &s, &yt)?;
+            let n = r.len();
+            for i in 0..n {
+                let mut acc = T::zero();
+                for j in 0..n {
+                    acc += T::from_re(jinv[(i, j)]) * r[j];
+                }
+                yt[i] -= acc;
+            }
+        }
+    }
+    let nv = p.model.nv;
+    let v_next = yt.rows(0, nv).into_owned();
+    let q_next = integrate_model(p.model, p.q, &v_next, p.h)?;
+    let mut out = StepSolution {
+        q_next,
+        v_next,
+        contacts: Vec::new(),
+        stats: sol.stats,
+    };
+    out.stats.max_penetration = 0.0;
+    contacts_into(form, p, &s, &yt, &mut out)?;
+    Ok((out, s, stats))
+}
+
+/// The unknowns of a unit test's island as fixed-size vectors (used by
+/// the backends' tests).
+#[doc(hidden)]
+pub fn rows3(z: &DVec<f64>) -> Vec<Vector3<f64>> {
+    (0..z.len() / Z)
+        .map(|k| z.fixed_rows::<Z>(Z * k).into_owned())
+        .collect()
+}

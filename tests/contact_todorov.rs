@@ -1,0 +1,591 @@
+//! Tests of the Todorov backends (`implicit_ncp`, `convex`) and the
+//! inverse dynamics of `convex`. Each test states its tolerance; worlds
+//! are built through the Rust API (the same scenes as `contact_ipm.rs`).
+
+use dualsim::contact::convex::{inverse, Convex, Params as ConvexParams};
+use dualsim::contact::{FrictionCone, SolveError, SolverKind};
+use dualsim::math::{Pose, Quat, Vec3};
+use dualsim::prelude::*;
+use dualsim::sim::step;
+
+const BACKENDS: [SolverKind; 2] = [SolverKind::ImplicitNcp, SolverKind::Convex];
+
+fn mat(mu: f64) -> Material<f64> {
+    Material {
+        friction: mu,
+        restitution: 0.0,
+    }
+}
+
+fn ground(mu: f64) -> StaticGeometry<f64> {
+    StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
+        pose: Pose::identity(),
+        material: mat(mu),
+    }
+}
+
+fn cube_inertia(m: f64, edge: f64) -> Mat3<f64> {
+    Mat3::identity() * (m * edge * edge / 6.0)
+}
+
+fn sphere_inertia(m: f64, r: f64) -> Mat3<f64> {
+    Mat3::identity() * (0.4 * m * r * r)
+}
+
+fn run(world: &World<f64>, x0: &State<f64>, steps: usize) -> Trajectory<f64> {
+    rollout(world, x0, &Controls::Constant(world.zero_control()), steps).expect("rollout")
+}
+
+fn max_penetration(traj: &Trajectory<f64>) -> f64 {
+    traj.stats
+        .iter()
+        .map(|s| s.max_penetration)
+        .fold(0.0, f64::max)
+}
+
+fn sphere_drop(kind: SolverKind) -> (World<f64>, State<f64>, usize) {
+    let mut w = World::<f64>::new(0.1);
+    w.solver = kind;
+    w.add_body(
+        "ball",
+        1.0,
+        sphere_inertia(1.0, 0.5),
+        Some(Shape::Sphere { radius: 0.5 }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.statics.push(StaticGeometry {
+        name: "fixed".into(),
+        shape: Shape::Sphere { radius: 0.5 },
+        pose: Pose::identity(),
+        material: mat(0.5),
+    });
+    let x0 = State::at_rest(&w.model, &[[0.0, 0.0, 2.0]]);
+    (w, x0, 20)
+}
+
+fn box_toss(kind: SolverKind, h: f64) -> (World<f64>, State<f64>, usize) {
+    let mut w = World::<f64>::new(h);
+    w.solver = kind;
+    w.add_body(
+        "box",
+        1.0,
+        cube_inertia(1.0, 0.5),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
+        mat(0.1),
+    )
+    .unwrap();
+    w.statics.push(ground(0.1));
+    let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.5]]);
+    x0.v.copy_from_slice(&[1.0, 1.5, 1.0, 0.5, -0.8, 2.0]);
+    (w, x0, (5.0 / h).round() as usize)
+}
+
+fn sliding_box(kind: SolverKind) -> (World<f64>, State<f64>, usize) {
+    let h = 0.002;
+    let mut w = World::<f64>::new(h);
+    w.solver = kind;
+    w.gravity = Vec3::new(0.0, 0.0, -9.0);
+    w.add_body(
+        "box",
+        1.0,
+        cube_inertia(1.0, 0.5),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
+        mat(0.16),
+    )
+    .unwrap();
+    w.statics.push(ground(0.16));
+    let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.25]]);
+    x0.v[0] = 2.0;
+    (w, x0, (1.8 / h) as usize)
+}
+
+fn incline(kind: SolverKind, theta: f64, mu: f64) -> (World<f64>, State<f64>, usize) {
+    let h = 0.01;
+    let mut w = World::<f64>::new(h);
+    w.solver = kind;
+    let n = Vec3::new(-theta.sin(), 0.0, theta.cos());
+    w.add_body(
+        "box",
+        1.0,
+        cube_inertia(1.0, 0.5),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.25),
+        }),
+        mat(mu),
+    )
+    .unwrap();
+    w.statics.push(StaticGeometry {
+        name: "incline".into(),
+        shape: Shape::Plane {
+            normal: n,
+            offset: 0.0,
+        },
+        pose: Pose::identity(),
+        material: mat(mu),
+    });
+    let c = n * 0.25;
+    let mut x0 = State::at_rest(&w.model, &[[c.x, c.y, c.z]]);
+    let r = Quat::new((-theta / 2.0).cos(), 0.0, (-theta / 2.0).sin(), 0.0);
+    x0.q[3] = r.w;
+    x0.q[4] = r.i;
+    x0.q[5] = r.j;
+    x0.q[6] = r.k;
+    (w, x0, (2.0 / h).round() as usize)
+}
+
+/// `convex` is relaxed (R, κ): its resting gap and sticking creep are
+/// bounded by these (module docs of `contact::convex`: gap ≈ h √(κ a),
+/// creep ≈ R f).
+const CONVEX_REST_GAP: f64 = 1e-4;
+
+#[test]
+fn sphere_drop_rests_on_fixed_sphere() {
+    for kind in BACKENDS {
+        let (w, x0, steps) = sphere_drop(kind);
+        let traj = run(&w, &x0, steps);
+        let q = &traj.last().q;
+        let err = (Vec3::new(q[0], q[1], q[2]) - Vec3::new(0.0, 0.0, 1.0)).amax();
+        println!("{kind}: sphere_drop centre error {err:.3e}");
+        // implicit_ncp: exact complementarity (residual tolerance 1e-8);
+        // convex: the barrier's rest gap.
+        let tol = if kind == SolverKind::Convex {
+            CONVEX_REST_GAP
+        } else {
+            1e-6
+        };
+        assert!(err < tol, "{kind}: centre off by {err}");
+    }
+}
+
+#[test]
+fn box_toss_comes_to_rest() {
+    for kind in BACKENDS {
+        for h in [0.05, 0.01] {
+            let (w, x0, steps) = box_toss(kind, h);
+            let traj = run(&w, &x0, steps);
+            let s = traj.last();
+            let vmax = s.v.amax();
+            let pen = max_penetration(&traj);
+            println!(
+                "{kind} box_toss h={h}: z = {:.7}, |v|inf = {vmax:.3e}, max penetration {pen:.2e}",
+                s.q[2]
+            );
+            let (ztol, vtol) = if kind == SolverKind::Convex {
+                (CONVEX_REST_GAP, 1e-4)
+            } else {
+                (1e-6, 1e-6)
+            };
+            assert!((s.q[2] - 0.25).abs() < ztol, "{kind} h={h}: z = {}", s.q[2]);
+            assert!(vmax < vtol, "{kind} h={h}: |v|inf = {vmax}");
+        }
+    }
+}
+
+#[test]
+fn sliding_box_stopping_distance_and_deceleration() {
+    let (v0, mu, g) = (2.0, 0.16, 9.0);
+    let expected = v0 * v0 / (2.0 * mu * g);
+    for kind in BACKENDS {
+        let (w, x0, steps) = sliding_box(kind);
+        let h = w.dt;
+        let traj = run(&w, &x0, steps);
+        let dist = traj.last().q[0] - x0.q[0];
+        let rel = (dist - expected).abs() / expected;
+        let (k0, k1) = ((0.1 / h) as usize, (1.2 / h) as usize);
+        let pts: Vec<(f64, f64)> = (k0..k1)
+            .map(|k| (k as f64 * h, traj.states[k].v[0]))
+            .collect();
+        let n = pts.len() as f64;
+        let (mt, mv) = (
+            pts.iter().map(|p| p.0).sum::<f64>() / n,
+            pts.iter().map(|p| p.1).sum::<f64>() / n,
+        );
+        let slope = pts.iter().map(|p| (p.0 - mt) * (p.1 - mv)).sum::<f64>()
+            / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
+        let rel_slope = (slope + mu * g).abs() / (mu * g);
+        println!(
+            "{kind} sliding_box: distance {dist:.6} (expected {expected:.6}, rel {rel:.2e}), slope rel err {rel_slope:.2e}"
+        );
+        assert!(rel < 0.01, "{kind}: distance {dist} vs {expected}");
+        assert!(rel_slope < 0.01, "{kind}: slope {slope}");
+    }
+}
+
+#[test]
+fn box_on_incline_sticks_below_friction_angle() {
+    for kind in BACKENDS {
+        let (w, x0, steps) = incline(kind, 20f64.to_radians(), 0.5);
+        let traj = run(&w, &x0, steps);
+        let d = traj.last().q.fixed_rows::<3>(0) - x0.q.fixed_rows::<3>(0);
+        println!("{kind} incline stick: drift {:.3e} m over 2 s", d.norm());
+        // convex creeps at R f (module docs): 2 s × 1e-4 × g sin θ h ≈ 7e-6 m.
+        let tol = if kind == SolverKind::Convex {
+            1e-4
+        } else {
+            1e-6
+        };
+        assert!(d.norm() < tol, "{kind}: drift {}", d.norm());
+    }
+}
+
+#[test]
+fn box_on_incline_slides_above_friction_angle() {
+    let (theta, mu, g) = (30f64.to_radians(), 0.3, 9.81);
+    for kind in BACKENDS {
+        let (w, x0, steps) = incline(kind, theta, mu);
+        let h = w.dt;
+        let traj = run(&w, &x0, steps);
+        let down = Vec3::new(-theta.cos(), 0.0, -theta.sin());
+        let speed = |k: usize| down.dot(&traj.states[k].v.fixed_rows::<3>(0).into_owned());
+        let (k0, k1) = (20, steps);
+        let a = (speed(k1) - speed(k0)) / ((k1 - k0) as f64 * h);
+        let expected = g * (theta.sin() - mu * theta.cos());
+        let rel = (a - expected).abs() / expected;
+        println!("{kind} incline slide: a = {a:.5} (expected {expected:.5}, rel {rel:.2e})");
+        assert!(rel < 0.01, "{kind}: a = {a} vs {expected}");
+    }
+}
+
+#[test]
+fn pyramid_cone_is_refused() {
+    for kind in BACKENDS {
+        let (mut w, x0, _) = sliding_box(kind);
+        w.friction_cone = FrictionCone::Pyramid;
+        let err = step(&w, &x0, &w.zero_control()).unwrap_err().to_string();
+        assert!(
+            err.contains(kind.name()) && err.contains("pyramid"),
+            "{kind}: {err}"
+        );
+    }
+}
+
+/// A random pile: `n` boxes and spheres resting on (or just above) the
+/// ground, some overlapping in x, with random velocities.
+fn random_pile(seed: u64, n: usize, kind: SolverKind) -> (World<f64>, State<f64>) {
+    let mut rng = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((rng >> 11) as f64) / ((1u64 << 53) as f64)
+    };
+    let mut w = World::<f64>::new(0.01);
+    w.solver = kind;
+    let mut pos = Vec::new();
+    for i in 0..n {
+        let m = 0.5 + next();
+        let mu = if i % 3 == 0 { 0.0 } else { 0.2 + next() };
+        if i % 2 == 0 {
+            let r = 0.1 + 0.05 * next();
+            w.add_body(
+                &format!("s{i}"),
+                m,
+                sphere_inertia(m, r),
+                Some(Shape::Sphere { radius: r }),
+                mat(mu),
+            )
+            .unwrap();
+            pos.push([0.5 * i as f64, 0.1 * next(), r + 0.002 * next()]);
+        } else {
+            w.add_body(
+                &format!("b{i}"),
+                m,
+                cube_inertia(m, 0.2),
+                Some(Shape::Box {
+                    half_extents: Vec3::repeat(0.1),
+                }),
+                mat(mu),
+            )
+            .unwrap();
+            pos.push([0.5 * i as f64, 0.1 * next(), 0.1 + 0.002 * next()]);
+        }
+    }
+    w.statics.push(ground(0.5));
+    let mut x0 = State::at_rest(&w.model, &pos);
+    for k in 0..x0.v.len() {
+        x0.v[k] = 0.2 * (next() - 0.5);
+    }
+    (w, x0)
+}
+
+/// `inverse(forward(u)) = u` on random piles with 1–20 contacts, to 1e-9
+/// relative to the largest control.
+#[test]
+fn convex_inverse_round_trip() {
+    let mut checked = 0;
+    for seed in 0..12u64 {
+        let n = 1 + (seed as usize * 7) % 8;
+        let (mut w, x0) = random_pile(seed, n, SolverKind::Convex);
+        // The inverse recovers u from v⁺ through the regularization R: a
+        // residual δ (m/s) left by the forward solve moves the recovered
+        // impulse by δ / R and the control by δ / (R h). With Todorov's
+        // constants of the closed form (R = 1e-2 relative, κ = 1e-6 J) and
+        // the forward step solved to 1e-12 the round trip measures the
+        // inverse, not the forward tolerance.
+        w.backends.convex.regularization = 1e-2;
+        w.backends.convex.barrier = 1e-6;
+        w.params.tolerance = 1e-12;
+        let mut u = w.zero_control();
+        let mut s = seed;
+        for k in 0..u.len() {
+            s = s.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+            u[k] = 4.0 * (((s >> 11) as f64) / ((1u64 << 53) as f64) - 0.5);
+        }
+        let out = step(&w, &x0, &u).expect("forward step");
+        let contacts = out.contacts.len();
+        let backend = Convex {
+            params: w.backends.convex,
+        };
+        let p = w.problem(&x0, &u);
+        let inv = inverse(&backend, &p, &out.state.v).expect("inverse");
+        let scale = u.amax().max(1.0);
+        let err = (&inv.u - &u).amax() / scale;
+        println!("seed {seed}: {n} bodies, {contacts} contacts, round trip rel err {err:.2e}");
+        assert!(err < 1e-9, "seed {seed}: round trip error {err:.3e}");
+        if contacts > 0 {
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "only {checked} cases had contacts");
+}
+
+/// A motion the model cannot produce (a candidate approaching through
+/// the ground) is refused with a typed error.
+#[test]
+fn convex_inverse_refuses_penetrating_motion() {
+    let (w, x0) = random_pile(3, 1, SolverKind::Convex);
+    let mut v = x0.v.clone();
+    v[2] = -1.0;
+    let backend = Convex {
+        params: ConvexParams::default(),
+    };
+    let u = w.zero_control();
+    let p = w.problem(&x0, &u);
+    match inverse(&backend, &p, &v) {
+        Err(SolveError::Unsupported { backend, .. }) => assert_eq!(backend, "convex"),
+        other => panic!("expected a typed refusal, got {other:?}"),
+    }
+}
+
+/// As R, κ → 0 `convex` tends to the complementarity solution, one step
+/// at a time from the states of an `implicit_ncp` run (whose step is
+/// exact): the largest difference of `v⁺`. Two runs: a frictionless box
+/// tossed onto the ground (flight, impacts, rest; 40 states) and a box
+/// sticking on a 20° incline (μ = 0.5). With friction and sliding the
+/// model does not tend to complementarity: minimizing the contact-space
+/// kinetic energy over the friction cone gives a sliding contact the
+/// normal velocity μ‖v_t‖ (it glides at a height h μ ‖v_t‖; module docs
+/// of `contact::convex`), so sliding states are left out of this test.
+#[test]
+fn convex_tends_to_complementarity() {
+    let (mut wt, x0t, _) = box_toss(SolverKind::ImplicitNcp, 0.01);
+    wt.materials[0].friction = 0.0;
+    wt.statics[0].material.friction = 0.0;
+    let toss = run(&wt, &x0t, 120);
+    let (wi, x0i, _) = incline(SolverKind::ImplicitNcp, 20f64.to_radians(), 0.5);
+    let stick = run(&wi, &x0i, 40);
+    let cases: Vec<(&World<f64>, Vec<&State<f64>>)> = vec![
+        (&wt, toss.states.iter().step_by(3).collect()),
+        (&wi, stick.states.iter().step_by(2).collect()),
+    ];
+    println!(
+        "| regularization | barrier (J) | frictionless toss: max |Δv⁺| | sticking: max |Δv⁺| |"
+    );
+    let mut last = [f64::INFINITY; 2];
+    for (r, k) in [
+        (1e-2, 1e-4),
+        (1e-3, 1e-6),
+        (1e-4, 1e-8),
+        (1e-5, 1e-10),
+        (1e-6, 1e-12),
+    ] {
+        let mut d = [0.0f64; 2];
+        for (i, (w, states)) in cases.iter().enumerate() {
+            let mut wc = (*w).clone();
+            wc.solver = SolverKind::Convex;
+            wc.backends.convex.regularization = r;
+            wc.backends.convex.barrier = k;
+            let u = w.zero_control();
+            for s in states {
+                let exact = step(w, s, &u).unwrap().state.v;
+                let v = step(&wc, s, &u).unwrap().state.v;
+                d[i] = d[i].max((&v - &exact).amax());
+            }
+        }
+        println!("| {r:.0e} | {k:.0e} | {:.3e} | {:.3e} |", d[0], d[1]);
+        for i in 0..2 {
+            assert!(
+                d[i] < last[i],
+                "case {i}: no convergence: {} after {}",
+                d[i],
+                last[i]
+            );
+        }
+        last = d;
+    }
+    assert!(last[0] < 1e-4 && last[1] < 1e-4, "closest {last:?}");
+}
+
+#[test]
+fn step_in_dual_numbers_matches_f64() {
+    use num_dual::DualSVec64;
+    type D = DualSVec64<1>;
+    for kind in BACKENDS {
+        // A sliding box (four sliding contacts, away from every kink).
+        let (w, x0, _) = sliding_box(kind);
+        let mut s = x0.clone();
+        for _ in 0..100 {
+            s = step(&w, &s, &w.zero_control()).unwrap().state;
+        }
+        let wd = w.cast::<D>();
+        let mut sd: State<D> = State {
+            q: s.q.map(D::from_re),
+            v: s.v.map(D::from_re),
+        };
+        sd.v[0] = D::from_re(s.v[0]).derivative(0);
+        let out_d = step(&wd, &sd, &wd.zero_control()).unwrap();
+        let out = step(&w, &s, &w.zero_control()).unwrap();
+        let primal = (out_d.state.q.map(|x| x.re) - &out.state.q).amax();
+        // Central difference of q⁺ in v_x.
+        let e = 1e-6;
+        let mut sp = s.clone();
+        sp.v[0] += e;
+        let mut sm = s.clone();
+        sm.v[0] -= e;
+        let qp = step(&w, &sp, &w.zero_control()).unwrap().state.q;
+        let qm = step(&w, &sm, &w.zero_control()).unwrap().state.q;
+        let fd = (qp - qm) / (2.0 * e);
+        let dual = out_d
+            .state
+            .q
+            .map(|x| x.eps.unwrap_generic(nalgebra::U1, nalgebra::U1)[0]);
+        let err = (&dual - &fd).amax();
+        println!("{kind}: primal diff {primal:.2e}, |dq/dvx dual - fd| = {err:.2e}");
+        assert!(primal < 1e-12, "{kind}: primal {primal}");
+        assert!(err < 1e-6, "{kind}: derivative {err}");
+    }
+}
+
+/// `dualsim inverse` on the trajectory of `dualsim run --out` of a box
+/// pushed by per-step forces recovers those forces (to 1e-6 relative;
+/// the forward step is solved to 1e-12).
+#[test]
+fn inverse_command_recovers_per_step_controls() {
+    let dir = std::env::temp_dir().join(format!("dualsim-inverse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let steps = 30;
+    let rows: Vec<[f64; 6]> = (0..steps)
+        .map(|k| {
+            let t = k as f64 * 0.01;
+            [
+                3.0 + 2.0 * (5.0 * t).sin(),
+                1.0 - t,
+                0.5 * t,
+                0.0,
+                0.0,
+                0.1 * t,
+            ]
+        })
+        .collect();
+    let per_step = rows
+        .iter()
+        .map(|r| format!("{r:?}"))
+        .collect::<Vec<_>>()
+        .join(",\n  ");
+    let scene = format!(
+        r#"[sim]
+dt = 0.01
+steps = {steps}
+solver = "convex"
+
+[solver_params]
+tolerance = 1e-12
+
+[[body]]
+name = "box"
+mass = 1.5
+inertia = [0.01, 0.01, 0.01]
+position = [0.0, 0.0, 0.1]
+friction = 0.3
+shape = {{ type = "box", half_extents = [0.1, 0.1, 0.1] }}
+
+[[static]]
+name = "ground"
+shape = {{ type = "plane", normal = [0.0, 0.0, 1.0] }}
+friction = 0.3
+
+[[control]]
+target = "box"
+per_step = [
+  {per_step}
+]
+"#
+    );
+    let path = dir.join("push.toml");
+    std::fs::write(&path, scene).unwrap();
+    let bin = env!("CARGO_BIN_EXE_dualsim");
+    let out = std::process::Command::new(bin)
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(bin)
+        .args(["inverse", path.to_str().unwrap()])
+        .arg(dir.join("trajectory.json"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["solver"], "convex");
+    assert_eq!(doc["steps"], steps);
+    let got = doc["controls"]["box"].as_array().unwrap();
+    let mut worst: f64 = 0.0;
+    for (k, row) in rows.iter().enumerate() {
+        for d in 0..6 {
+            let g = got[k][d].as_f64().unwrap();
+            worst = worst.max((g - row[d]).abs() / 5.0);
+        }
+    }
+    println!(
+        "inverse of a pushed box: worst relative control error {worst:.2e}, max_residual {}",
+        doc["max_residual"]
+    );
+    assert!(worst < 1e-6, "controls off by {worst}");
+    // A backend without an inverse is refused (exit 2, naming it).
+    let out = std::process::Command::new(bin)
+        .args(["inverse", path.to_str().unwrap()])
+        .arg(dir.join("trajectory.json"))
+        .args(["--solver", "ipm"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ipm") && err.contains("inverse"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
