@@ -361,6 +361,54 @@ fn convex_inverse_round_trip() {
     assert!(checked >= 8, "only {checked} cases had contacts");
 }
 
+/// The same round trip on a floating-base robot in contact (the kneeling
+/// quadruped of `examples/scenes/quadruped_convex.toml`: 14 velocities,
+/// eight contacts on its links) and on a fixed-base robot without
+/// contact (the double pendulum), with random joint torques and base
+/// wrenches: the robots' rows of the inverse are the contact step's
+/// impulse balance `h (RNEA(q, v, (v⁺ − v)/h) − u) = Wᵀ f`.
+#[test]
+fn convex_inverse_round_trip_robots() {
+    for (file, min_contacts) in [("quadruped_convex.toml", 4), ("double_pendulum.toml", 0)] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes")
+            .join(file);
+        let scene = dualsim::scene::load(&path).expect("scene");
+        let mut w = scene.world.clone();
+        w.solver = SolverKind::Convex;
+        w.friction_cone = FrictionCone::Exact;
+        w.backends.convex.regularization = 1e-2;
+        w.backends.convex.barrier = 1e-6;
+        w.params.tolerance = 1e-12;
+        let mut x = scene.initial.clone();
+        let mut s = 7u64;
+        let mut worst: f64 = 0.0;
+        let mut contacts = 0;
+        for k in 0..20 {
+            let mut u = w.zero_control();
+            for e in u.iter_mut() {
+                s = s.wrapping_mul(2862933555777941757).wrapping_add(3037000493);
+                *e = 0.5 * (((s >> 11) as f64) / ((1u64 << 53) as f64) - 0.5);
+            }
+            let out = step(&w, &x, &u).expect("forward step");
+            contacts = contacts.max(out.contacts.len());
+            let backend = Convex {
+                params: w.backends.convex,
+            };
+            let p = w.problem(&x, &u);
+            let inv = inverse(&backend, &p, &out.state.v).expect("inverse");
+            let err = (&inv.u - &u).amax() / u.amax().max(1.0);
+            // 1e-8: the forward residual δ (≤ 1e-12) maps to δ / (R h) in
+            // the control, and h = 5 ms here (10 ms in the piles above).
+            assert!(err < 1e-8, "{file} step {k}: round trip error {err:.3e}");
+            worst = worst.max(err);
+            x = out.state;
+        }
+        println!("{file}: up to {contacts} contacts, worst round trip rel err {worst:.2e}");
+        assert!(contacts >= min_contacts, "{file}: {contacts} contacts");
+    }
+}
+
 /// A motion the model cannot produce (a candidate approaching through
 /// the ground) is refused with a typed error.
 #[test]

@@ -1095,6 +1095,11 @@ fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
     code
 }
 
+/// Largest difference (m, rad, m/s, rad/s) between the trajectory's next
+/// state and the forward step under the recovered controls that `dualsim
+/// inverse` accepts.
+const INVERSE_TOLERANCE: f64 = 1e-6;
+
 /// `dualsim inverse`: the controls of every step of a trajectory, and
 /// how well the forward step under them reproduces it (`max_residual`:
 /// the largest difference of the next state, configuration and velocity).
@@ -1124,6 +1129,7 @@ fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> 
     let w = &scene.world;
     let mut controls: Vec<dualsim::math::DVec<f64>> = Vec::new();
     let mut max_residual: f64 = 0.0;
+    let mut worst = 0;
     let mut error = None;
     for k in 0..states.len() - 1 {
         let u = match dualsim::sim::inverse_step(w, &states[k], &states[k + 1].v) {
@@ -1147,6 +1153,9 @@ fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> 
             Ok(out) => {
                 let dq = (&out.state.q - &states[k + 1].q).amax();
                 let dv = (&out.state.v - &states[k + 1].v).amax();
+                if dq.max(dv) > max_residual || !dq.max(dv).is_finite() {
+                    worst = k;
+                }
                 max_residual = max_residual.max(dq).max(dv);
             }
             Err(e) => {
@@ -1160,8 +1169,26 @@ fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> 
         }
         controls.push(u);
     }
+    // Controls that do not reproduce the trajectory are an error, not a
+    // result: the motion is not one the backend's model produces (or the
+    // trajectory file was not written from this scene).
+    if error.is_none() && !(max_residual <= INVERSE_TOLERANCE) {
+        error = Some((
+            worst,
+            format!(
+                "the forward step under the recovered controls misses the trajectory's next \
+                 state by {max_residual:.3e} (above {INVERSE_TOLERANCE:e}): not a motion of this \
+                 scene under `{}`",
+                w.solver.name()
+            ),
+            false,
+        ));
+    }
     let mut named = serde_json::Map::new();
-    for b in w.model.bodies.iter().filter(|b| b.is_free_root()) {
+    for b in (0..w.model.bodies.len())
+        .filter(|&i| w.model.is_lone_free_body(i))
+        .map(|i| &w.model.bodies[i])
+    {
         let rows: Vec<Vec<f64>> = controls
             .iter()
             .map(|u| u.rows(b.idx_v, 6).iter().copied().collect())

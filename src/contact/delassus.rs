@@ -87,8 +87,9 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     /// The contact-space problem of one linearization:
     /// the unknowns `z` (three per contact) with `ŷ = A f(z) + c`, from
     /// the previous outer iterate's `z0` when there is one. `scale` is the
-    /// per-contact impulse scale (`1 / A_nn`). Adds its iteration counts
-    /// to `stats`.
+    /// per-contact impulse scale (`1 / A_nn`); `tolerance` the step's
+    /// (the linearization loop's) tolerance on the exact residual. Adds
+    /// its iteration counts to `stats`.
     fn solve_linear(
         &self,
         a: &DMat<f64>,
@@ -96,6 +97,7 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
         mu: &[f64],
         scale: &[f64],
         z0: Option<&DVec<f64>>,
+        tolerance: f64,
         stats: &mut InnerStats,
     ) -> Result<DVec<f64>, SolveError>;
 
@@ -547,7 +549,7 @@ fn solve_island<F: Formulation>(
         for k in 0..m {
             c.fixed_rows_mut::<Z>(Z * k).copy_from(&(yhat[k] + wdv[k]));
         }
-        let znew = form.solve_linear(&a, &c, &mus, scale, z.as_ref(), stats)?;
+        let znew = form.solve_linear(&a, &c, &mus, scale, z.as_ref(), p.params.tolerance, stats)?;
         stats.solves += 1;
         let f: Vec<Vector3<f64>> = (0..m)
             .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))

@@ -61,7 +61,8 @@ use crate::contact::delassus::{
 use crate::contact::island::islands;
 use crate::contact::space::evaluate::evaluate;
 use crate::contact::{ContactBackend, Feature, SolveError, StepProblem, StepSolution};
-use crate::dynamics::articulated::articulated_residual;
+use crate::dynamics::articulated::{articulated_dofs, has_articulated};
+use crate::dynamics::rnea::rnea;
 use crate::dynamics::free::momentum_residual;
 use crate::math::{DMat, DVec};
 use crate::Scalar;
@@ -209,6 +210,7 @@ impl Formulation for Convex {
         mu: &[f64],
         scale: &[f64],
         z0: Option<&DVec<f64>>,
+        _tolerance: f64,
         stats: &mut InnerStats,
     ) -> Result<DVec<f64>, SolveError> {
         let (dims, rows) = reduce(mu);
@@ -377,7 +379,17 @@ pub fn inverse<T: Scalar>(
         with_primal(p, |pf| candidates(pf, backend.params.margin));
     let mut r_dyn = DVec::zeros(nv);
     momentum_residual(p.model, p.q, p.v, v_next, &zero_u, &p.gravity, p.h, &mut r_dyn)?;
-    articulated_residual(p.model, p.q, p.v, v_next, &zero_u, p.h, &mut r_dyn);
+    // Robots: the contact step's impulse balance `h (RNEA(q, v, (v⁺ − v)/h)
+    // − u) = Wᵀ f` (`contact::space::robot::robot_dynamics`), in impulse
+    // units as the free bodies' rows.
+    if has_articulated(p.model) {
+        let acc = (v_next - p.v) / p.h;
+        let mut data = p.model.data();
+        let tau = rnea(p.model, &mut data, p.q, p.v, &acc).clone();
+        for i in articulated_dofs(p.model) {
+            r_dyn[i] = tau[i] * p.h;
+        }
+    }
     let kappa = backend.params.barrier;
     let mut impulses = vec![Vector3::zeros(); cands.len()];
     let cands_t: Vec<Candidate<T>> = cands

@@ -17,10 +17,10 @@
 //! inverse inertia `A` (`3n × 3n`, positive semi-definite in practice and
 //! rank-deficient for redundant contacts; symmetry is never assumed) and the
 //! free contact velocity `c`, the contact equation `A f(x) + c = v(x)`
-//! becomes the residual
+//! becomes the residual ([`residual`])
 //!
 //! ```text
-//! r(x) = (A − I) f(x) − x + c = 0            (see `residual`)
+//! r(x) = (A − I) f(x) − x + c = 0.
 //! ```
 //!
 //! # Derivative
@@ -32,16 +32,15 @@
 //! * [`Piece::Separated`] (`x_N > 0`): `f ≡ 0`, `Df = 0`;
 //! * [`Piece::Sticking`] (`x_N ≤ 0`, `‖x_F‖ < μ f_N`): `f = −x`, `Df = −I`;
 //! * [`Piece::Sliding`] (`x_N ≤ 0`, `‖x_F‖ ≥ μ f_N`): with `u = x_F/‖x_F‖`,
-//!   `f_F = −μ f_N u = μ x_N u`, so
-//!   `∂f_N/∂x_N = −1`, `∂f_F/∂x_N = μ u`,
+//!   `f_F = −μ f_N u = μ x_N u`, so `∂f_N/∂x_N = −1`, `∂f_F/∂x_N = μ u`,
 //!   `∂f_F/∂x_F = −(μ f_N/‖x_F‖)(I − u uᵀ)`.
 //!
 //! The kinks are the plane `x_N = 0` and, for `μ > 0`, the cone
 //! `‖x_F‖ = −μ x_N` (`x_N < 0`). On a kink the one-sided derivative of the
 //! piece returned by [`piece`] is used: the plane `x_N = 0` belongs to the
 //! contact side (sticking or sliding), the cone to the sliding side, and at
-//! `x_N = 0, x_F = 0` (sliding with no impulse) the direction `u` is taken as
-//! `0`, giving `Df = diag(−1, 0, 0)`. [`kink_distance`] measures how far a
+//! `x_N = 0, x_F = 0` (sliding without impulse) the direction `u` is taken
+//! as `0`, so `Df = diag(−1, 0, 0)`. [`kink_distance`] measures how far a
 //! point is from every kink.
 //!
 //! # Solvers
@@ -49,44 +48,79 @@
 //! Both minimize `ℓ = ½‖r‖²` with the generalized Jacobian `J`
 //! ([`Method`]):
 //!
-//! * [`Method::LevenbergMarquardt`]: `x ← x − (JᵀJ + λI)⁻¹ Jᵀ r`, `λ`
-//!   decreased after a step that lowers `ℓ` (by Nielsen's gain-ratio rule)
-//!   and multiplied by a growing factor after one that does not.
+//! * [`Method::LevenbergMarquardt`]: `x ← x − (JᵀJ + λI)⁻¹ Jᵀ r`; `λ`
+//!   starts at `10⁻³ max diag(JᵀJ)`, is decreased after a step that lowers
+//!   `ℓ` (Nielsen's gain-ratio rule) and multiplied by a doubling factor
+//!   after one that does not.
 //! * [`Method::Dogleg`]: a trust region on the dogleg path from `x` to the
 //!   Cauchy point (minimizer of the quadratic model along `−Jᵀr`) and on to
-//!   the Gauss–Newton point. The full Gauss–Newton step is tried first when
-//!   it lies in the trust region; if the ratio test accepts it, that is a
-//!   "Newton accepted" iteration ([`Stats::newton_accepted`]). Otherwise an
-//!   edge-aware search evaluates `ℓ` where the two path segments cross a
-//!   kink (the plane is linear in the segment parameter, the cone a
-//!   quadratic) and at the segment ends, and takes the best point; the
-//!   radius follows the usual ratio test.
+//!   the Gauss–Newton point. The full Gauss–Newton step is tried first
+//!   when it lies in the trust region; if the ratio test accepts it, the
+//!   iteration counts as "Newton accepted" ([`Stats::newton_accepted`]).
+//!   Otherwise an edge-aware search runs along both path segments: it
+//!   evaluates `ℓ` where a segment crosses a kink (the plane is linear in
+//!   the segment parameter, the cone a quadratic), at the segment ends, and
+//!   between two consecutive evaluated points at the minimizer of `‖r‖`
+//!   along the secant of `r` (exact where `r` is affine between kinks: the
+//!   minimum of `ℓ` between two kinks is often inside, and without that
+//!   point the dogleg crawls by Cauchy steps in ill-conditioned valleys).
+//!   The best point goes through the usual ratio test of the radius.
+//!
+//! # Globalization
+//!
+//! `ℓ` has stationary points that are not solutions, so a descent method
+//! on `r` alone stalls on a fair share of hard problems (with redundant
+//! contacts, μ ∈ [0, 2]: about half of the random problems of the tests):
+//!
+//! * flat valleys: when the contact-space inverse inertia of the active
+//!   contacts is singular (a box on more than three coplanar points) and
+//!   `c` is not in its range, `r` is constant along `null(J)` inside a piece,
+//!   `Jᵀr = 0` with `r ≠ 0`, even without friction;
+//! * nonsmooth local minima on kinks, where the gradient of each adjacent
+//!   piece points across the kink (Coulomb's law is not monotone).
+//!
+//! [`solve`] therefore runs the method on the true problem for at most
+//! `10` iterations (the fast path: the typical solve ends there), then
+//! restarts from `x0` along a smoothing continuation: `f` is replaced by the
+//! smooth `f_ε` (`f_N = ½(√(x_N² + 4ε²) − x_N)`, Chen–Harker–Kanzow–Smale,
+//! and `s = μ f_N / smax_ε(μ f_N, ‖x_F‖)` with the smooth maximum
+//! `smax_ε(p, q) = ½(p + q + √((p − q)² + 4ε²))`), whose Jacobian is
+//! nonsingular for frictionless problems with positive semi-definite `A`:
+//! `J_ε = −(A D + I − D)` with `D = −Df_ε` diagonal in `(0, 1)` is
+//! `−(A + D⁻¹ − I) D`, so `ℓ_ε` has no spurious stationary points. Each
+//! stage solves `r_ε = 0` (10 iterations at most) from the previous one,
+//! `ε` shrinks fivefold per stage from `0.1 ‖x0, c‖∞`, the friction
+//! coefficients ramp up linearly over the first six stages (the
+//! frictionless problem is the easy one), and after each full-friction
+//! stage the method is tried on the true problem (5 iterations) from the
+//! smoothed solution. Iterations of every stage count against
+//! [`Options::max_iterations`].
 //!
 //! # Linear algebra
 //!
 //! Every linear solve is a Cholesky factorization of `JᵀJ + λI`, dense and
-//! in place, with `λ` at least `λ_min = 10⁻¹³ · max diag(JᵀJ)`: with
-//! redundant contacts `J` is singular (all contacts of a box sticking:
-//! `J = −A`), and the floor makes the factorization well defined (if the
-//! roundoff of `JᵀJ` still defeats it, `λ` is raised tenfold until it
-//! succeeds). The Gauss–Newton point of the dogleg is this regularized
-//! solve plus one step of iterative refinement (iterated Tikhonov), so its
-//! bias is `O(λ_min²)` and it approximates the minimum-norm least-squares
-//! step. Cholesky of the normal equations is about three times cheaper than
-//! an SVD of `J` and squares its conditioning; the floor bounds the
-//! amplification of roundoff by `10¹³`, which is harmless at the
-//! tolerances used here because the residual (not the step) is tested.
+//! in place (no allocation per iteration), with `λ` at least `λ_min =
+//! 10⁻¹³ · max diag(JᵀJ)`: with redundant contacts `J` is singular (all
+//! contacts of a box sticking: `J = −A`) and the floor keeps the
+//! factorization defined; if the roundoff of `JᵀJ` still defeats it, `λ`
+//! is raised tenfold until it succeeds. The Gauss–Newton point of the
+//! dogleg is this regularized solve plus one step of iterative refinement
+//! (iterated Tikhonov: bias `O(λ_min²)`), close to the minimum-norm
+//! least-squares step. Cholesky of the normal equations costs about a third
+//! of an SVD of `J` and squares its conditioning; the floor bounds the
+//! amplification of roundoff, which is harmless here because convergence
+//! is tested on the residual, not on the step.
 //!
 //! # Warm start and scaling
 //!
 //! Without `x0`, [`solve`] starts from the exact solution of the decoupled
 //! problem in which `A` is replaced by a per-contact isotropic diagonal
 //! (normal entry `A₃ₖ,₃ₖ`, tangential entry the mean of the two tangential
-//! diagonal entries): for `A = I` that is `x0 = c`, for a single point mass
-//! it is the solution. The tolerance is absolute on `‖r‖∞`, and the
+//! diagonal entries): for `A = I` that is `x0 = c`; for a single point mass
+//! it is the solution. The tolerance is absolute on `‖r‖∞` and the
 //! regularization is relative to `‖J‖²`: the caller should scale the
 //! impulses so that the diagonal of `A` is `O(1)` (e.g. divide `A` by its
-//! mean diagonal entry and multiply the impulse back).
+//! mean diagonal entry, solve, and multiply the impulses back).
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use std::fmt;
@@ -109,7 +143,8 @@ pub struct Options {
     pub method: Method,
     /// Convergence threshold on `‖r‖∞` (default `1e-12`).
     pub tolerance: f64,
-    /// Maximum number of iterations, i.e. of trial steps (default `100`).
+    /// Maximum number of iterations, i.e. of trial steps over all stages
+    /// (default `100`).
     pub max_iterations: usize,
 }
 
@@ -126,8 +161,9 @@ impl Default for Options {
 /// Statistics of a successful [`solve`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Stats {
-    /// Number of iterations: trial steps, accepted or rejected (a rejected
-    /// step reuses the Jacobian and its factorization when possible).
+    /// Number of iterations: trial steps, accepted or rejected, over all
+    /// stages (a rejected step reuses the Jacobian and, for the dogleg, its
+    /// factorization).
     pub iterations: usize,
     /// Iterations whose full Gauss–Newton step was accepted without line
     /// search (Levenberg–Marquardt: accepted steps taken with `λ` at its
@@ -135,19 +171,24 @@ pub struct Stats {
     pub newton_accepted: usize,
     /// Final `‖r‖∞`.
     pub residual: f64,
+    /// Whether the last resort (projected Gauss–Seidel, then
+    /// [`FALLBACK_ITERATIONS`] more iterations) ran.
+    pub fallback: bool,
 }
 
 /// Why [`solve`] failed.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
-    /// The tolerance was not reached within the iteration budget, or the
-    /// iteration stalled (no decrease of `‖r‖` was possible in floating
-    /// point) before it.
+    /// The tolerance was not reached within the iteration budget (or every
+    /// stage stalled before it).
     MaxIterations {
         /// Iterations performed.
         iterations: usize,
-        /// `‖r‖∞` at the best point found.
+        /// Smallest `‖r‖∞` met on the true problem.
         residual: f64,
+        /// The iterate at which it was met (a caller with a looser
+        /// tolerance may take it).
+        x: DVector<f64>,
     },
     /// An input (`A`, `c`, `μ`, `x0`) or an iterate was not finite.
     NonFinite,
@@ -159,6 +200,7 @@ impl fmt::Display for Failure {
             Failure::MaxIterations {
                 iterations,
                 residual,
+                ..
             } => write!(
                 out,
                 "implicit complementarity solver did not converge: \
@@ -198,7 +240,7 @@ fn friction(mu: f64) -> f64 {
 /// Impulse `f(x)` of one contact.
 #[doc(hidden)]
 pub fn impulse(mu: f64, x: &Vector3<f64>) -> Vector3<f64> {
-    // `−x_N` (not `max`) so that a NaN propagates
+    // `−x_N` rather than `max` so that a NaN propagates
     let f_n = if x[0] > 0.0 { 0.0 } else { -x[0] };
     let norm_f = x[1].hypot(x[2]);
     let bound = friction(mu) * f_n;
@@ -217,10 +259,9 @@ pub fn impulse_velocity(mu: f64, x: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64
     (f, x + f)
 }
 
-/// Smooth piece containing `x` for friction coefficient `mu`: separated
-/// if `x_N > 0`, else sticking if `‖x_F‖ < μ f_N`, else sliding (kinks
-/// belong to the contact side of the plane and to the sliding side of the
-/// cone).
+/// Smooth piece containing `x` for friction coefficient `mu`: separated if
+/// `x_N > 0`, else sticking if `‖x_F‖ < μ f_N`, else sliding (kinks belong
+/// to the contact side of the plane and to the sliding side of the cone).
 pub fn piece(mu: f64, x: &Vector3<f64>) -> Piece {
     if x[0] > 0.0 {
         Piece::Separated
@@ -261,9 +302,9 @@ pub fn local_derivative(mu: f64, x: &Vector3<f64>) -> Matrix3<f64> {
 
 /// Euclidean distance from `x` to the nearest kink surface of one contact:
 /// the plane `x_N = 0` and, for `μ > 0`, the cone `‖x_F‖ = −μ x_N`
-/// (`x_N ≤ 0`). Every point closer to `x` than this lies on the same
-/// [`Piece`] (up to the kinks themselves), so a finite difference of step
-/// `h` well below it is a derivative on one piece.
+/// (`x_N ≤ 0`). Every point closer to `x` than this is on the same
+/// [`Piece`] as `x` (up to the kinks themselves), so a finite difference
+/// of step `h` well below it differentiates one smooth piece.
 pub fn kink_distance(mu: f64, x: &Vector3<f64>) -> f64 {
     let mu = friction(mu);
     let (a, rho) = (x[0], x[1].hypot(x[2]));
@@ -272,7 +313,7 @@ pub fn kink_distance(mu: f64, x: &Vector3<f64>) -> f64 {
         return plane;
     }
     // the cone is a surface of revolution: distance, in the half-plane
-    // (x_N, ‖x_F‖), from (a, ρ) to the ray t(−1, μ), t ≥ 0
+    // (x_N, ‖x_F‖), from (a, ρ) to the ray t (−1, μ), t ≥ 0
     let norm = (1.0 + mu * mu).sqrt();
     let along = (-a + mu * rho) / norm;
     let cone = if along <= 0.0 {
@@ -283,20 +324,16 @@ pub fn kink_distance(mu: f64, x: &Vector3<f64>) -> f64 {
     plane.min(cone)
 }
 
-/// Smoothed impulse `f_ε(x)` and its derivative (`ε > 0`): the
-/// Chen–Harker–Kanzow–Smale smoothing `f_N = ½(√(x_N² + 4ε²) − x_N)` of
-/// `max(0, −x_N)` and `f_F = −s x_F`, `s = b / smax(b, ‖x_F‖)` with `b = μ
-/// f_N` and `smax(p, q) = ½(p + q + √((p − q)² + 4ε²))`. Both tend to the
-/// exact maps as `ε → 0`.
-#[doc(hidden)]
-pub fn smoothed(mu: f64, x: &Vector3<f64>, eps: f64) -> (Vector3<f64>, Matrix3<f64>) {
+/// Smoothed impulse `f_ε(x)` of one contact and its derivative (`ε > 0`):
+/// `f_N = ½(√(x_N² + 4ε²) − x_N)`, `f_F = −s x_F` with `s = b / smax(b,
+/// ‖x_F‖)`, `b = μ f_N`, `smax(p, q) = ½(p + q + √((p − q)² + 4ε²))`; both
+/// tend to the exact maps as `ε → 0`.
+fn smoothed_impulse(mu: f64, x: &Vector3<f64>, eps: f64) -> (Vector3<f64>, Matrix3<f64>) {
     let mu = friction(mu);
     let a = x[0];
     let q = (a * a + 4.0 * eps * eps).sqrt();
     let f_n = 0.5 * (q - a);
     let df_n = 0.5 * (a / q - 1.0);
-    let mut d = Matrix3::zeros();
-    d[(0, 0)] = df_n;
     let (y1, y2) = (x[1], x[2]);
     let rho = y1.hypot(y2);
     let b = mu * f_n;
@@ -307,10 +344,12 @@ pub fn smoothed(mu: f64, x: &Vector3<f64>, eps: f64) -> (Vector3<f64>, Matrix3<f
     let dsmax_drho = 0.5 * (1.0 + (rho - b) / w);
     let ds_db = (smax - b * dsmax_db) / (smax * smax);
     let ds_drho = -b * dsmax_drho / (smax * smax);
-    // ∂f_F/∂x_N = −y ∂s/∂b μ f_N'
+    let mut d = Matrix3::zeros();
+    d[(0, 0)] = df_n;
+    // ∂f_F/∂x_N = −x_F (∂s/∂b) μ f_N'
     d[(1, 0)] = -y1 * ds_db * mu * df_n;
     d[(2, 0)] = -y2 * ds_db * mu * df_n;
-    // ∂f_F/∂y = −(s I + ∂s/∂ρ · y yᵀ/ρ)
+    // ∂f_F/∂x_F = −(s I + (∂s/∂ρ) x_F x_Fᵀ / ρ)
     let k = if rho > 0.0 { ds_drho / rho } else { 0.0 };
     d[(1, 1)] = -(s + k * y1 * y1);
     d[(1, 2)] = -k * y1 * y2;
@@ -329,13 +368,65 @@ fn check_dimensions(a: &DMatrix<f64>, mu: &[f64], x: &DVector<f64>) {
         a.ncols(),
         mu.len()
     );
-    assert_eq!(x.len(), m, "x has {} entries, expected {m}", x.len());
+    assert_eq!(x.len(), m, "vector has {} entries, expected {m}", x.len());
 }
 
 /// Contact `k`'s three entries of `x`.
 #[doc(hidden)]
 pub fn local(x: &DVector<f64>, k: usize) -> Vector3<f64> {
     Vector3::new(x[3 * k], x[3 * k + 1], x[3 * k + 2])
+}
+
+/// The problem the iterations run on: `r_ε(x) = (A − I) f_ε(x) − x + c`
+/// with the working friction coefficients `mu` (`ε = 0`: the exact `f`).
+struct Problem<'p> {
+    a: &'p DMatrix<f64>,
+    c: &'p DVector<f64>,
+    mu: Vec<f64>,
+    eps: f64,
+}
+
+impl Problem<'_> {
+    /// `r_ε(x)` into `r` (`f` is scratch); returns `½‖r_ε‖²`.
+    fn evaluate(&self, x: &DVector<f64>, f: &mut DVector<f64>, r: &mut DVector<f64>) -> f64 {
+        for (k, &mu_k) in self.mu.iter().enumerate() {
+            let local_x = local(x, k);
+            let fk = if self.eps > 0.0 {
+                smoothed_impulse(mu_k, &local_x, self.eps).0
+            } else {
+                impulse(mu_k, &local_x)
+            };
+            f.fixed_rows_mut::<3>(3 * k).copy_from(&fk);
+        }
+        r.gemv(1.0, self.a, f, 0.0);
+        for (((ri, ci), xi), fi) in r.iter_mut().zip(self.c.iter()).zip(x.iter()).zip(f.iter()) {
+            *ri += ci - xi - fi;
+        }
+        0.5 * r.norm_squared()
+    }
+
+    /// `J_ε = (A − I) Df_ε(x) − I` into `j`.
+    fn jacobian(&self, x: &DVector<f64>, j: &mut DMatrix<f64>) {
+        for (k, &mu_k) in self.mu.iter().enumerate() {
+            let local_x = local(x, k);
+            let d = if self.eps > 0.0 {
+                smoothed_impulse(mu_k, &local_x, self.eps).1
+            } else {
+                local_derivative(mu_k, &local_x)
+            };
+            let mut cols = j.columns_mut(3 * k, 3);
+            if d == Matrix3::zeros() {
+                cols.fill(0.0);
+                continue;
+            }
+            cols.gemm(1.0, &self.a.columns(3 * k, 3), &d, 0.0);
+            let mut block = cols.rows_mut(3 * k, 3);
+            block -= d;
+        }
+        for i in 0..j.nrows() {
+            j[(i, i)] -= 1.0;
+        }
+    }
 }
 
 /// Residual `r(x) = (A − I) f(x) − x + c` of the contact equation
@@ -352,19 +443,78 @@ pub fn residual(
     x: &DVector<f64>,
 ) -> DVector<f64> {
     check_dimensions(a, mu, x);
-    assert_eq!(c.len(), x.len(), "c has {} entries, expected {}", c.len(), x.len());
+    check_dimensions(a, mu, c);
     let problem = Problem {
         a,
         c,
-        mu,
-        rho: 0.0,
-        center: DVector::zeros(0),
+        mu: mu.to_vec(),
         eps: 0.0,
     };
     let mut f = DVector::zeros(x.len());
     let mut r = DVector::zeros(x.len());
     problem.evaluate(x, &mut f, &mut r);
     r
+}
+
+/// Generalized Jacobian `∂r/∂x = (A − I) Df(x) − I` of [`residual`], with
+/// the block-diagonal `Df` of [`local_derivative`] (one-sided on kinks).
+///
+/// # Panics
+///
+/// If `A` is not `3n × 3n` or `x` does not have `3n` entries, with `n =
+/// mu.len()`.
+pub fn jacobian(a: &DMatrix<f64>, mu: &[f64], x: &DVector<f64>) -> DMatrix<f64> {
+    check_dimensions(a, mu, x);
+    let m = x.len();
+    let no_c = DVector::zeros(0);
+    let problem = Problem {
+        a,
+        c: &no_c,
+        mu: mu.to_vec(),
+        eps: 0.0,
+    };
+    let mut j = DMatrix::zeros(m, m);
+    problem.jacobian(x, &mut j);
+    j
+}
+
+/// Default start: exact solution of the decoupled problem with `A`
+/// replaced by a per-contact isotropic diagonal (see the module
+/// documentation).
+#[doc(hidden)]
+pub fn warm_start(a: &DMatrix<f64>, c: &DVector<f64>, mu: &[f64], x: &mut DVector<f64>) {
+    let max_diag = a.diagonal().iter().fold(0.0, |m: f64, &d| m.max(d));
+    // a diagonal entry far below the others (or not positive) would blow
+    // the guess up: use the largest one instead (1 when A has none)
+    let fallback = if max_diag > 0.0 { max_diag } else { 1.0 };
+    let usable = |d: f64| if d > 1e-6 * fallback { d } else { fallback };
+    for (k, &mu_k) in mu.iter().enumerate() {
+        let i = 3 * k;
+        let a_n = usable(a[(i, i)]);
+        let a_t = usable(0.5 * (a[(i + 1, i + 1)] + a[(i + 2, i + 2)]));
+        let (c_n, c_1, c_2) = (c[i], c[i + 1], c[i + 2]);
+        let (x_n, scale) = if c_n >= 0.0 {
+            // separated: f = 0, v = x = c
+            (c_n, 1.0)
+        } else {
+            // a_n x_N = c_N, f_N = −x_N
+            let f_n = -c_n / a_n;
+            let bound = friction(mu_k) * f_n;
+            let norm_c = c_1.hypot(c_2);
+            if norm_c < a_t * bound {
+                // sticking: a_t x_F = c_F
+                (-f_n, 1.0 / a_t)
+            } else if norm_c > 0.0 {
+                // sliding along c_F: ‖x_F‖ − (1 − a_t) μ f_N = ‖c_F‖
+                (-f_n, (norm_c + (1.0 - a_t) * bound) / norm_c)
+            } else {
+                (-f_n, 0.0)
+            }
+        };
+        x[i] = x_n;
+        x[i + 1] = scale * c_1;
+        x[i + 2] = scale * c_2;
+    }
 }
 
 /// Relative floor of the regularization `λ` (times `max diag(JᵀJ)`).
@@ -381,58 +531,21 @@ const STALL_RADIUS: f64 = 1e-8;
 const STATIONARY: f64 = 1e-12;
 /// Threshold of the ratio test.
 const ETA: f64 = 1e-4;
-/// Proximal stage: first `ρ` relative to the mean diagonal of `A`.
-const PROX_INITIAL: f64 = 1.0;
-/// Proximal stage: factor of `ρ` from one stage to the next.
-const PROX_SHRINK: f64 = 0.8;
-/// Proximal stage: iterations on each regularized problem.
-const PROX_ITERATIONS: usize = 10;
-/// Proximal stage: iterations of each attempt on the true problem.
+/// Iterations of the first attempt on the true problem.
+const EXACT_ITERATIONS: usize = 10;
+/// First smoothing parameter, relative to `max(‖x0‖∞, ‖c‖∞)`.
+const SMOOTHING_INITIAL: f64 = 0.1;
+/// Factor of `ε` from one smoothing stage to the next.
+const SMOOTHING_SHRINK: f64 = 0.2;
+/// Last smoothing parameter (relative, as [`SMOOTHING_INITIAL`]) before
+/// the final stage on the true problem.
+const SMOOTHING_FINAL: f64 = 1e-12;
+/// Iterations of each smoothing stage.
+const SMOOTHING_ITERATIONS: usize = 10;
+/// Smoothing stages over which the friction coefficients ramp up.
+const FRICTION_RAMP: usize = 6;
+/// Iterations of each attempt on the true problem between stages.
 const POLISH_ITERATIONS: usize = 5;
-
-/// The problem solved by the inner iterations: `r_ρ(x) = r(x) + ρ (f(x) −
-/// f̄)`, the residual of `A + ρI` and `c − ρ f̄` (proximal regularization
-/// around the impulse `f̄`; `ρ = 0` is the true problem).
-struct Problem<'p> {
-    a: &'p DMatrix<f64>,
-    c: &'p DVector<f64>,
-    mu: &'p [f64],
-    rho: f64,
-    center: DVector<f64>,
-    eps: f64,
-}
-
-impl Problem<'_> {
-    /// `r_ρ(x)` into `r` (`f` is scratch); returns `½‖r_ρ‖²`.
-    fn evaluate(&self, x: &DVector<f64>, f: &mut DVector<f64>, r: &mut DVector<f64>) -> f64 {
-        if self.eps > 0.0 {
-            for (k, &mu_k) in self.mu.iter().enumerate() {
-                f.fixed_rows_mut::<3>(3 * k)
-                    .copy_from(&smoothed(mu_k, &local(x, k), self.eps).0);
-            }
-        } else {
-            impulses(self.mu, x, f);
-        }
-        r.gemv(1.0, self.a, f, 0.0);
-        for i in 0..r.len() {
-            r[i] += self.c[i] - x[i] - f[i];
-        }
-        if self.rho != 0.0 {
-            for i in 0..r.len() {
-                r[i] += self.rho * (f[i] - self.center[i]);
-            }
-        }
-        0.5 * r.norm_squared()
-    }
-}
-
-/// `f(x)` of every contact into `f`.
-fn impulses(mu: &[f64], x: &DVector<f64>, f: &mut DVector<f64>) {
-    for (k, &mu_k) in mu.iter().enumerate() {
-        f.fixed_rows_mut::<3>(3 * k)
-            .copy_from(&impulse(mu_k, &local(x, k)));
-    }
-}
 
 /// Buffers of one [`solve`] call (allocated once).
 struct Workspace<'p> {
@@ -449,7 +562,14 @@ struct Workspace<'p> {
     /// Best point of a search and its residual.
     xb: DVector<f64>,
     rb: DVector<f64>,
-    /// Iterate saved across a polishing attempt.
+    /// Residual at the previous point of a search; secant point and its
+    /// residual.
+    rp: DVector<f64>,
+    xi: DVector<f64>,
+    ri: DVector<f64>,
+    /// Start of the solve; iterate saved across an attempt on the true
+    /// problem.
+    start: DVector<f64>,
     anchor: DVector<f64>,
     /// Jacobian, lower triangle of `JᵀJ`, Cholesky factor of `JᵀJ + λI`.
     j: DMatrix<f64>,
@@ -460,29 +580,30 @@ struct Workspace<'p> {
     step: DVector<f64>,
     gn: DVector<f64>,
     cauchy: DVector<f64>,
-    /// Current search segment `x + seg_start + t dir`.
+    /// Current search segment `x + seg_start + t dir` and its base point.
     seg_start: DVector<f64>,
     dir: DVector<f64>,
-    tmp: DVector<f64>,
+    base: DVector<f64>,
     jp: DVector<f64>,
     /// Kink crossings of a segment.
     breaks: Vec<f64>,
     /// `max diag(JᵀJ)` and the regularization floor at the current `J`.
     h_max: f64,
     lambda_min: f64,
+    /// Levenberg–Marquardt damping relative to `max diag(JᵀJ)`, kept from
+    /// one stage to the next (`NaN` before the first step).
+    lambda_relative: f64,
 }
 
 impl<'p> Workspace<'p> {
-    fn new(a: &'p DMatrix<f64>, c: &'p DVector<f64>, mu: &'p [f64], x: DVector<f64>) -> Self {
+    fn new(a: &'p DMatrix<f64>, c: &'p DVector<f64>, mu: &[f64], x: DVector<f64>) -> Self {
         let m = x.len();
         let zero = || DVector::zeros(m);
         let mut ws = Self {
             problem: Problem {
                 a,
                 c,
-                mu,
-                rho: 0.0,
-                center: zero(),
+                mu: mu.to_vec(),
                 eps: 0.0,
             },
             r: zero(),
@@ -492,6 +613,10 @@ impl<'p> Workspace<'p> {
             rt: zero(),
             xb: zero(),
             rb: zero(),
+            rp: zero(),
+            xi: zero(),
+            ri: zero(),
+            start: x.clone(),
             anchor: zero(),
             j: DMatrix::zeros(m, m),
             h: DMatrix::zeros(m, m),
@@ -502,11 +627,12 @@ impl<'p> Workspace<'p> {
             cauchy: zero(),
             seg_start: zero(),
             dir: zero(),
-            tmp: zero(),
+            base: zero(),
             jp: zero(),
-            breaks: Vec::with_capacity(3 * m),
+            breaks: Vec::with_capacity(3 * m + 1),
             h_max: 0.0,
             lambda_min: 0.0,
+            lambda_relative: f64::NAN,
             x,
         };
         ws.evaluate_iterate();
@@ -530,17 +656,17 @@ impl<'p> Workspace<'p> {
         self.ell = ell;
     }
 
-    /// Keeps the trial point as the best of a search.
-    fn keep_trial(&mut self) {
-        std::mem::swap(&mut self.xt, &mut self.xb);
-        std::mem::swap(&mut self.rt, &mut self.rb);
+    /// Accepts the best point of a search.
+    fn accept_best(&mut self, ell: f64) {
+        std::mem::swap(&mut self.x, &mut self.xb);
+        std::mem::swap(&mut self.r, &mut self.rb);
+        self.ell = ell;
     }
 
     /// Jacobian, `JᵀJ`, `g = Jᵀr` and the regularization floor at the
     /// iterate; `false` at a stationary point of `ℓ` (`g ≈ 0`, `r ≠ 0`).
     fn linearize(&mut self) -> bool {
-        let p = &self.problem;
-        jacobian_into(p.a, p.mu, &self.x, p.rho, p.eps, &mut self.j);
+        self.problem.jacobian(&self.x, &mut self.j);
         let m = self.x.len();
         for q in 0..m {
             let col_q = self.j.column(q);
@@ -549,7 +675,7 @@ impl<'p> Workspace<'p> {
             }
         }
         self.g.gemv_tr(1.0, &self.j, &self.r, 0.0);
-        self.h_max = (0..m).map(|i| self.h[(i, i)]).fold(0.0, f64::max);
+        self.h_max = self.h.diagonal().iter().fold(0.0, |m: f64, &d| m.max(d));
         self.lambda_min = LAMBDA_FLOOR * self.h_max.max(f64::MIN_POSITIVE);
         self.g.norm_squared() > STATIONARY * STATIONARY * self.h_max * 2.0 * self.ell
     }
@@ -580,104 +706,13 @@ impl<'p> Workspace<'p> {
         self.gn.copy_from(&self.g);
         self.gn.neg_mut();
         cholesky_solve(&self.l, &mut self.gn);
-        // correction e = (JᵀJ + λI)⁻¹ (−g − JᵀJ gn)
+        // correction e = (JᵀJ + λI)⁻¹ (−g − JᵀJ gn), in `step`
         self.jp.gemv(1.0, &self.j, &self.gn, 0.0);
-        self.tmp.gemv_tr(1.0, &self.j, &self.jp, 0.0);
-        self.tmp += &self.g;
-        self.tmp.neg_mut();
-        cholesky_solve(&self.l, &mut self.tmp);
-        self.gn += &self.tmp;
-    }
-}
-
-/// `J_ρ = (A − I) Df(x) − I + ρ Df(x)` into `j`.
-fn jacobian_into(
-    a: &DMatrix<f64>,
-    mu: &[f64],
-    x: &DVector<f64>,
-    rho: f64,
-    eps: f64,
-    j: &mut DMatrix<f64>,
-) {
-    for (k, &mu_k) in mu.iter().enumerate() {
-        let d = if eps > 0.0 {
-            smoothed(mu_k, &local(x, k), eps).1
-        } else {
-            local_derivative(mu_k, &local(x, k))
-        };
-        let mut cols = j.columns_mut(3 * k, 3);
-        if d == Matrix3::zeros() {
-            cols.fill(0.0);
-            continue;
-        }
-        cols.gemm(1.0, &a.columns(3 * k, 3), &d, 0.0);
-        for q in 0..3 {
-            for p in 0..3 {
-                cols[(3 * k + p, q)] += (rho - 1.0) * d[(p, q)];
-            }
-        }
-    }
-    for i in 0..j.nrows() {
-        j[(i, i)] -= 1.0;
-    }
-}
-
-/// Generalized Jacobian `∂r/∂x = (A − I) Df(x) − I` of [`residual`], with
-/// the block-diagonal `Df` of [`local_derivative`] (one-sided on kinks).
-///
-/// # Panics
-///
-/// If `A` is not `3n × 3n` or `x` does not have `3n` entries, with `n =
-/// mu.len()`.
-pub fn jacobian(a: &DMatrix<f64>, mu: &[f64], x: &DVector<f64>) -> DMatrix<f64> {
-    check_dimensions(a, mu, x);
-    let m = x.len();
-    let mut j = DMatrix::zeros(m, m);
-    jacobian_into(a, mu, x, 0.0, 0.0, &mut j);
-    j
-}
-
-/// Default start: exact solution of the decoupled problem with `A`
-/// replaced by a per-contact isotropic diagonal (see the module
-/// documentation).
-#[doc(hidden)]
-pub fn warm_start(a: &DMatrix<f64>, c: &DVector<f64>, mu: &[f64], x: &mut DVector<f64>) {
-    let m = c.len();
-    let max_diag = (0..m).map(|i| a[(i, i)]).fold(0.0, f64::max);
-    // a diagonal entry far below the others (or not positive) would blow
-    // the guess up: use the largest one instead (1 when A has none)
-    let fallback = if max_diag > 0.0 { max_diag } else { 1.0 };
-    let usable = |d: f64| if d > 1e-6 * fallback { d } else { fallback };
-    for (k, &mu_k) in mu.iter().enumerate() {
-        let i = 3 * k;
-        let a_n = usable(a[(i, i)]);
-        let a_t = usable(0.5 * (a[(i + 1, i + 1)] + a[(i + 2, i + 2)]));
-        let (c_n, c_1, c_2) = (c[i], c[i + 1], c[i + 2]);
-        if c_n >= 0.0 {
-            // separated: f = 0, v = x = c
-            x[i] = c_n;
-            x[i + 1] = c_1;
-            x[i + 2] = c_2;
-            continue;
-        }
-        // a_n x_N = c_N, f_N = −x_N
-        let f_n = -c_n / a_n;
-        x[i] = -f_n;
-        let norm_c = c_1.hypot(c_2);
-        let bound = friction(mu_k) * f_n;
-        if norm_c < a_t * bound {
-            // sticking: a_t x_F = c_F
-            x[i + 1] = c_1 / a_t;
-            x[i + 2] = c_2 / a_t;
-        } else if norm_c > 0.0 {
-            // sliding: ‖x_F‖ − (1 − a_t) μ f_N = ‖c_F‖ along c_F
-            let scale = (norm_c + (1.0 - a_t) * bound) / norm_c;
-            x[i + 1] = scale * c_1;
-            x[i + 2] = scale * c_2;
-        } else {
-            x[i + 1] = 0.0;
-            x[i + 2] = 0.0;
-        }
+        self.step.gemv_tr(1.0, &self.j, &self.jp, 0.0);
+        self.step += &self.g;
+        self.step.neg_mut();
+        cholesky_solve(&self.l, &mut self.step);
+        self.gn += &self.step;
     }
 }
 
@@ -694,8 +729,7 @@ fn cholesky(h: &DMatrix<f64>, lambda: f64, l: &mut DMatrix<f64>) -> bool {
         let (done, rest) = data.split_at_mut(j * m);
         let col_j = &mut rest[..m];
         // left-looking: column j −= Σ_{k<j} L[j,k] · column k
-        for k in 0..j {
-            let col_k = &done[k * m..(k + 1) * m];
+        for col_k in done.chunks_exact(m) {
             let ljk = col_k[j];
             if ljk != 0.0 {
                 for (y, &x) in col_j[j..].iter_mut().zip(&col_k[j..]) {
@@ -721,16 +755,14 @@ fn cholesky_solve(l: &DMatrix<f64>, b: &mut DVector<f64>) {
     let m = l.nrows();
     let data = l.as_slice();
     let b = b.as_mut_slice();
-    for j in 0..m {
-        let col = &data[j * m..(j + 1) * m];
+    for (j, col) in data.chunks_exact(m).enumerate() {
         b[j] /= col[j];
         let bj = b[j];
         for (y, &x) in b[j + 1..].iter_mut().zip(&col[j + 1..]) {
             *y -= x * bj;
         }
     }
-    for j in (0..m).rev() {
-        let col = &data[j * m..(j + 1) * m];
+    for (j, col) in data.chunks_exact(m).enumerate().rev() {
         let dot: f64 = b[j + 1..].iter().zip(&col[j + 1..]).map(|(y, x)| x * y).sum();
         b[j] = (b[j] - dot) / col[j];
     }
@@ -743,13 +775,13 @@ pub fn norm_inf(v: &DVector<f64>) -> f64 {
 }
 
 /// Solves `r(x) = 0`, i.e. `A f(x) + c = v(x)`, from `x0` (default: the
-/// decoupled warm start of the module documentation) with `opts.method`.
-/// Returns `x` (impulse and velocity per contact by [`impulse_velocity`])
-/// and the [`Stats`].
+/// decoupled warm start of the module documentation) with `opts.method`,
+/// first on the true problem, then along the smoothing continuation of the
+/// module documentation. Returns `x` (impulse and velocity of each contact
+/// by [`impulse_velocity`]) and the [`Stats`].
 ///
-/// The method runs on the true problem first; if it stalls (a stationary
-/// point or a nonsmooth local minimum of `ℓ`), the rest of the iteration
-/// budget goes to the proximal stage of the module documentation.
+/// `mu` holds one friction coefficient per contact (`μ ≥ 0`; negative
+/// values act as 0).
 ///
 /// # Errors
 ///
@@ -775,7 +807,7 @@ pub fn solve(
     }
     let x = match x0 {
         Some(x0) => {
-            assert_eq!(x0.len(), c.len(), "x0 has {} entries, expected {}", x0.len(), c.len());
+            check_dimensions(a, mu, x0);
             if !finite(x0.as_slice()) {
                 return Err(Failure::NonFinite);
             }
@@ -789,80 +821,172 @@ pub fn solve(
     };
     let mut ws = Workspace::new(a, c, mu, x);
     let mut stats = Stats::default();
-    let run = |ws: &mut Workspace, budget: usize, stats: &mut Stats, tol: f64| match opts.method {
-        Method::LevenbergMarquardt => levenberg_marquardt(ws, tol, budget, stats),
-        Method::Dogleg => dogleg(ws, tol, budget, stats),
-    };
-    ws.anchor.copy_from(&ws.x);
-    let first = std::env::var("FIRST").map(|e| e.parse().unwrap()).unwrap_or(opts.max_iterations);
-    if run(&mut ws, first.min(opts.max_iterations), &mut stats, opts.tolerance)? {
-        stats.residual = norm_inf(&ws.r);
-        return Ok((ws.x, stats));
-    }
-    if std::env::var("SMOOTH").is_ok() {
-        let eps0: f64 = std::env::var("EPS0").map(|e| e.parse().unwrap()).unwrap_or(0.1);
-        let shrink: f64 = std::env::var("ESHRINK").map(|e| e.parse().unwrap()).unwrap_or(0.1);
-        let stage: usize = std::env::var("ESTAGE").map(|e| e.parse().unwrap()).unwrap_or(15);
-        let from_start = std::env::var("FROM_START").is_ok();
-        if from_start { ws.x.copy_from(&ws.anchor); }
-        let mut best = norm_inf(&ws.r);
-        let mut eps = eps0;
-        while stats.iterations < opts.max_iterations {
-            let before = stats.iterations;
-            if eps < 1e-14 { eps = 1e-14; }
-            ws.problem.eps = eps;
-            ws.evaluate_iterate();
-            let left = opts.max_iterations - stats.iterations;
-            let tol = (eps * 1e-3).max(opts.tolerance);
-            run(&mut ws, stage.min(left), &mut stats, tol)?;
-            ws.problem.eps = 0.0;
-            ws.evaluate_iterate();
-            best = best.min(norm_inf(&ws.r));
-            ws.anchor.copy_from(&ws.x);
-            let left = opts.max_iterations - stats.iterations;
-            if run(&mut ws, POLISH_ITERATIONS.min(left), &mut stats, opts.tolerance)? {
-                stats.residual = norm_inf(&ws.r);
-                return Ok((ws.x, stats));
-            }
-            best = best.min(norm_inf(&ws.r));
-            std::mem::swap(&mut ws.x, &mut ws.anchor);
-            eps *= shrink;
-            if stats.iterations == before { stats.iterations += 1; }
+    let run = |ws: &mut Workspace, budget: usize, tolerance: f64, stats: &mut Stats| {
+        let budget = budget.min(opts.max_iterations - stats.iterations);
+        match opts.method {
+            Method::LevenbergMarquardt => levenberg_marquardt(ws, tolerance, budget, stats),
+            Method::Dogleg => dogleg(ws, tolerance, budget, stats),
         }
-        return Err(Failure::MaxIterations { iterations: stats.iterations, residual: best });
+    };
+    let done = |ws: Workspace, mut stats: Stats| {
+        stats.residual = norm_inf(&ws.r);
+        Ok((ws.x, stats))
+    };
+    // the fast path
+    if run(&mut ws, EXACT_ITERATIONS, opts.tolerance, &mut stats)? {
+        return done(ws, stats);
     }
-    // proximal stage
     let mut best = norm_inf(&ws.r);
-    let mean_diag = a.diagonal().mean();
-    let mut rho = PROX_INITIAL * if mean_diag > 0.0 { mean_diag } else { 1.0 };
+    let mut best_x = ws.x.clone();
+    let keep = |ws: &Workspace, best: &mut f64, best_x: &mut DVector<f64>| {
+        let r = norm_inf(&ws.r);
+        if r < *best {
+            *best = r;
+            best_x.copy_from(&ws.x);
+        }
+    };
+    // smoothing continuation from the start
+    let scale = norm_inf(&ws.start).max(norm_inf(c));
+    ws.x.copy_from(&ws.start);
+    let mut eps = SMOOTHING_INITIAL * scale;
+    let mut stage = 0;
     while stats.iterations < opts.max_iterations {
         let before = stats.iterations;
-        impulses(mu, &ws.x, &mut ws.problem.center);
-        ws.problem.rho = rho;
-        ws.evaluate_iterate();
-        let left = opts.max_iterations - stats.iterations;
-        run(&mut ws, PROX_ITERATIONS.min(left), &mut stats, opts.tolerance)?;
-        // attempt on the true problem from the proximal point
-        ws.problem.rho = 0.0;
-        ws.evaluate_iterate();
-        best = best.min(norm_inf(&ws.r));
-        ws.anchor.copy_from(&ws.x);
-        let left = opts.max_iterations - stats.iterations;
-        if run(&mut ws, POLISH_ITERATIONS.min(left), &mut stats, opts.tolerance)? {
-            stats.residual = norm_inf(&ws.r);
-            return Ok((ws.x, stats));
+        stage += 1;
+        let ramp = (stage as f64 / (FRICTION_RAMP + 1) as f64).min(1.0);
+        for (working, &mu_k) in ws.problem.mu.iter_mut().zip(mu) {
+            *working = ramp * mu_k;
         }
-        best = best.min(norm_inf(&ws.r));
-        std::mem::swap(&mut ws.x, &mut ws.anchor);
-        rho *= PROX_SHRINK;
+        if !(eps > SMOOTHING_FINAL * scale) && ramp == 1.0 {
+            // final stage: the true problem with the whole budget left
+            ws.problem.eps = 0.0;
+            ws.evaluate_iterate();
+            if run(&mut ws, usize::MAX, opts.tolerance, &mut stats)? {
+                return done(ws, stats);
+            }
+            keep(&ws, &mut best, &mut best_x);
+            break;
+        }
+        ws.problem.eps = eps;
+        ws.evaluate_iterate();
+        let tolerance = (1e-3 * eps).max(opts.tolerance);
+        run(&mut ws, SMOOTHING_ITERATIONS, tolerance, &mut stats)?;
+        if ramp == 1.0 {
+            // attempt on the true problem from the smoothed solution
+            ws.problem.eps = 0.0;
+            ws.evaluate_iterate();
+            keep(&ws, &mut best, &mut best_x);
+            ws.anchor.copy_from(&ws.x);
+            if run(&mut ws, POLISH_ITERATIONS, opts.tolerance, &mut stats)? {
+                return done(ws, stats);
+            }
+            keep(&ws, &mut best, &mut best_x);
+            std::mem::swap(&mut ws.x, &mut ws.anchor);
+        }
+        eps *= SMOOTHING_SHRINK;
         if stats.iterations == before {
+            // a stage that stalled at once still costs an iteration, so
+            // that the loop ends
             stats.iterations += 1;
         }
     }
+    // Last resort: projected Gauss–Seidel on the bipotential form of
+    // Coulomb's law from the best point (slow but monotone on the flat
+    // valleys and kink minima that stop the descent), then the method on
+    // the true problem from there.
+    ws.problem.eps = 0.0;
+    ws.problem.mu.copy_from_slice(mu);
+    ws.x.copy_from(&best_x);
+    projected_gauss_seidel(a, c, mu, &mut ws.x, PGS_SWEEPS);
+    ws.evaluate_iterate();
+    keep(&ws, &mut best, &mut best_x);
+    stats.fallback = true;
+    let polished = match opts.method {
+        Method::LevenbergMarquardt => {
+            levenberg_marquardt(&mut ws, opts.tolerance, FALLBACK_ITERATIONS, &mut stats)?
+        }
+        Method::Dogleg => dogleg(&mut ws, opts.tolerance, FALLBACK_ITERATIONS, &mut stats)?,
+    };
+    if polished {
+        return done(ws, stats);
+    }
+    keep(&ws, &mut best, &mut best_x);
     Err(Failure::MaxIterations {
         iterations: stats.iterations,
         residual: best,
+        x: best_x,
     })
+}
+
+/// Sweeps of the last-resort projected Gauss–Seidel.
+const PGS_SWEEPS: usize = 500;
+/// Iterations of the method after it (beyond `Options::max_iterations`).
+pub const FALLBACK_ITERATIONS: usize = 30;
+
+/// Projected Gauss–Seidel on De Saxcé's bipotential form of the contact
+/// law: per contact `f ← Π_K(f − ρ (v + μ‖v_F‖ e_N))` with `v = A f + c`,
+/// `K` the friction cone and `ρ = 1/A_NN` of the contact's block; a fixed
+/// point satisfies Coulomb's law with `v_N = 0` while sliding. Starts from
+/// `f(x)`, at most `sweeps` sweeps (stops when a sweep changes no impulse
+/// by more than `10⁻¹⁴` of the largest), returns the hybrid point
+/// `x = v − f` in `x`.
+fn projected_gauss_seidel(
+    a: &DMatrix<f64>,
+    c: &DVector<f64>,
+    mu: &[f64],
+    x: &mut DVector<f64>,
+    sweeps: usize,
+) {
+    let n = mu.len();
+    let mut f = DVector::zeros(3 * n);
+    for k in 0..n {
+        f.fixed_rows_mut::<3>(3 * k)
+            .copy_from(&impulse(mu[k], &local(x, k)));
+    }
+    let mut v = a * &f + c;
+    for _ in 0..sweeps {
+        let mut change: f64 = 0.0;
+        let mut size: f64 = 0.0;
+        for k in 0..n {
+            let mu_k = friction(mu[k]);
+            let ann = a[(3 * k, 3 * k)];
+            if !(ann > 0.0) {
+                continue;
+            }
+            let vk = local(&v, k);
+            let fk = local(&f, k);
+            let vt = vk[1].hypot(vk[2]);
+            let g = fk - Vector3::new(vk[0] + mu_k * vt, vk[1], vk[2]) / ann;
+            let fnew = project_cone(mu_k, &g);
+            let df = fnew - fk;
+            if df.amax() > 0.0 {
+                // v += A[:, k] df
+                let cols = a.columns(3 * k, 3);
+                v += cols * df;
+                f.fixed_rows_mut::<3>(3 * k).copy_from(&fnew);
+            }
+            change = change.max(df.amax());
+            size = size.max(fnew.amax());
+        }
+        if change <= 1e-14 * size {
+            break;
+        }
+    }
+    x.copy_from(&(&v - &f));
+}
+
+/// Projection onto the friction cone `‖f_F‖ ≤ μ f_N`.
+fn project_cone(mu: f64, g: &Vector3<f64>) -> Vector3<f64> {
+    let t = g[1].hypot(g[2]);
+    if t <= mu * g[0] {
+        *g
+    } else if mu * t <= -g[0] {
+        Vector3::zeros()
+    } else {
+        let fn_ = (g[0] + mu * t) / (1.0 + mu * mu);
+        let s = mu * fn_ / t;
+        Vector3::new(fn_, s * g[1], s * g[2])
+    }
 }
 
 /// Common loop head: `Some(true)` converged, `Some(false)` out of budget.
@@ -896,10 +1020,9 @@ fn levenberg_marquardt(
     stats: &mut Stats,
 ) -> Result<bool, Failure> {
     let start = stats.iterations;
-    let mut history: Vec<f64> = Vec::new();
-    let slow = std::env::var("SLOW").is_ok();
     let mut lambda = f64::NAN;
     let mut nu = 2.0;
+    let initial = LM_INITIAL;
     let mut linearized = false;
     loop {
         if let Some(done) = converged(ws, tolerance, budget, start, stats)? {
@@ -911,7 +1034,12 @@ fn levenberg_marquardt(
             }
             linearized = true;
             if lambda.is_nan() {
-                lambda = LM_INITIAL * ws.h_max;
+                let relative = if ws.lambda_relative.is_nan() || std::env::var("LMRESET").is_ok() {
+                    initial
+                } else {
+                    ws.lambda_relative
+                };
+                lambda = relative * ws.h_max;
             }
         }
         stats.iterations += 1;
@@ -929,15 +1057,12 @@ fn levenberg_marquardt(
                 stats.newton_accepted += 1;
             }
             ws.accept_trial(ell_t);
-            history.push(ell_t);
-            if slow && history.len() > 5 && ell_t > 0.25 * history[history.len() - 6] {
-                return Ok(false);
-            }
             linearized = false;
             lambda = used * (1.0 / 3.0f64).max(1.0 - (2.0 * rho - 1.0).powi(3));
+            ws.lambda_relative = lambda / ws.h_max.max(f64::MIN_POSITIVE);
             nu = 2.0;
         } else {
-            if !ell_t.is_finite() && !ws.xt.iter().all(|e| e.is_finite()) {
+            if !ws.xt.iter().all(|e| e.is_finite()) {
                 return Err(Failure::NonFinite);
             }
             lambda = used * nu;
@@ -949,8 +1074,8 @@ fn levenberg_marquardt(
     }
 }
 
-/// Pushes the roots in `(0, 1)` of `qa t² + qb t + qc` into `out`; returns
-/// their number.
+/// Roots in `(0, 1)` of `qa t² + qb t + qc` into `out`; returns their
+/// number.
 fn quadratic_roots(qa: f64, qb: f64, qc: f64, out: &mut [f64; 2]) -> usize {
     let mut count = 0;
     let mut push = |t: f64| {
@@ -1013,25 +1138,52 @@ fn segment_breakpoints(mu: &[f64], base: &DVector<f64>, dir: &DVector<f64>, out:
     out.dedup_by(|later, earlier| *later - *earlier <= 1e-12);
 }
 
-/// Evaluates `ℓ` at `x + seg_start + t dir` for the kink crossings `t ∈
-/// (0, 1)` of that segment and, if `end`, at `t = 1`, keeping the best point
-/// below `best` in `xb`, `rb`.
-fn search_segment(ws: &mut Workspace, end: bool, best: &mut f64) {
-    ws.tmp.copy_from(&ws.x);
-    ws.tmp += &ws.seg_start;
+/// Edge-aware search on the segment `x + seg_start + t dir`, `t ∈ (0, 1]`:
+/// evaluates `ℓ` at the kink crossings and at `t = 1`, and between two
+/// consecutive evaluated points at the minimizer of `‖r‖` along the secant
+/// of `r` (exact where `r` is affine between kinks); keeps the best point
+/// below `best` in `xb`, `rb`. `rp` must hold the residual at `t = 0` and
+/// holds the one at `t = 1` on return.
+fn search_segment(ws: &mut Workspace, best: &mut f64) {
+    ws.base.copy_from(&ws.x);
+    ws.base += &ws.seg_start;
     let mut breaks = std::mem::take(&mut ws.breaks);
-    segment_breakpoints(ws.problem.mu, &ws.tmp, &ws.dir, &mut breaks);
-    if end {
-        breaks.push(1.0);
-    }
+    segment_breakpoints(&ws.problem.mu, &ws.base, &ws.dir, &mut breaks);
+    breaks.push(1.0);
+    let mut t_prev = 0.0;
+    let mut ell_prev = 0.5 * ws.rp.norm_squared();
     for &t in &breaks {
-        ws.xt.copy_from(&ws.tmp);
+        ws.xt.copy_from(&ws.base);
         ws.xt.axpy(t, &ws.dir, 1.0);
         let ell = ws.evaluate_trial();
         if ell < *best {
             *best = ell;
-            ws.keep_trial();
+            ws.xb.copy_from(&ws.xt);
+            ws.rb.copy_from(&ws.rt);
         }
+        // minimizer s of ½‖rp + s (rt − rp)‖² on (0, 1)
+        let (mut num, mut den) = (0.0, 0.0);
+        for (p, q) in ws.rp.iter().zip(ws.rt.iter()) {
+            num -= p * (q - p);
+            den += (q - p) * (q - p);
+        }
+        if den > 0.0 && num > 0.0 && num < den {
+            let s = num / den;
+            let predicted = ell_prev - 0.5 * num * num / den;
+            if predicted < ell.min(ell_prev).min(*best) {
+                ws.xi.copy_from(&ws.base);
+                ws.xi.axpy(t_prev + s * (t - t_prev), &ws.dir, 1.0);
+                let ell_i = ws.problem.evaluate(&ws.xi, &mut ws.f, &mut ws.ri);
+                if ell_i < *best {
+                    *best = ell_i;
+                    std::mem::swap(&mut ws.xi, &mut ws.xb);
+                    std::mem::swap(&mut ws.ri, &mut ws.rb);
+                }
+            }
+        }
+        std::mem::swap(&mut ws.rp, &mut ws.rt);
+        t_prev = t;
+        ell_prev = ell;
     }
     ws.breaks = breaks;
 }
@@ -1046,8 +1198,6 @@ fn dogleg(
     stats: &mut Stats,
 ) -> Result<bool, Failure> {
     let start = stats.iterations;
-    let mut history: Vec<f64> = Vec::new();
-    let slow = std::env::var("SLOW").is_ok();
     let mut radius = f64::NAN;
     let mut linearized = false;
     let (mut gn_norm, mut cauchy_norm) = (0.0, 0.0);
@@ -1078,13 +1228,6 @@ fn dogleg(
             }
         }
         stats.iterations += 1;
-        if std::env::var("INCP_TRACE").is_ok() {
-            let mu = ws.problem.mu;
-            let mut counts = [0usize; 3];
-            for k in 0..mu.len() { counts[piece(mu[k], &local(&ws.x, k)) as usize] += 1; }
-            let kdmin = (0..mu.len()).map(|k| kink_distance(mu[k], &local(&ws.x, k))).fold(f64::INFINITY, f64::min);
-            eprintln!("it {} rho {} ell {:e} |g| {:e} radius {:e} gn {:e} cauchy {:e} sep/stick/slide {:?} kdmin {:e}", stats.iterations, ws.problem.rho, ws.ell, ws.g.norm(), radius, gn_norm, cauchy_norm, counts, kdmin);
-        }
         // best ℓ of this iteration (its point in xb, rb once below ℓ)
         let mut best = ws.ell;
         let newton_inside = gn_norm <= radius;
@@ -1097,7 +1240,6 @@ fn dogleg(
                 let rho = (ws.ell - ell_t) / (ws.ell - ws.model());
                 if rho >= ETA {
                     ws.accept_trial(ell_t);
-                    history.push(ell_t);
                     linearized = false;
                     stats.newton_accepted += 1;
                     if rho > 0.75 {
@@ -1107,8 +1249,6 @@ fn dogleg(
                     }
                     continue;
                 }
-                best = ell_t;
-                ws.keep_trial();
             }
         }
         // first segment: 0 → p1, the Cauchy point cut at the radius
@@ -1118,7 +1258,8 @@ fn dogleg(
         if cut {
             ws.dir *= radius / cauchy_norm;
         }
-        search_segment(ws, true, &mut best);
+        ws.rp.copy_from(&ws.r);
+        search_segment(ws, &mut best);
         let end_norm = if cut {
             radius
         } else {
@@ -1139,8 +1280,7 @@ fn dogleg(
                 };
                 ws.dir *= tau;
             }
-            // the Gauss–Newton point itself was evaluated above
-            search_segment(ws, !newton_inside, &mut best);
+            search_segment(ws, &mut best);
             if newton_inside {
                 gn_norm
             } else {
@@ -1154,13 +1294,7 @@ fn dogleg(
             let step_norm = ws.step.norm();
             let rho = (ws.ell - best) / (ws.ell - ws.model());
             if rho >= ETA {
-                std::mem::swap(&mut ws.x, &mut ws.xb);
-                std::mem::swap(&mut ws.r, &mut ws.rb);
-                ws.ell = best;
-                history.push(best);
-                if slow && history.len() > 5 && best > 0.25 * history[history.len() - 6] {
-                    return Ok(false);
-                }
+                ws.accept_best(best);
                 linearized = false;
                 if rho > 0.75 && step_norm >= 0.9 * radius {
                     radius *= 2.0;
@@ -1176,3 +1310,4 @@ fn dogleg(
         }
     }
 }
+
