@@ -3,7 +3,7 @@
 //! number of contacts. Cases: n spheres resting apart on the ground (n
 //! one-contact islands, n = 1 … 50), a box resting on the ground (one
 //! island of 4 contacts), and the kneeling quadruped of
-//! `examples/scenes/quadruped_convex.toml` (a floating-base robot with 14
+//! `tests/data/quadruped_convex.toml` (a floating-base robot with 14
 //! velocities, 8 contacts on its links). Each state is settled by 20
 //! forward `convex` steps; v⁺ is the next forward step's (so every
 //! candidate separates, as the inverse requires).
@@ -86,8 +86,8 @@ fn resting_box() -> (World<f64>, State<f64>) {
 }
 
 fn quadruped() -> (World<f64>, State<f64>) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/scenes/quadruped_convex.toml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/quadruped_convex.toml");
     let scene = dualsim::scene::load(&path).expect("scene");
     let mut w = scene.world.clone();
     w.solver = SolverKind::Convex;

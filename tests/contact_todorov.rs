@@ -362,17 +362,18 @@ fn convex_inverse_round_trip() {
 }
 
 /// The same round trip on a floating-base robot in contact (the kneeling
-/// quadruped of `examples/scenes/quadruped_convex.toml`: 14 velocities,
+/// quadruped of `tests/data/quadruped_convex.toml`: 14 velocities,
 /// eight contacts on its links) and on a fixed-base robot without
 /// contact (the double pendulum), with random joint torques and base
 /// wrenches: the robots' rows of the inverse are the contact step's
 /// impulse balance `h (RNEA(q, v, (v⁺ − v)/h) − u) = Wᵀ f`.
 #[test]
 fn convex_inverse_round_trip_robots() {
-    for (file, min_contacts) in [("quadruped_convex.toml", 4), ("double_pendulum.toml", 0)] {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("examples/scenes")
-            .join(file);
+    for (file, min_contacts) in [
+        ("tests/data/quadruped_convex.toml", 4),
+        ("examples/scenes/double_pendulum.toml", 0),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let scene = dualsim::scene::load(&path).expect("scene");
         let mut w = scene.world.clone();
         w.solver = SolverKind::Convex;
