@@ -210,7 +210,7 @@ impl Formulation for Convex {
         mu: &[f64],
         scale: &[f64],
         z0: Option<&DVec<f64>>,
-        _tolerance: f64,
+        _accept: f64,
         stats: &mut InnerStats,
     ) -> Result<DVec<f64>, SolveError> {
         let (dims, rows) = reduce(mu);

@@ -134,7 +134,7 @@ impl Formulation for ImplicitNcp {
         mu: &[f64],
         scale: &[f64],
         z0: Option<&DVec<f64>>,
-        tolerance: f64,
+        accept: f64,
         stats: &mut InnerStats,
     ) -> Result<DVec<f64>, SolveError> {
         let mut a_s = a.clone();
@@ -153,10 +153,6 @@ impl Formulation for ImplicitNcp {
             tolerance: self.params.inner_tolerance * c.amax().max(1.0),
             max_iterations: self.params.inner_max_iterations,
         };
-        // A stalled inner solve whose best point is a tenth of the
-        // step's tolerance is as good as converged for the linearization
-        // loop, which tests the exact residual itself.
-        const INNER_ACCEPT: f64 = 0.1;
         match solver::solve(&a_s, c, mu, z0, &opts) {
             Ok((x, st)) => {
                 stats.iterations += st.iterations;
@@ -167,7 +163,7 @@ impl Formulation for ImplicitNcp {
                 iterations,
                 residual,
                 x,
-            }) if residual <= INNER_ACCEPT * tolerance => {
+            }) if residual <= accept => {
                 stats.iterations += iterations;
                 Ok(x)
             }

@@ -79,6 +79,24 @@
 //! * nonsmooth local minima on kinks, where the gradient of each adjacent
 //!   piece points across the kink (Coulomb's law is not monotone).
 //!
+//! Both methods escape flat valleys by themselves: when the iteration stops
+//! at a stationary point of `ℓ` (`Jᵀr ≈ 0`), when the dogleg's radius
+//! collapses, or (Levenberg–Marquardt) after two accepted steps in a row
+//! that each lower `‖r‖` by less than 10 %, it searches along `x + t d`
+//! with `d` the part of `r` in `null(J)` (computed with the factorization
+//! of `JᵀJ + λ_min I`). Inside the current pieces `ℓ` is flat along `d`;
+//! on a sticking block of a symmetric `A` (`J = −A` there) `d = r`, i.e.
+//! the redundant impulses are redistributed along `−r`, the direction of
+//! the fixed-point map `x ← (A − I) f(x) + c`, until a contact reaches a
+//! kink (separates or starts sliding), beyond which `‖r‖` decreases. The
+//! search is the edge-aware segment search of the dogleg on a segment
+//! long enough (`10 (1 + max μ) max(‖x‖∞, ‖c‖∞) / ‖d‖∞`) to reach any
+//! kink, so it crosses the whole valley in one iteration. Example: a box
+//! on four coplanar corners whose free normal velocities are off a rigid
+//! motion by `δ (1, −1, 1, −1)` rests on one diagonal; that solution is
+//! the end of the valley where the other two impulses vanish, `O(1)` away
+//! from where the descent stops, whatever `δ`.
+//!
 //! [`solve`] therefore runs the method on the true problem for at most
 //! `10` iterations (the fast path: the typical solve ends there), then
 //! restarts from `x0` along a smoothing continuation: `f` is replaced by the
@@ -95,6 +113,30 @@
 //! stage the method is tried on the true problem (5 iterations) from the
 //! smoothed solution. Iterations of every stage count against
 //! [`Options::max_iterations`].
+//!
+//! # Inconsistent free velocities
+//!
+//! If the free velocity of a group of redundant contacts is not that of a
+//! rigid motion (`c` restricted to the contacts in touch has a component
+//! outside the range of their block of `A`), the sticking solution is
+//! gone: with the group sticking, `‖r‖` cannot go below the least-squares
+//! inconsistency `min_f ‖A_SS f + c_S‖`. An exact solution then needs
+//! some contacts of the group to separate or to creep (slide at the speed
+//! of the inconsistency with their friction on the cone boundary), with
+//! the impulses redistributed far along the null space of the block
+//! (e.g. a box on four corners ending on one diagonal); depending on `c`
+//! such a solution exists or not (for boxes on four corners with an
+//! inconsistent tangential `c`, both happen), and it jumps with `c`, so
+//! it is not the physically meaningful answer anyway. [`solve`] finds the
+//! separating solutions reached through the valley (as in the example of
+//! the previous section) but in general not the creeping ones: it then
+//! stops at the floor and returns [`Failure::MaxIterations`] with the
+//! smallest residual met and its point, the least-squares solution of
+//! the group (its velocities are those of the rigid motion closest to
+//! `c`). The floor is for the caller to remove, by building `c` so that
+//! each rigid group's free contact velocities come from one generalized
+//! velocity through the same rows as `A`: with such a `c` the iteration
+//! converges in a few steps.
 //!
 //! # Linear algebra
 //!
@@ -544,6 +586,9 @@ const SMOOTHING_FINAL: f64 = 1e-12;
 const SMOOTHING_ITERATIONS: usize = 10;
 /// Smoothing stages over which the friction coefficients ramp up.
 const FRICTION_RAMP: usize = 6;
+/// Accepted Levenberg–Marquardt steps in a row, each lowering `‖r‖` by
+/// less than 10 %, after which the residual search runs.
+const STAGNANT_STEPS: usize = 2;
 /// Iterations of each attempt on the true problem between stages.
 const POLISH_ITERATIONS: usize = 5;
 
@@ -1024,17 +1069,29 @@ fn levenberg_marquardt(
     let mut nu = 2.0;
     let initial = LM_INITIAL;
     let mut linearized = false;
+    // accepted steps in a row that lowered ‖r‖ by less than 10 %
+    let mut stagnant = 0;
     loop {
         if let Some(done) = converged(ws, tolerance, budget, start, stats)? {
             return Ok(done);
         }
         if !linearized {
-            if !ws.linearize() {
-                return Ok(false);
+            let moving = ws.linearize();
+            if !moving || (stagnant >= STAGNANT_STEPS && stats.iterations - start + 2 < budget) {
+                stagnant = 0;
+                stats.iterations += 1;
+                if residual_search(ws) {
+                    continue;
+                }
+                if !moving {
+                    return Ok(false);
+                }
+                // the search overwrote g = Jᵀr (J and JᵀJ are intact)
+                ws.g.gemv_tr(1.0, &ws.j, &ws.r, 0.0);
             }
             linearized = true;
             if lambda.is_nan() {
-                let relative = if ws.lambda_relative.is_nan() || std::env::var("LMRESET").is_ok() {
+                let relative = if ws.lambda_relative.is_nan() {
                     initial
                 } else {
                     ws.lambda_relative
@@ -1056,6 +1113,7 @@ fn levenberg_marquardt(
             if used <= ws.lambda_min {
                 stats.newton_accepted += 1;
             }
+            stagnant = if ell_t > 0.81 * ws.ell { stagnant + 1 } else { 0 };
             ws.accept_trial(ell_t);
             linearized = false;
             lambda = used * (1.0 / 3.0f64).max(1.0 - (2.0 * rho - 1.0).powi(3));
@@ -1068,6 +1126,13 @@ fn levenberg_marquardt(
             lambda = used * nu;
             nu *= 2.0;
             if lambda > STALL_LAMBDA * ws.h_max.max(f64::MIN_POSITIVE) {
+                if stats.iterations - start < budget && residual_search(ws) {
+                    stats.iterations += 1;
+                    linearized = false;
+                    lambda = f64::NAN;
+                    nu = 2.0;
+                    continue;
+                }
                 return Ok(false);
             }
         }
@@ -1188,6 +1253,58 @@ fn search_segment(ws: &mut Workspace, best: &mut f64) {
     ws.breaks = breaks;
 }
 
+/// Escape from a flat valley (module documentation, "Globalization"):
+/// the edge-aware search along `x + t d`, `t ∈ (0, T]`, where `d` is the
+/// part of `r` in `null(J)` (`r` itself when `J` is the symmetric `−A` of
+/// a sticking block), with `T` long enough to reach every kink the
+/// redundant impulses can cross. Needs the linearization at the iterate
+/// (overwrites `g`, `gn`, `step` and the factorization); accepts the best
+/// point and returns `true` if it lowers `ℓ`.
+fn residual_search(ws: &mut Workspace) -> bool {
+    let r_inf = norm_inf(&ws.r);
+    if r_inf.is_nan() || r_inf <= 0.0 {
+        return false;
+    }
+    let mu_max = ws.problem.mu.iter().fold(0.0, |m: f64, &e| m.max(friction(e)));
+    let scale = norm_inf(&ws.x).max(norm_inf(ws.problem.c)).max(f64::MIN_POSITIVE);
+    // d = r − (JᵀJ + λ)⁻¹ JᵀJ r (plus one refinement step): the part of r
+    // in null(J), along which ℓ is flat inside the current pieces
+    if ws.factor(ws.lambda_min).is_none() {
+        return false;
+    }
+    ws.jp.gemv(1.0, &ws.j, &ws.r, 0.0);
+    ws.g.gemv_tr(1.0, &ws.j, &ws.jp, 0.0);
+    ws.gn.copy_from(&ws.g);
+    cholesky_solve(&ws.l, &mut ws.gn);
+    ws.jp.gemv(1.0, &ws.j, &ws.gn, 0.0);
+    ws.step.gemv_tr(1.0, &ws.j, &ws.jp, 0.0);
+    ws.step -= &ws.g;
+    ws.step.neg_mut();
+    cholesky_solve(&ws.l, &mut ws.step);
+    ws.gn += &ws.step;
+    ws.dir.copy_from(&ws.r);
+    ws.dir -= &ws.gn;
+    let d_inf = norm_inf(&ws.dir);
+    if d_inf.is_nan() || d_inf <= 0.0 {
+        return false;
+    }
+    let reach = 10.0 * (1.0 + mu_max) * scale / d_inf;
+    if !reach.is_finite() {
+        return false;
+    }
+    ws.seg_start.fill(0.0);
+    ws.dir *= reach;
+    ws.rp.copy_from(&ws.r);
+    let mut best = ws.ell;
+    search_segment(ws, &mut best);
+    if best < ws.ell {
+        ws.accept_best(best);
+        true
+    } else {
+        false
+    }
+}
+
 /// Dogleg trust region with the edge-aware search, at most `budget`
 /// iterations; `Ok(true)` when `‖r‖∞ ≤ tolerance`, `Ok(false)` when out of
 /// budget or stalled.
@@ -1207,6 +1324,11 @@ fn dogleg(
         }
         if !linearized {
             if !ws.linearize() {
+                stats.iterations += 1;
+                if residual_search(ws) {
+                    radius = f64::NAN;
+                    continue;
+                }
                 return Ok(false);
             }
             linearized = true;
@@ -1306,6 +1428,12 @@ fn dogleg(
         }
         radius = 0.25 * radius.min(end_norm);
         if !(radius > STALL_RADIUS * (1.0 + norm_inf(&ws.x))) {
+            if stats.iterations - start < budget && residual_search(ws) {
+                stats.iterations += 1;
+                radius = f64::NAN;
+                linearized = false;
+                continue;
+            }
             return Ok(false);
         }
     }
