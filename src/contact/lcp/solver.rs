@@ -59,7 +59,12 @@
 //! # Stabilization (Nimble App. B)
 //!
 //! With redundant rows (`(A T)_CC` singular) the solution is not unique.
-//! After any stage the active set's system is solved again with the
+//! After any stage, the rows at a bound whose velocity is zero (within
+//! `1e-9` of the velocity scale: a redundant contact carrying nothing) are
+//! first made free and that larger clamping set is solved for its
+//! minimum-norm point (so that the four corners of a resting box share
+//! the load, whichever corner the stage left out); if it does not verify,
+//! the stage's own active set is solved again with the
 //! pseudo-inverse, `x_C = −(A T)_CC⁺ (b + A x_K)_C` (App. B's formula with
 //! the minus sign its printed version drops): the minimum-norm `x_C` among
 //! the solutions of the clamped system (SVD, singular values below
@@ -909,6 +914,48 @@ fn accept(p: &Problem<'_>, opts: &Options, ws: &mut Workspace) -> (bool, f64, bo
     let r = residual_w(p, &ws.x, &ws.w);
     ws.best.copy_from(&ws.x);
     let status = std::mem::take(&mut ws.status);
+    // The stabilized point of the largest clamping set: rows at a bound
+    // with zero velocity (degenerate, as a redundant contact that carries
+    // nothing) made free, the minimum-norm solution of that set.
+    if opts.stabilize {
+        let wscale = p.b.amax() + p.a.amax() * ws.x.amax();
+        let mut wide = status.clone();
+        let mut widened = false;
+        for i in 0..p.n() {
+            if matches!(status[i], Status::Lo | Status::Hi) && ws.w[i].abs() <= 1e-9 * wscale {
+                let (l, h) = p.bounds(i, &ws.x);
+                // Only rows whose bounds leave room (not a friction row
+                // of a separated contact).
+                if h - l > 0.0 {
+                    wide[i] = Status::Free;
+                    widened = true;
+                }
+            }
+        }
+        // Friction rows of a normal made free: on the side their velocity
+        // points to (free where it is zero).
+        for i in 0..p.n() {
+            if let Some(k) = p.findex[i] {
+                if wide[k] != status[k] {
+                    wide[i] = if ws.w[i].abs() <= 1e-9 * wscale {
+                        Status::Free
+                    } else if ws.w[i] > 0.0 {
+                        Status::Lo
+                    } else {
+                        Status::Hi
+                    };
+                }
+            }
+        }
+        if widened && active_solve(p, &wide, ws, true).is_some() {
+            let rs = residual_w(p, &ws.x, &ws.w);
+            if rs <= opts.tolerance {
+                ws.status = wide;
+                return (true, rs, true);
+            }
+        }
+        ws.x.copy_from(&ws.best);
+    }
     // The stabilized (minimum-norm) point of the active set.
     if opts.stabilize && active_solve(p, &status, ws, true).is_some() {
         let rs = residual_w(p, &ws.x, &ws.w);
