@@ -80,7 +80,10 @@ pub struct Params {
     /// Cap of outer (linearization) iterations per island. Default 30.
     pub max_outer_iterations: usize,
     /// Acceptance threshold of the boxed LCP solver (its scaled
-    /// natural-map residual, `solver` docs). Default 1e-10.
+    /// natural-map residual, `solver` docs). Default 1e-8: the
+    /// linearizations that follow start from the accepted active set and
+    /// solve it exactly, so this decides only whether an active set is
+    /// kept.
     pub lcp_tolerance: f64,
     /// Dantzig's ratio test: `"moving"` (default, Jade's fix) or
     /// `"frozen"` (ODE's, for comparison).
@@ -97,7 +100,7 @@ impl Default for Params {
         Params {
             margin: 0.02,
             max_outer_iterations: 30,
-            lcp_tolerance: 1e-10,
+            lcp_tolerance: 1e-8,
             ratio_test: RatioName::Moving,
             exhaustive_max: 9,
             pgs_sweeps: 2000,
