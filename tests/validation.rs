@@ -439,7 +439,7 @@ fn registry_names_and_features() {
         assert_eq!(kind.to_string(), kind.name());
         assert!(!kind.param_keys().is_empty());
     }
-    assert!("lcp".parse::<SolverKind>().unwrap_err().planned);
+    assert!("soft".parse::<SolverKind>().unwrap_err().planned);
     assert!(!"lpc".parse::<SolverKind>().unwrap_err().planned);
     assert_eq!(SolverKind::default(), SolverKind::Ipm);
     assert!(SolverKind::Ipm.supports(dualsim::contact::Feature::Robots));

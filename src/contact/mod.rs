@@ -68,7 +68,7 @@ pub use registry::UnknownBackend;
 backends! {
     $;
     default: Ipm;
-    planned: ["lcp", "soft"];
+    planned: ["soft"];
     /// Primal-dual interior point on the nonlinear complementarity problem
     /// (Dojo / Silico).
     ipm => Ipm: Ipm,
@@ -86,6 +86,10 @@ backends! {
     /// Todorov's convex, smooth and invertible contact model (ICRA 2011),
     /// with inverse dynamics (`contact::convex`).
     convex => Convex: Convex,
+    /// Velocity-level boxed LCP (Nimble / Jade): Dantzig pivoting with
+    /// the moving friction-bound ratio test, fallbacks, least-squares
+    /// stabilization (`contact::lcp`).
+    lcp => Lcp: Lcp,
 }
 
 // The backends and their tuning, documented here; their modules hold the
@@ -95,6 +99,7 @@ pub use convex::Convex;
 pub use free_flight::FreeFlight;
 pub use implicit_ncp::ImplicitNcp;
 pub use ipm::{Ipm, Params as IpmParams};
+pub use lcp::Lcp;
 pub use single_level::SingleLevel;
 
 use crate::dynamics::free::DynamicsError;

@@ -1,0 +1,372 @@
+//! `lcp`: velocity-level contact as a boxed linear complementarity
+//! problem (Nimble, Werling et al. 2021; Jade, Yang et al. 2023), on the
+//! contact-space driver ([`delassus`](crate::contact::delassus)).
+//!
+//! # The step
+//!
+//! The velocity-level step `M(v⁺ − v) = h(u − c) + Jᵀf` with, per contact,
+//! the impulse `f = (f_n, f_t1, f_t2)` (contact frame; the unknowns `z` of
+//! the driver are the impulses themselves) and its contact-space velocity
+//! `ŷ = (φ(q⁺)/h, v_t1, v_t2)`. Per island and linearization the driver
+//! gives `ŷ ≈ A f + c` with `A = W K⁻¹ Wᵀ` (the Delassus operator), and
+//! the contact law is the boxed LCP with `w = ŷ`:
+//!
+//! * normal row: `f_n ≥ 0`, `w_n ≥ 0`, `f_n w_n = 0`;
+//! * friction rows (ODE's `findex`): `−μ f_n ≤ f_t ≤ μ f_n`, with
+//!   `w_t = 0` strictly inside, `w_t ≤ 0` at `+μ f_n`, `w_t ≥ 0` at
+//!   `−μ f_n` — the box of two tangent directions (a four-sided pyramid
+//!   in `(f_n, f_t1, f_t2)`). The box is this backend's friction model
+//!   whatever the scene's `friction_cone` (Nimble's and ODE's model);
+//!   with a z-up plane the tangents are the world x and y axes.
+//!
+//! # Stabilization
+//!
+//! The normal "velocity" is the gap at the end of the step over h,
+//! `φ(q⁺)/h`, not `v_n⁺` with a Baumgarte term: a full implicit position
+//! correction (Nimble App. B's position correction with gain 1 and no
+//! separate pass), which keeps a resting contact at zero gap and is the
+//! same normal row as `ipm` without relaxation. Nimble App. B's *LCP*
+//! stabilization (the least-squares impulses of the clamping set) is in
+//! the solver ([`solver`], module docs).
+//!
+//! # The solver
+//!
+//! [`solver`]: Nimble's fallback order (the previous outer iteration's
+//! active set, verified; Dantzig pivoting with Jade's moving-bound ratio
+//! test and loop detection; an exhaustive search of active sets for small
+//! islands; projected Gauss–Seidel with its active set polished), then a
+//! typed failure (reported as [`SolveError::MaxIterations`] with the
+//! solver's residual).
+//!
+//! # Residual and derivatives
+//!
+//! The exact residual's contact rows are the active-set rows of the boxed
+//! LCP at the exact point, each row's piece chosen on primal values by the
+//! natural map `f − σ ŷ` (`σ` the contact's impulse scale `1 / A_nn`):
+//!
+//! * normal: `ŷ_n` where `f_n − σ ŷ_n > 0` (clamping), else `f_n`;
+//! * friction: `f_t − μ f_n` above `+μ f_n`, `f_t + μ f_n` below `−μ f_n`,
+//!   else `ŷ_t` (sticking).
+//!
+//! At a root with strict complementarity the pieces are the solver's
+//! active set (kept in [`Structure::pieces`](crate::contact::delassus::Structure),
+//! so a perturbation that changes it is reported as a kink); on a piece
+//! the rows are smooth, so `ift`, `lift`, `unrolled` and `fd` apply. With
+//! redundant contacts `∂r/∂y` is singular and the derivatives come from
+//! its pseudo-inverse (the `v⁺` rows are exact), as for `implicit_ncp`.
+//!
+//! # Not modelled
+//!
+//! Restitution (Newton's impact law) and continuous collision (Jade's
+//! time of impact) are refused (`Feature::Restitution`, `Feature::Ccd`).
+
+pub mod solver;
+
+use nalgebra::Vector3;
+
+use crate::contact::delassus::{self, DriverParams, Formulation, InnerStats, Structure};
+use crate::contact::{ContactBackend, Feature, SolveError, StepProblem, StepSolution};
+use crate::math::{DMat, DVec};
+use crate::Scalar;
+
+use solver::{LcpError, Options, RatioTest, Status};
+
+/// Tuning of `lcp` (`[solver_params]`; every key optional).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Contact candidate distance at `q` (m). Default 0.02 (as `ipm`).
+    pub margin: f64,
+    /// Cap of outer (linearization) iterations per island. Default 30.
+    pub max_outer_iterations: usize,
+    /// Acceptance threshold of the boxed LCP solver (its scaled
+    /// natural-map residual, `solver` docs). Default 1e-8: the
+    /// linearizations that follow start from the accepted active set and
+    /// solve it exactly, so this decides only whether an active set is
+    /// kept.
+    pub lcp_tolerance: f64,
+    /// Dantzig's ratio test: `"moving"` (default, Jade's fix) or
+    /// `"frozen"` (ODE's, for comparison).
+    pub ratio_test: RatioName,
+    /// Largest island (rows = 3 × contacts) for the exhaustive search of
+    /// active sets. Default 9.
+    pub exhaustive_max: usize,
+    /// Projected Gauss–Seidel sweeps of the last fallback. Default 2000.
+    pub pgs_sweeps: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            margin: 0.02,
+            max_outer_iterations: 30,
+            lcp_tolerance: 1e-8,
+            ratio_test: RatioName::Moving,
+            exhaustive_max: 9,
+            pgs_sweeps: 2000,
+        }
+    }
+}
+
+/// Dantzig's ratio test, by name in scene files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatioName {
+    /// Jade's moving friction bound.
+    #[default]
+    Moving,
+    /// ODE's frozen bound.
+    Frozen,
+}
+
+/// The `lcp` backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lcp {
+    /// Tuning.
+    pub params: Params,
+}
+
+/// The boxed LCP rows of one contact (normal, then its two friction rows
+/// with `findex` to the normal).
+fn bounds(mu: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<Option<usize>>) {
+    let n = 3 * mu.len();
+    let (mut lo, mut hi, mut fi) = (vec![0.0; n], vec![f64::INFINITY; n], vec![None; n]);
+    for (k, m) in mu.iter().enumerate() {
+        for d in 1..3 {
+            lo[3 * k + d] = -m;
+            hi[3 * k + d] = *m;
+            fi[3 * k + d] = Some(3 * k);
+        }
+    }
+    (lo, hi, fi)
+}
+
+/// The status of each row of one contact's impulse `z` (primal values):
+/// the active set the solver settled on.
+fn statuses(mu: f64, z: &Vector3<f64>) -> [Status; 3] {
+    let tol = 1e-12 * z.amax();
+    let sn = if z[0] > tol { Status::Free } else { Status::Lo };
+    let st = |t: f64| {
+        let b = mu * z[0];
+        if b - t <= tol {
+            Status::Hi
+        } else if t + b <= tol {
+            Status::Lo
+        } else {
+            Status::Free
+        }
+    };
+    [sn, st(z[1]), st(z[2])]
+}
+
+/// The active-set rows of one contact at `(ŷ, f)` (module docs); pieces
+/// chosen on primal values.
+pub fn contact_rows<T: Scalar>(mu: T, sigma: T, y: &Vector3<T>, f: &Vector3<T>) -> Vector3<T> {
+    let rn = if (f[0] - sigma * y[0]).re() > 0.0 {
+        y[0]
+    } else {
+        f[0]
+    };
+    let bound = mu * f[0];
+    let rt = |k: usize| {
+        let u = (f[k] - sigma * y[k]).re();
+        if u > bound.re() {
+            f[k] - bound
+        } else if u < -bound.re() {
+            f[k] + bound
+        } else {
+            y[k]
+        }
+    };
+    Vector3::new(rn, rt(1), rt(2))
+}
+
+impl Lcp {
+    fn options(&self) -> Options {
+        Options {
+            tolerance: self.params.lcp_tolerance,
+            ratio_test: match self.params.ratio_test {
+                RatioName::Moving => RatioTest::Moving,
+                RatioName::Frozen => RatioTest::Frozen,
+            },
+            exhaustive_max: self.params.exhaustive_max,
+            pgs_sweeps: self.params.pgs_sweeps,
+            ..Options::default()
+        }
+    }
+}
+
+impl Formulation for Lcp {
+    fn driver(&self) -> DriverParams {
+        DriverParams {
+            margin: self.params.margin,
+            max_outer: self.params.max_outer_iterations,
+        }
+    }
+
+    /// Both cones are accepted: the box is this backend's friction model
+    /// (module docs).
+    fn refuse(&self, _p: &StepProblem<'_, f64>) -> Result<(), SolveError> {
+        Ok(())
+    }
+
+    fn solve_linear(
+        &self,
+        a: &DMat<f64>,
+        c: &DVec<f64>,
+        mu: &[f64],
+        _scale: &[f64],
+        z0: Option<&DVec<f64>>,
+        stats: &mut InnerStats,
+    ) -> Result<DVec<f64>, SolveError> {
+        let (lo, hi, fi) = bounds(mu);
+        let p = solver::Problem {
+            a,
+            b: c,
+            lo: &lo,
+            hi: &hi,
+            findex: &fi,
+        };
+        let guess: Option<Vec<Status>> = z0.map(|z| {
+            (0..mu.len())
+                .flat_map(|k| statuses(mu[k], &z.fixed_rows::<3>(3 * k).into_owned()))
+                .collect()
+        });
+        let mut ws = solver::Workspace::new(c.len());
+        match solver::solve(&p, &self.options(), guess.as_deref(), &mut ws) {
+            Ok(st) => {
+                stats.iterations += st.pivots + st.exhaustive_tried + st.pgs_sweeps;
+                if st.stage == solver::Stage::Guess {
+                    stats.newton_accepted += 1;
+                }
+                Ok(ws.x)
+            }
+            Err(LcpError::Invalid(what)) => Err(SolveError::Singular(what)),
+            Err(LcpError::Unsolved { residual, .. }) => Err(SolveError::MaxIterations {
+                iters: 0,
+                residual,
+                complementarity: residual,
+            }),
+        }
+    }
+
+    fn impulse<T: Scalar>(&self, _mu: T, _scale: T, z: &Vector3<T>) -> Vector3<T> {
+        *z
+    }
+
+    fn contact_rows<T: Scalar>(
+        &self,
+        mu: &[T],
+        scale: &[T],
+        yhat: &[Vector3<T>],
+        z: &[Vector3<T>],
+        _at_times: &dyn Fn(&[Vector3<T>]) -> Vec<Vector3<T>>,
+        out: &mut [Vector3<T>],
+    ) {
+        for k in 0..z.len() {
+            out[k] = contact_rows(mu[k], scale[k], &yhat[k], &z[k]);
+        }
+    }
+
+    fn pieces(&self, mu: &[f64], z: &[Vector3<f64>]) -> Vec<u8> {
+        mu.iter()
+            .zip(z)
+            .map(|(m, z)| {
+                statuses(*m, z)
+                    .iter()
+                    .fold(0u8, |acc, s| 3 * acc + (*s as u8 - 1))
+            })
+            .collect()
+    }
+}
+
+impl ContactBackend for Lcp {
+    const NAME: &'static str = "lcp";
+    const REDUNDANT: bool = true;
+    type Params = Params;
+    type Structure = Structure;
+    type Workspace<T: Scalar> = ();
+
+    fn new(params: &Params) -> Self {
+        Lcp { params: *params }
+    }
+
+    fn check_params(p: &Params) -> Result<(), String> {
+        if !(p.margin >= 0.0 && p.margin.is_finite()) {
+            return Err(format!("`margin` must be a finite number >= 0, got {}", p.margin));
+        }
+        if !(p.lcp_tolerance > 0.0 && p.lcp_tolerance.is_finite()) {
+            return Err(format!(
+                "`lcp_tolerance` must be a finite number > 0, got {}",
+                p.lcp_tolerance
+            ));
+        }
+        if p.max_outer_iterations == 0 {
+            return Err("`max_outer_iterations` must be at least 1".into());
+        }
+        if p.exhaustive_max > 12 {
+            return Err(format!(
+                "`exhaustive_max` must be at most 12 (3^12 active sets), got {}",
+                p.exhaustive_max
+            ));
+        }
+        Ok(())
+    }
+
+    /// Articulated robots (the driver's units); no restitution, no
+    /// continuous collision.
+    fn supports(feature: Feature) -> bool {
+        matches!(feature, Feature::Robots)
+    }
+
+    fn contact_margin(params: &Params) -> f64 {
+        params.margin
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        Ok(delassus::solve(self, p)?.0)
+    }
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Structure), SolveError> {
+        let (_, y, s, _) = delassus::solve_f64(self, p)?;
+        Ok((y, s))
+    }
+
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Structure,
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
+        delassus::residual(self, p, s, y)
+    }
+
+    fn same_structure(a: &Structure, b: &Structure) -> bool {
+        Structure::same(a, b)
+    }
+
+    /// The pseudo-inverse solve (redundant contacts make `∂r/∂y`
+    /// singular; module docs).
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        delassus::pinv_solve(self, p, s, y, rhs)
+    }
+}
+
+impl Lcp {
+    /// Solves a step and reports the contact-space counts (`iterations`:
+    /// pivots, active sets tried and PGS sweeps; `newton_accepted`: solves
+    /// settled by the previous outer iteration's active set).
+    pub fn solve_with_stats(
+        &self,
+        p: &StepProblem<'_, f64>,
+    ) -> Result<(StepSolution<f64>, InnerStats), SolveError> {
+        let (sol, _, _, st) = delassus::solve_f64(self, p)?;
+        Ok((sol, st))
+    }
+}
