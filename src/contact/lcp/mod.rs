@@ -15,9 +15,11 @@
 //! * friction rows (ODE's `findex`): `−μ f_n ≤ f_t ≤ μ f_n`, with
 //!   `w_t = 0` strictly inside, `w_t ≤ 0` at `+μ f_n`, `w_t ≥ 0` at
 //!   `−μ f_n` — the box of two tangent directions (a four-sided pyramid
-//!   in `(f_n, f_t1, f_t2)`). The box is this backend's friction model
-//!   whatever the scene's `friction_cone` (Nimble's and ODE's model);
-//!   with a z-up plane the tangents are the world x and y axes.
+//!   in `(f_n, f_t1, f_t2)`, Nimble's and ODE's model); with a z-up
+//!   plane the tangents are the world x and y axes. A scene must say
+//!   `friction_cone = "pyramid"` (the polyhedral model; note that `ipm`'s
+//!   pyramid is the four-generator cone `|f_t1| + |f_t2| ≤ μ f_n`, the
+//!   box's inscribed diamond); the exact cone is refused.
 //!
 //! # Stabilization
 //!
@@ -204,9 +206,16 @@ impl Formulation for Lcp {
         }
     }
 
-    /// Both cones are accepted: the box is this backend's friction model
-    /// (module docs).
-    fn refuse(&self, _p: &StepProblem<'_, f64>) -> Result<(), SolveError> {
+    /// The exact cone is refused: the box (module docs) is not the
+    /// Coulomb cone (a contact sliding diagonally would feel `√2 μ f_n`).
+    fn refuse(&self, p: &StepProblem<'_, f64>) -> Result<(), SolveError> {
+        if p.friction_cone == crate::contact::FrictionCone::Exact {
+            return Err(SolveError::Unsupported {
+                backend: Self::NAME,
+                what: "the exact friction cone (its friction is the box \
+                       |f_t1|, |f_t2| <= mu f_n: set friction_cone = \"pyramid\")",
+            });
+        }
         Ok(())
     }
 
@@ -217,6 +226,7 @@ impl Formulation for Lcp {
         mu: &[f64],
         _scale: &[f64],
         z0: Option<&DVec<f64>>,
+        _accept: f64,
         stats: &mut InnerStats,
     ) -> Result<DVec<f64>, SolveError> {
         let (lo, hi, fi) = bounds(mu);
