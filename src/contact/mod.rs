@@ -68,7 +68,7 @@ pub use registry::UnknownBackend;
 backends! {
     $;
     default: Ipm;
-    planned: ["lcp", "soft"];
+    planned: ["lcp"];
     /// Primal-dual interior point on the nonlinear complementarity problem
     /// (Dojo / Silico).
     ipm => Ipm: Ipm,
@@ -86,6 +86,10 @@ backends! {
     /// Todorov's convex, smooth and invertible contact model (ICRA 2011),
     /// with inverse dynamics (`contact::convex`).
     convex => Convex: Convex,
+    /// Beker et al.'s soft-minimum contact model over oriented point
+    /// clouds: smooth contact forces of the state, no solver
+    /// (`contact::soft`).
+    soft => Soft: Soft,
 }
 
 // The backends and their tuning, documented here; their modules hold the
@@ -96,6 +100,7 @@ pub use free_flight::FreeFlight;
 pub use implicit_ncp::ImplicitNcp;
 pub use ipm::{Ipm, Params as IpmParams};
 pub use single_level::SingleLevel;
+pub use soft::Soft;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;
