@@ -1,0 +1,421 @@
+//! The `soft` backend (issue #19): closed forms of the soft signed
+//! distance and of the resting depth, momentum conservation, Coulomb
+//! deceleration, parameter checks, refused features, inverse dynamics and
+//! `dualsim check` on the soft example scenes. Each test states its
+//! tolerance.
+
+use dualsim::contact::soft::cloud::sample;
+use dualsim::contact::soft::model::{cloud_ssdf, softplus, ssdf};
+use dualsim::contact::soft::{Integrator, Params};
+use dualsim::contact::SolverKind;
+use dualsim::math::{Pose, Vec3};
+use dualsim::prelude::*;
+use dualsim::sim::step;
+
+fn mat(mu: f64) -> Material<f64> {
+    Material {
+        friction: mu,
+        restitution: 0.0,
+    }
+}
+
+fn ground(mu: f64) -> StaticGeometry<f64> {
+    StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
+        pose: Pose::identity(),
+        material: mat(mu),
+    }
+}
+
+fn soft_world(h: f64, params: Params) -> World<f64> {
+    let mut w = World::<f64>::new(h);
+    w.solver = SolverKind::Soft;
+    w.backends.soft = params;
+    w
+}
+
+/// The resting depth of a point mass on a plane: `φ* = −ε₃ ln(e^{mg/(kε₃)} − 1)`.
+fn phi_star(m: f64, g: f64, k: f64, eps3: f64) -> f64 {
+    -eps3 * ((m * g / (k * eps3)).exp() - 1.0).ln()
+}
+
+#[test]
+fn sphere_cloud_ssdf_at_the_centre_is_minus_the_radius_for_every_eps1() {
+    for r in [0.05f64, 0.1, 0.37] {
+        let c = sample::<f64>(&Shape::Sphere { radius: r }, 30.0).unwrap();
+        assert!(c.len() > 20);
+        for eps1 in [1e-8, 1e-4, 1e-2, 1.0, 1e4] {
+            let phi = cloud_ssdf(&c, &Vec3::zeros(), eps1);
+            // exact up to the round-off of a sum of ~1000 equal weights
+            assert!((phi + r).abs() <= 1e-13 * r, "r {r}, eps1 {eps1}: {phi}");
+        }
+    }
+}
+
+#[test]
+fn one_point_cloud_is_the_plane_distance() {
+    let p0 = Vec3::<f64>::new(0.1, -0.2, 0.3);
+    let n = Vec3::new(1.0, 2.0, -2.0) / 3.0;
+    for p in [
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(1.0, 2.0, 3.0),
+        Vec3::new(-0.5, 0.25, 0.125),
+        p0,
+    ] {
+        for eps1 in [1e-6f64, 1.0, 1e6] {
+            let phi = ssdf(&[p0], &[n], &p, eps1);
+            assert!((phi - n.dot(&(p - p0))).abs() < 1e-15, "{phi}");
+        }
+    }
+}
+
+#[test]
+fn small_eps1_gives_the_nearest_face_and_large_eps1_an_ellipsoid() {
+    let h = Vec3::<f64>::new(0.1, 0.2, 0.3);
+    let c = sample(&Shape::Box { half_extents: h }, 20.0).unwrap();
+    // ε₁ → 0: the distance to the nearest face's plane (inside and out)
+    for (p, want) in [
+        (Vec3::new(0.13, 0.01, 0.02), 0.03),
+        (Vec3::new(0.01, -0.25, 0.05), 0.05),
+        (Vec3::new(0.0, 0.02, 0.27), -0.03),
+        (Vec3::new(0.07, 0.0, 0.0), -0.03),
+    ] {
+        let phi = cloud_ssdf(&c, &p, 1e-7);
+        assert!((phi - want).abs() < 1e-12, "{p:?}: {phi} vs {want}");
+    }
+    // ε₁ → ∞: ε₁ (φ̂(p) − φ̂(0)) → (2/I) pᵀ P p, P = Σ pᵢ nᵢᵀ (symmetric
+    // positive definite for a box): the level sets are ellipsoids.
+    let eps1 = 1e4;
+    let ni = c.len() as f64;
+    let pm = c
+        .points
+        .iter()
+        .zip(&c.normals)
+        .fold(Mat3::zeros(), |a, (p, n)| a + p * n.transpose());
+    assert!(pm.symmetric_eigen().eigenvalues.min() > 0.0);
+    let phi0 = cloud_ssdf(&c, &Vec3::zeros(), eps1);
+    for p in [
+        Vec3::new(0.3, 0.0, 0.0),
+        Vec3::new(0.0, 0.4, 0.1),
+        Vec3::new(-0.2, 0.3, -0.5),
+    ] {
+        let got = eps1 * (cloud_ssdf(&c, &p, eps1) - phi0);
+        let want = 2.0 / ni * p.dot(&(pm * p));
+        assert!(((got - want) / want).abs() < 1e-3, "{p:?}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn softplus_closed_forms_and_stability() {
+    for eps in [1e-6, 1e-3, 1.0] {
+        assert!((softplus(0.0, eps) - eps * 2f64.ln()).abs() <= 1e-16 * eps);
+        // large arguments: no overflow, asymptotes exact
+        assert_eq!(softplus(1e3, eps), 1e3);
+        assert_eq!(softplus(-1e3, eps), 0.0);
+    }
+    // derivative at a huge argument: finite (dual numbers)
+    let x = num_dual::Dual64::new(800.0, 1.0);
+    let s = softplus(x, num_dual::Dual64::from_re(1e-3));
+    assert!(s.eps.is_finite() && (s.eps - 1.0).abs() < 1e-15);
+}
+
+/// Settles `world` from `x0` and returns the body's height.
+fn settle(w: &World<f64>, x0: &State<f64>, steps: usize) -> State<f64> {
+    let u = w.zero_control();
+    let mut x = x0.clone();
+    for _ in 0..steps {
+        x = step(w, &x, &u).unwrap().state;
+    }
+    x
+}
+
+#[test]
+fn point_mass_and_box_rest_at_the_closed_form_depth() {
+    let (m, g, k, eps3) = (1.0, 9.81, 1e4, 1e-3);
+    let want = phi_star(m, g, k, eps3);
+    assert!((want * 1e3 + 0.511).abs() < 5e-4, "{want}"); // −0.511 mm
+    let params = Params {
+        stiffness: k,
+        softness: eps3,
+        ..Params::default()
+    };
+    // a point mass: a one-point cloud at the centre of mass
+    let mut w = soft_world(1e-3, params);
+    w.set_gravity(Vec3::new(0.0, 0.0, -g));
+    w.add_body(
+        "point",
+        m,
+        Mat3::identity() * 1e-3,
+        Some(Shape::Points {
+            points: vec![Vec3::zeros()],
+            normals: vec![Vec3::z()],
+        }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.statics.push(ground(0.5));
+    let x = settle(&w, &State::at_rest(&w.model, &[[0.0, 0.0, 0.002]]), 4000);
+    let z = x.q[2];
+    println!("point mass: rests at {z:e} m, closed form {want:e} m");
+    assert!((z - want).abs() < 1e-9, "{z} vs {want}");
+    // a box (0.2 m, 96 points): within 5 %
+    let mut w = soft_world(1e-3, params);
+    w.set_gravity(Vec3::new(0.0, 0.0, -g));
+    w.add_body(
+        "box",
+        m,
+        Mat3::identity() * (m * 0.04 / 6.0),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.1),
+        }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.statics.push(ground(0.5));
+    let x = settle(&w, &State::at_rest(&w.model, &[[0.0, 0.0, 0.101]]), 4000);
+    let z = x.q[2] - 0.1;
+    println!("box: rests at {z:e} m, closed form {want:e} m");
+    assert!(((z - want) / want).abs() < 0.05, "{z} vs {want}");
+}
+
+fn two_bodies() -> (World<f64>, State<f64>) {
+    let mut w = soft_world(2e-3, Params::default());
+    w.set_gravity(Vec3::zeros());
+    w.add_body(
+        "box",
+        1.0,
+        Mat3::identity() * 0.00667,
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.1),
+        }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.add_body(
+        "capsule",
+        0.5,
+        Mat3::from_diagonal(&Vec3::new(0.003, 0.003, 0.001)),
+        Some(Shape::Capsule {
+            radius: 0.05,
+            half_length: 0.1,
+        }),
+        mat(0.5),
+    )
+    .unwrap();
+    let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 0.0], [0.22, 0.03, 0.01]]);
+    x.v[0] = 0.4;
+    x.v[6] = -0.4;
+    x.v[11] = 0.5;
+    (w, x)
+}
+
+#[test]
+fn colliding_bodies_conserve_linear_momentum() {
+    let (w, x0) = two_bodies();
+    let momentum = |x: &State<f64>| {
+        Vec3::new(x.v[0], x.v[1], x.v[2]) * 1.0 + Vec3::new(x.v[6], x.v[7], x.v[8]) * 0.5
+    };
+    let p0 = momentum(&x0);
+    let u = w.zero_control();
+    let mut x = x0.clone();
+    let mut touched = false;
+    for _ in 0..150 {
+        let out = step(&w, &x, &u).unwrap();
+        touched |= out.contacts.iter().any(|c| c.normal_impulse > 1e-6);
+        x = out.state;
+    }
+    assert!(touched, "the bodies collide");
+    // the collision changed the velocities
+    assert!((x.v[0] - x0.v[0]).abs() > 0.1);
+    let p1 = momentum(&x);
+    let rel = (p1 - p0).norm() / p0.norm().max(0.4);
+    println!("relative change of linear momentum: {rel:e}");
+    assert!(rel < 1e-12, "{rel}");
+}
+
+#[test]
+fn sliding_box_decelerates_at_mu_g() {
+    let (mu, g) = (0.5, 9.81);
+    let mut w = soft_world(1e-3, Params::default());
+    w.set_gravity(Vec3::new(0.0, 0.0, -g));
+    w.add_body(
+        "box",
+        1.0,
+        Mat3::identity() * (0.04 / 6.0),
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.1),
+        }),
+        mat(mu),
+    )
+    .unwrap();
+    w.statics.push(ground(mu));
+    let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 0.0995]]);
+    x.v[0] = 3.0;
+    let u = w.zero_control();
+    let mut vs = Vec::new();
+    for _ in 0..500 {
+        x = step(&w, &x, &u).unwrap().state;
+        vs.push(x.v[0]);
+    }
+    // from 0.1 s (settled) to 0.5 s, v from ~2.5 to ~0.6 m/s ≫ v_s = 0.01
+    let decel = (vs[99] - vs[499]) / 0.4;
+    println!("deceleration {decel} m/s², mu g = {}", mu * g);
+    assert!(vs[499] > 0.3);
+    assert!(((decel - mu * g) / (mu * g)).abs() < 0.01, "{decel}");
+}
+
+#[test]
+fn parameters_are_checked_with_their_key_and_range() {
+    let scene = |extra: &str| {
+        format!(
+            "[sim]\ndt = 0.002\nsolver = \"soft\"\n\n[solver_params]\n{extra}\n\n[[body]]\nname = \"ball\"\nmass = 1.0\n\
+             inertia = [0.004, 0.004, 0.004]\nposition = [0.0, 0.0, 0.2]\nshape = {{ type = \"sphere\", radius = 0.1 }}\n"
+        )
+    };
+    for (kv, key) in [
+        ("stiffness = 0.0", "stiffness"),
+        ("softness = -1e-3", "softness"),
+        ("damping_velocity = -2.0", "damping_velocity"),
+        ("stiction_velocity = 0.0", "stiction_velocity"),
+        ("distance_smoothing = -1.0", "distance_smoothing"),
+        ("separation_smoothing = 0.0", "separation_smoothing"),
+        ("points_per_meter = 0.0", "points_per_meter"),
+        ("margin = -0.1", "margin"),
+    ] {
+        let e = dualsim::scene::parse(&scene(kv), "t.toml").unwrap_err();
+        assert!(
+            e.message.contains(key) && e.message.contains("soft"),
+            "{kv}: {e}"
+        );
+        assert_eq!(e.path, format!("solver_params.{key}"), "{e}");
+    }
+    for kv in ["integrator = \"rk5\"", "damping_profile = \"smooth\""] {
+        let e = dualsim::scene::parse(&scene(kv), "t.toml").unwrap_err();
+        assert!(
+            e.message.contains("rk4") || e.message.contains("published"),
+            "{e}"
+        );
+    }
+    let s = dualsim::scene::parse(
+        &scene("integrator = \"rk4\"\ndamping_profile = \"published\"\nstiffness = 2e4"),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(s.world.backends.soft.integrator, Integrator::Rk4);
+    assert_eq!(s.world.backends.soft.stiffness, 2e4);
+}
+
+#[test]
+fn unmodelled_features_are_refused_before_simulating() {
+    let mut w = soft_world(2e-3, Params::default());
+    w.add_body(
+        "ball",
+        1.0,
+        Mat3::identity() * 0.004,
+        Some(Shape::Sphere { radius: 0.1 }),
+        Material {
+            friction: 0.5,
+            restitution: 0.5,
+        },
+    )
+    .unwrap();
+    w.statics.push(ground(0.5));
+    let x = State::at_rest(&w.model, &[[0.0, 0.0, 0.2]]);
+    let e = step(&w, &x, &w.zero_control()).unwrap_err();
+    assert!(e.to_string().contains("restitution"), "{e}");
+    w.materials[0].restitution = 0.0;
+    w.ccd = true;
+    let e = step(&w, &x, &w.zero_control()).unwrap_err();
+    assert!(e.to_string().contains("continuous"), "{e}");
+    w.ccd = false;
+    // a shape without point-cloud sampling: typed error naming it
+    w.shapes[0] = Some(Shape::Cone {
+        height: 0.2,
+        half_angle: 0.5,
+    });
+    let e = step(&w, &x, &w.zero_control()).unwrap_err();
+    assert!(e.to_string().contains("cone"), "{e}");
+}
+
+#[test]
+fn inverse_dynamics_recovers_the_control() {
+    let (w, x0) = two_bodies();
+    let mut x = x0;
+    let u0 = w.zero_control();
+    // run into contact
+    for _ in 0..40 {
+        x = step(&w, &x, &u0).unwrap().state;
+    }
+    let u = DVec::from_fn(w.model.nv, |i, _| 0.3 * ((i as f64) * 1.7).sin());
+    let out = step(&w, &x, &u).unwrap();
+    assert!(out.contacts.iter().any(|c| c.normal_impulse > 1e-6));
+    let got = dualsim::sim::inverse_step(&w, &x, &out.state.v).unwrap();
+    let err = (&got - &u).amax();
+    println!("inverse dynamics error {err:e}");
+    assert!(err < 1e-9, "{err}");
+}
+
+#[test]
+fn rk4_integrates_free_fall_exactly_and_refuses_implicit_derivatives() {
+    let params = Params {
+        integrator: Integrator::Rk4,
+        ..Params::default()
+    };
+    let mut w = soft_world(0.01, params);
+    w.add_body(
+        "ball",
+        1.0,
+        Mat3::identity() * 0.004,
+        Some(Shape::Sphere { radius: 0.1 }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.statics.push(ground(0.5));
+    let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 2.0]]);
+    x.v[0] = 1.0;
+    x.v[5] = 3.0;
+    let u = w.zero_control();
+    for _ in 0..10 {
+        x = step(&w, &x, &u).unwrap().state;
+    }
+    // free fall: exact for RK4 (polynomial of degree 2)
+    assert!(
+        (x.q[2] - (2.0 - 0.5 * 9.81 * 0.01)).abs() < 1e-12,
+        "{}",
+        x.q[2]
+    );
+    assert!((x.v[2] + 0.981).abs() < 1e-12);
+    assert!((x.q[0] - 0.1).abs() < 1e-12);
+    let e = dualsim::sim::inverse_step(&w, &x, &x.v).unwrap_err();
+    assert!(e.to_string().contains("rk4"), "{e}");
+}
+
+#[test]
+fn check_passes_on_the_soft_example_scenes_with_no_skipped_fd_column() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.starts_with("soft_") && name.ends_with(".toml")) {
+            continue;
+        }
+        n += 1;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dualsim"))
+            .args(["check", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{name}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert!(out.status.success(), "{name}: {doc}");
+        assert_eq!(doc["status"], "passed", "{name}");
+        assert!(!doc["blocks"].as_array().unwrap().is_empty(), "{name}");
+        assert_eq!(doc["fd_skipped_columns"], 0, "{name}: {doc}");
+    }
+    assert!(n >= 3, "{n} soft scenes");
+}
