@@ -419,3 +419,33 @@ fn check_passes_on_the_soft_example_scenes_with_no_skipped_fd_column() {
     }
     assert!(n >= 3, "{n} soft scenes");
 }
+
+/// Point 3: the Hessian of a rollout cost of a pushed box (20 steps, the
+/// 120 pushes of `soft_box_push.toml`): `lift` = `unrolled` (hyper-dual)
+/// to 1e-10 and = central differences of `ift` gradients to 1e-6
+/// (relative to the largest entry), symmetric.
+#[test]
+fn pushed_box_hessian_methods_agree() {
+    use dualsim::opt::{HessianMethod, Objective};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/soft_box_push.toml");
+    let mut s = dualsim::scene::load(&path).unwrap();
+    s.steps = 20;
+    let obj = Objective::from_scene(&s).unwrap();
+    assert_eq!(obj.dim(), 120);
+    let d0 = vec![0.0; obj.dim()];
+    let lift = obj.hessian(&d0, HessianMethod::Lift).unwrap().hessian;
+    let unrolled = obj.hessian(&d0, HessianMethod::Unrolled).unwrap().hessian;
+    let fd = obj.hessian(&d0, HessianMethod::Fd).unwrap().hessian;
+    let scale = lift.amax();
+    let lu = (&lift - &unrolled).amax() / scale;
+    let lf = (&lift - &fd).amax() / scale;
+    let sym = (&lift - lift.transpose()).amax() / scale;
+    println!(
+        "Hessian 120x120, max |H| {scale:e}: |lift - unrolled| {lu:e}, |lift - fd(ift)| {lf:e}, asymmetry {sym:e}"
+    );
+    assert!(scale > 0.0);
+    assert!(lu < 1e-10, "{lu}");
+    assert!(lf < 1e-6, "{lf}");
+    assert!(sym < 1e-12, "{sym}");
+}
