@@ -449,3 +449,144 @@ fn pushed_box_hessian_methods_agree() {
     assert!(lf < 1e-6, "{lf}");
     assert!(sym < 1e-12, "{sym}");
 }
+
+/// Point 3 at the step level: the pushed box (20 steps, pushes and
+/// friction as parameters), `lift` in `Dual2SVec64` vs `unrolled` in
+/// `HyperDual64`, and symmetry of the lifted Hessian.
+#[test]
+fn pushed_box_hessian_lift_dual2_equals_unrolled_hyperdual() {
+    use dualsim::diff::{lift_step, seeded, Param};
+    use num_dual::{Dual2SVec64, HyperDual64};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/soft_box_push.toml");
+    let s = dualsim::scene::load(&path).unwrap();
+    let (w, x) = (s.world.clone(), s.initial.clone());
+    let mut u = w.zero_control();
+    u[0] = 3.0;
+    let steps = 20;
+    let params = [Param::U(0), Param::U(1), Param::Friction(0), Param::Mass(0)];
+    fn cost<T: Scalar>(s: &State<T>) -> T {
+        let p = Vec3::new(s.q[0] - T::from_re(0.05), s.q[1], s.q[2] - T::from_re(0.1));
+        p.norm_squared() + s.v[0] * s.v[0] + s.v[2] * s.v[5]
+    }
+    type D2 = Dual2SVec64<4>;
+    let seeds: Vec<D2> = (0..4)
+        .map(|j| {
+            let mut d = D2::from_re(0.0);
+            let mut g = nalgebra::SMatrix::<f64, 1, 4>::zeros();
+            g[j] = 1.0;
+            d.v1 = num_dual::Derivative::some(g);
+            d
+        })
+        .collect();
+    let (wd, mut xd, ud) = seeded(&w, &x, &u, &params, &seeds).unwrap();
+    for _ in 0..steps {
+        xd = lift_step(&wd, &xd, &ud, 2).unwrap();
+    }
+    let h_lift = cost(&xd)
+        .v2
+        .unwrap_generic(nalgebra::Const::<4>, nalgebra::Const::<4>);
+    let mut h_unr = nalgebra::SMatrix::<f64, 4, 4>::zeros();
+    for i in 0..4 {
+        for j in 0..4 {
+            let mut deltas = vec![HyperDual64::from_re(0.0); 4];
+            deltas[i] += HyperDual64::new(0.0, 1.0, 0.0, 0.0);
+            deltas[j] += HyperDual64::new(0.0, 0.0, 1.0, 0.0);
+            let (wh, xh, uh) = seeded(&w, &x, &u, &params, &deltas).unwrap();
+            let traj = rollout(&wh, &xh, &Controls::Constant(uh), steps).unwrap();
+            h_unr[(i, j)] = cost(traj.last()).eps1eps2;
+        }
+    }
+    let scale = h_unr.abs().max();
+    let diff = (h_lift - h_unr).abs().max() / scale;
+    let asym = (h_lift - h_lift.transpose()).abs().max() / scale;
+    println!("soft 4x4 Hessian, max |H| {scale:e}: lift (Dual2) vs unrolled (HyperDual) {diff:e}, asymmetry {asym:e}");
+    assert!(scale > 1e-6);
+    assert!(diff <= 1e-10, "{diff:e}");
+    assert!(asym <= 1e-12, "{asym:e}");
+}
+
+/// The published damping profile's Hessian jumps at `v_n = 0`, the
+/// smoothed one's does not (a point mass resting on a plane, 5 steps of
+/// 1 ms, d²z/dv₀² by hyper-dual numbers; `examples/soft_damping_hessian.rs`
+/// plots it).
+#[test]
+fn published_profile_hessian_jumps_at_zero_normal_velocity_smoothed_does_not() {
+    use dualsim::contact::soft::model::DampingProfile;
+    use num_dual::HyperDual64;
+    let p0 = Params::default();
+    let z0 = phi_star(1.0, 9.81, p0.stiffness, p0.softness);
+    let curvature = |profile, v0: f64| {
+        let mut w = soft_world(
+            1e-3,
+            Params {
+                damping_profile: profile,
+                ..Params::default()
+            },
+        );
+        w.add_body(
+            "point",
+            1.0,
+            Mat3::identity() * 1e-3,
+            Some(Shape::Points {
+                points: vec![Vec3::zeros()],
+                normals: vec![Vec3::z()],
+            }),
+            mat(0.5),
+        )
+        .unwrap();
+        w.statics.push(ground(0.5));
+        let w = w.cast::<HyperDual64>();
+        let mut x = State::<HyperDual64>::at_rest(&w.model, &[[0.0, 0.0, z0]]);
+        x.v[2] = HyperDual64::new(v0, 1.0, 1.0, 0.0);
+        let u = w.zero_control();
+        for _ in 0..5 {
+            x = step(&w, &x, &u).unwrap().state;
+        }
+        x.q[2].eps1eps2
+    };
+    let jump = |profile| curvature(profile, 1e-9) - curvature(profile, -1e-9);
+    let (jp, js) = (
+        jump(DampingProfile::Published),
+        jump(DampingProfile::Smoothed),
+    );
+    println!("d2z/dv0^2 jump across v0 = 0: published {jp:e}, smoothed {js:e}");
+    assert!(jp > 1e-2, "{jp}");
+    assert!(js.abs() < 1e-8, "{js}");
+}
+
+/// `dualsim inverse --solver soft` recovers the controls of a `run --out`
+/// trajectory.
+#[test]
+fn cli_inverse_under_soft() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scene = root.join("examples/scenes/soft_collision.toml");
+    let dir = std::env::temp_dir().join(format!("dualsim-soft-inverse-{}", std::process::id()));
+    let bin = env!("CARGO_BIN_EXE_dualsim");
+    let out = std::process::Command::new(bin)
+        .args(["run", "--out"])
+        .arg(&dir)
+        .arg(&scene)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(bin)
+        .args(["inverse", "--json", "--solver", "soft"])
+        .arg(&scene)
+        .arg(dir.join("trajectory.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["solver"], "soft");
+    assert!(doc["max_residual"].as_f64().unwrap() < 1e-12, "{doc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
