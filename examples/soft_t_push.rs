@@ -147,7 +147,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ((soft[0] - ipm[0]).powi(2) + (soft[1] - ipm[1]).powi(2)).sqrt(),
         (soft[2] - ipm[2]).abs()
     );
-    for ppm in [13.0, 245.0] {
+    for ppm in [20.0, 245.0] {
         let w = world(SolverKind::Soft, ppm);
         let n = points(&w);
         let (_, dt) = push(&w)?;

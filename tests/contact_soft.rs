@@ -590,3 +590,39 @@ fn cli_inverse_under_soft() {
     assert!(doc["max_residual"].as_f64().unwrap() < 1e-12, "{doc}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The cut-off: a ball whose bounding ball is just beyond `margin` from
+/// the ground is not evaluated (no force, no pair); just inside, its
+/// force is below the documented bound `k ε₃ ln(1 + e^{−margin/ε₃})`.
+#[test]
+fn cut_off_skips_far_pairs_and_bounds_the_force_there() {
+    let params = Params::default();
+    let mut w = soft_world(1e-3, params);
+    w.set_gravity(Vec3::zeros());
+    w.add_body(
+        "ball",
+        1.0,
+        Mat3::identity() * 0.004,
+        Some(Shape::Sphere { radius: 0.1 }),
+        mat(0.5),
+    )
+    .unwrap();
+    w.statics.push(ground(0.5));
+    let u = w.zero_control();
+    let far = State::at_rest(&w.model, &[[0.0, 0.0, 0.1 + params.margin + 1e-4]]);
+    let out = step(&w, &far, &u).unwrap();
+    assert!(out.contacts.is_empty());
+    assert_eq!(out.state.v[2], 0.0);
+    let near = State::at_rest(&w.model, &[[0.0, 0.0, 0.1 + params.margin - 1e-4]]);
+    let out = step(&w, &near, &u).unwrap();
+    assert_eq!(out.contacts.len(), 1);
+    let force = out.state.v[2] / w.dt;
+    let bound = params.stiffness
+        * params.softness
+        * (-(params.margin - 1e-4) / params.softness).exp().ln_1p();
+    println!("force inside the cut-off {force:e} N, bound {bound:e} N");
+    assert!(
+        force > 0.0 && force <= bound * (1.0 + 1e-12),
+        "{force} vs {bound}"
+    );
+}
