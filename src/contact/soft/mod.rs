@@ -100,8 +100,11 @@
 //! each point–plane force is below `k ε₃ ln(1 + e^{−margin/ε₃})`, i.e. a
 //! fraction `e^{−margin/ε₃}/ln 2` of the force at touch (`k ε₃ ln 2`):
 //! 3e-9 at the defaults (up to the SSDF's leakage from far faces, weighted
-//! by `e^{−Δd/ε₁}`). Within a pair, the points of one side are evaluated
-//! in parallel (rayon) when `I₁ I₂ ≥` [`PARALLEL_WORK`].
+//! by `e^{−Δd/ε₁}`). Pairs are evaluated in parallel (rayon) when there
+//! are several and their total work reaches [`PARALLEL_WORK`] point–plane
+//! evaluations, and within a pair the points of one side when
+//! `I₁ I₂ ≥` [`PARALLEL_WORK`]; sums are taken in a fixed order, so the
+//! result does not depend on the threads.
 //!
 //! # Defaults (and why)
 //!
@@ -405,11 +408,9 @@ impl Soft {
                 angular: Vec3::new(v[b.idx_v + 3], v[b.idx_v + 4], v[b.idx_v + 5]),
             }
         };
-        // (φ, force on the point's body, point, the point is on `a`)
-        let mut entries: Vec<(T, Vec3<T>, Vec3<T>, bool)> = Vec::new();
-        let mut field: Vec<T> = Vec::new();
-        let mut w: Vec<T> = Vec::new();
-        for pair in pairs {
+        // One pair: the wrench on `a` (force, torque), on the other body
+        // if it is one, and the pair's report.
+        let eval = |pair: &Pair| -> Option<PairOut<T>> {
             let mu = crate::contact::candidates::pair_mu(
                 p,
                 pair.a,
@@ -418,7 +419,8 @@ impl Soft {
                     Other::Static(j) => crate::contact::candidates::Partner::Static(j),
                 },
             );
-            entries.clear();
+            // (φ, force on the point's body, point, the point is on `a`)
+            let mut entries: Vec<(T, Vec3<T>, Vec3<T>, bool)> = Vec::new();
             let sa = side(pair.a);
             let mut b_body = None;
             match pair.b {
@@ -446,11 +448,11 @@ impl Soft {
                         side_entries(&k, &sa, &sb, mu, true, &mut entries);
                         side_entries(&k, &sb, &sa, mu, false, &mut entries);
                     }
-                    None => continue,
+                    None => return None,
                 },
             }
-            field.clear();
-            field.extend(entries.iter().map(|e| e.0));
+            let field: Vec<T> = entries.iter().map(|e| e.0).collect();
+            let mut w = Vec::with_capacity(field.len());
             softmin_weights(&field, eps2, &mut w);
             let (mut fa, mut ta) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
             let (mut fb, mut tb) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
@@ -467,26 +469,16 @@ impl Soft {
                 point += pt * *wf;
                 dist += *phi * *wf;
             }
-            let ka = p.model.bodies[pair.a].idx_v;
-            for d in 0..3 {
-                out[ka + d] += fa[d];
-                out[ka + 3 + d] += ta[d];
-            }
-            if let Some((j, _)) = b_body {
-                let kb = p.model.bodies[j].idx_v;
-                for d in 0..3 {
-                    out[kb + d] += fb[d];
-                    out[kb + 3 + d] += tb[d];
-                }
-            }
-            if let Some(r) = reports.as_deref_mut() {
-                let norm = fa.norm();
-                let normal = if norm.re() > 0.0 {
-                    fa / norm
-                } else {
-                    Vec3::new(T::zero(), T::zero(), T::one())
-                };
-                r.push(ContactImpulse {
+            let norm = fa.norm();
+            let normal = if norm.re() > 0.0 {
+                fa / norm
+            } else {
+                Vec3::new(T::zero(), T::zero(), T::one())
+            };
+            Some(PairOut {
+                a: (fa, ta),
+                b: b_body.map(|(j, _)| (j, fb, tb)),
+                report: ContactImpulse {
                     body_a: pair.a,
                     body_b: b_body.map(|(j, _)| j),
                     point,
@@ -494,7 +486,33 @@ impl Soft {
                     normal_impulse: norm * p.h,
                     tangent_impulse: Vec3::zeros(),
                     gap: dist,
-                });
+                },
+            })
+        };
+        // pairs in parallel when there are several and the work pays;
+        // summed in pair order either way (the same result)
+        let work: usize = pairs.iter().map(|pr| pair_work(sc, pr)).sum();
+        let results: Vec<Option<PairOut<T>>> = if pairs.len() > 1 && work >= PARALLEL_WORK {
+            pairs.par_iter().map(eval).collect()
+        } else {
+            pairs.iter().map(eval).collect()
+        };
+        for (pair, r) in pairs.iter().zip(results) {
+            let Some(r) = r else { continue };
+            let ka = p.model.bodies[pair.a].idx_v;
+            for d in 0..3 {
+                out[ka + d] += r.a.0[d];
+                out[ka + 3 + d] += r.a.1[d];
+            }
+            if let Some((j, fb, tb)) = r.b {
+                let kb = p.model.bodies[j].idx_v;
+                for d in 0..3 {
+                    out[kb + d] += fb[d];
+                    out[kb + 3 + d] += tb[d];
+                }
+            }
+            if let Some(rep) = reports.as_deref_mut() {
+                rep.push(r.report);
             }
         }
         out
@@ -600,6 +618,27 @@ impl Soft {
         let (sc, pairs) = self.setup(p)?;
         let lam = self.forces(p, p.q, p.v, &sc, &pairs, None);
         Ok((lam, pairs))
+    }
+}
+
+/// One pair's contribution to `Λ`.
+struct PairOut<T: Scalar> {
+    /// Force and torque on `a`.
+    a: (Vec3<T>, Vec3<T>),
+    /// The other body, its force and torque.
+    b: Option<(usize, Vec3<T>, Vec3<T>)>,
+    report: ContactImpulse<T>,
+}
+
+/// A pair's work (point–plane evaluations).
+fn pair_work<T: Scalar>(sc: &Scene<T>, pair: &Pair) -> usize {
+    let na = sc.bodies[pair.a].as_ref().map_or(0, |c| c.len());
+    match pair.b {
+        Other::Body(j) => 2 * na * sc.bodies[j].as_ref().map_or(0, |c| c.len()),
+        Other::Static(j) => match &sc.statics[j] {
+            Some(StaticSide::Cloud(c, _)) => 2 * na * c.len(),
+            _ => na,
+        },
     }
 }
 
