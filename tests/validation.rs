@@ -439,7 +439,8 @@ fn registry_names_and_features() {
         assert_eq!(kind.to_string(), kind.name());
         assert!(!kind.param_keys().is_empty());
     }
-    assert!("soft".parse::<SolverKind>().unwrap_err().planned);
+    assert_eq!("lcp".parse::<SolverKind>().unwrap(), SolverKind::Lcp);
+    assert_eq!("soft".parse::<SolverKind>().unwrap(), SolverKind::Soft);
     assert!(!"lpc".parse::<SolverKind>().unwrap_err().planned);
     assert_eq!(SolverKind::default(), SolverKind::Ipm);
     assert!(SolverKind::Ipm.supports(dualsim::contact::Feature::Robots));

@@ -68,7 +68,7 @@ pub use registry::UnknownBackend;
 backends! {
     $;
     default: Ipm;
-    planned: ["soft"];
+    planned: [];
     /// Primal-dual interior point on the nonlinear complementarity problem
     /// (Dojo / Silico).
     ipm => Ipm: Ipm,
@@ -90,6 +90,10 @@ backends! {
     /// the moving friction-bound ratio test, fallbacks, least-squares
     /// stabilization (`contact::lcp`).
     lcp => Lcp: Lcp,
+    /// Beker et al.'s soft-minimum contact model over oriented point
+    /// clouds: smooth contact forces of the state, no solver
+    /// (`contact::soft`).
+    soft => Soft: Soft,
 }
 
 // The backends and their tuning, documented here; their modules hold the
@@ -101,6 +105,7 @@ pub use implicit_ncp::ImplicitNcp;
 pub use ipm::{Ipm, Params as IpmParams};
 pub use lcp::Lcp;
 pub use single_level::SingleLevel;
+pub use soft::Soft;
 
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::Model;

@@ -1,0 +1,864 @@
+//! `soft`: the soft-minimum contact model over oriented point clouds
+//! (Beker et al., issue #19): contact forces are a smooth function
+//! `Λ(q, v)` of the state, added to the dynamics `M v̇ = τ − c + Σ Λ`
+//! (eqs. 24–25), with no contact solver.
+//!
+//! # Geometry: oriented point clouds
+//!
+//! Every body's shape becomes an oriented point cloud `{(pᵢ, nᵢ)}` (body
+//! frame, [`cloud`]): the `points` shape as written (normals normalized),
+//! every other primitive sampled at `points_per_meter` (face grids for
+//! boxes and polytopes, spherical grids for spheres and ellipsoids,
+//! cylindrical and spherical grids for capsules and cylinders, bundles
+//! part by part). Cones and padded polygons are refused (typed error).
+//! A static plane is an exact half-space (a one-point cloud: its SSDF is
+//! the plane distance); other static shapes are sampled like bodies.
+//!
+//! # The model (paper eqs. 8–25)
+//!
+//! * Soft signed distance of a point `p` to a cloud `S` (eqs. 8–9):
+//!   `dᵢ = ‖p − pᵢ‖²`, `φ̂_S(p) = Σ σ_ε₁(−d)ᵢ nᵢᵀ(p − pᵢ)`, a softmin
+//!   with temperature `ε₁` (m², `distance_smoothing`).
+//! * A pair's separation field `Φ₁₂` stacks `φ̂_S₂` at every point of `S₁`
+//!   and `φ̂_S₁` at every point of `S₂`; its soft distance is
+//!   `σ_ε₂(−Φ)ᵀΦ` (eq. 11 relaxed, `ε₂` in m, `separation_smoothing`).
+//! * Point–plane force (eqs. 14–20): `φ = nᵢᵀ(p − pᵢ)`,
+//!   `λ_n = k s⁺_ε₃(−φ) d(v_n / v_d)`,
+//!   `λ_t = −μ λ_n v_t / √(v_s² + ‖v_t‖²)`, `λ = λ_n nᵢ + λ_t`, with
+//!   `s⁺_ε(x) = ε ln(1 + e^{x/ε})` and `v = v_n nᵢ + v_t` the velocity of
+//!   the point relative to the plane.
+//! * Point–SSDF force (eqs. 21–22) `Λ_S(p) = Σ σ_ε₁(−d)ᵢ λᵢ` and pair
+//!   force (eq. 23) `Λ₁₂ = Σ_f σ_ε₂(−Φ)_f Λ_S(p_f)`.
+//!
+//! **Sign of eq. 21.** As printed, `λ̄ᵢ = (Jᵢ − J)ᵀ λ` applies `+λ` to
+//! the body owning the plane point and `−λ` to the body owning `p`; since
+//! `λ_n > 0` points along the plane's outward normal `nᵢ`, that pushes `p`
+//! *into* the other body. The force on `p`'s body must be `+λ`:
+//! `λ̄ᵢ = (J − Jᵢ)ᵀ λ` (tested: a point mass on a plane settles at the
+//! closed-form depth instead of falling through).
+//!
+//! **Where the reaction acts.** `Jᵢ` and `vᵢ` are taken at `p` (the
+//! plane body's material point that coincides with `p`) rather than at
+//! `pᵢ`: each point-plane pair is then an exact action–reaction at one
+//! point, so the total linear and angular momentum are conserved by the
+//! contact forces (a reaction at `pᵢ` would add the torque
+//! `(pᵢ − p) × λ`), and `v − vᵢ` is the relative velocity of the two
+//! material points in contact.
+//!
+//! **Damping profile.** The published `d` (eqs. 16–17) is only C¹ (its
+//! curvature jumps at `v_n = 0` and `2 v_d`), so Hessians through it jump
+//! there. The default `damping_profile = "smoothed"` replaces the piece on
+//! `(0, 2 v_d]` by the quintic `(1 − x/2)³(1 + x/2)`, which has the
+//! published value and slope at both ends and zero curvature at both (C²
+//! everywhere, monotone, `d(0) = 1` so the resting depth is unchanged);
+//! `"published"` keeps eqs. 16–17 (see `docs/backends.md`, the Hessian
+//! plot).
+//!
+//! # Numerical safety (every scalar)
+//!
+//! Softmins are log-sum-exp with the shift by the *primal* minimum (a
+//! constant: derivatives exact, no overflow); the softplus never forms
+//! `e^{x/ε}` for large `x` (`max(x, 0) + ε ln(1 + e^{−|x|/ε})`); the
+//! friction's norm is `√(v_s² + ‖v_t‖²) ≥ v_s > 0` (finite derivatives at
+//! zero tangential velocity); no norm of a point difference is formed
+//! (`dᵢ` is squared), so coincident points have finite derivatives. A
+//! softmin weight below `e^{−60}` of the largest is zero without forming
+//! its exponential (on primal values; its contribution, derivatives
+//! included, is below f64 resolution): the cost of far points is one
+//! squared distance.
+//!
+//! # Time stepping and the contract
+//!
+//! * `integrator = "euler"` (default): semi-implicit Euler. The soft
+//!   forces are evaluated at the start of the step `(q, v)` and enter the
+//!   free-body discrete dynamics as applied forces: the residual is the
+//!   free-flight residual with `u + Λ(q, v)`:
+//!   `r = m(ṗ⁺ − ṗ) − h(m g + f + Λ_f)`,
+//!   `r_rot = P⁺(ω⁺) − P⁻(ω) − h(τ + Λ_τ)` (`dynamics::free`), exact and
+//!   generic, with `y = v⁺` and `q⁺ = q ⊕ h v⁺`. `∂r/∂y` is the
+//!   free-flight block diagonal (`Λ` does not depend on `v⁺`). All four
+//!   derivative methods apply.
+//! * `integrator = "rk4"`: the classical four-stage Runge–Kutta method on
+//!   `(q, v)` with `q̇ = v` through the retraction (stage configurations
+//!   `q ⊕ c h v_s`, the final `q⁺ = q ⊕ h v̄` with `v̄` the RK4 average of
+//!   the stage velocities) and `v̇ = M⁻¹(τ − c + Λ)`, `c` including the
+//!   gyroscopic `ω × Iω`. It is fourth order for translations; rotations
+//!   use the averaged world angular velocity (second order in general,
+//!   exact for a constant `ω`). Its `q⁺` is not `q ⊕ h v⁺`, so it does not
+//!   fit the implicit contract: `solve_root`/`residual` refuse it with a
+//!   typed error, i.e. `ift` and `lift` are refused, and `unrolled` and `fd`
+//!   (which differentiate the generic `solve`) are exact. Inverse dynamics
+//!   is Euler only.
+//!
+//! # Cut-off and cost
+//!
+//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about the centre
+//! of mass, radius the cloud's largest point norm) are more than `margin`
+//! apart are skipped (decided on primal values at the start of the step,
+//! returned as the structure so a dual evaluation uses the same pairs).
+//! Beyond the cut-off every point's plane distance exceeds `margin`, so
+//! each point–plane force is below `k ε₃ ln(1 + e^{−margin/ε₃})`, i.e. a
+//! fraction `e^{−margin/ε₃}/ln 2` of the force at touch (`k ε₃ ln 2`):
+//! 3e-9 at the defaults (up to the SSDF's leakage from far faces, weighted
+//! by `e^{−Δd/ε₁}`). Pairs are evaluated in parallel (rayon) when there
+//! are several and their total work reaches [`PARALLEL_WORK`] point–plane
+//! evaluations, and within a pair the points of one side when
+//! `I₁ I₂ ≥` [`PARALLEL_WORK`]; sums are taken in a fixed order, so the
+//! result does not depend on the threads.
+//!
+//! # Defaults (and why)
+//!
+//! See [`Params`]. The stability of the explicit forces needs
+//! `h √(k/m) ≲ 1`, `h g / v_d ≲ 1` and `h μ g / v_s ≲ 1`: at the defaults
+//! and `m = 1` kg, `h ≤ 2` ms.
+//!
+//! # Not modelled
+//!
+//! Restitution (`e > 0`: the damping sets the bounce), continuous
+//! collision, joint limits and articulated robots (robot links have no
+//! point clouds here) are refused before simulating
+//! ([`ContactBackend::supports`]).
+
+pub mod cloud;
+pub mod model;
+
+use rayon::prelude::*;
+
+use self::cloud::{sample, Cloud};
+use self::model::{plane_entry, point_entry, softmin_weights, Constants, DampingProfile, Side};
+use super::backend::{check_rows, dense_solve, free_body_solve};
+use super::{
+    ContactBackend, ContactImpulse, Feature, SolveError, SolveStats, StepProblem, StepSolution,
+};
+use crate::collision::world_plane;
+use crate::dynamics::free::{
+    free_flight_velocity, integrate_model, momentum_residual, orientation, position,
+    world_inertia, NewtonParams,
+};
+use crate::geometry::Shape;
+use crate::math::{so3, DMat, DVec, Vec3};
+use crate::Scalar;
+
+/// Work (`I₁ I₂` point–plane evaluations) from which one side of a pair
+/// is evaluated in parallel.
+pub const PARALLEL_WORK: usize = 1 << 14;
+
+/// The time integrator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Integrator {
+    /// Semi-implicit Euler (module docs); every derivative method.
+    #[default]
+    Euler,
+    /// Classical Runge–Kutta (module docs); `run`, `unrolled` and `fd`
+    /// only.
+    Rk4,
+}
+
+/// Tuning of `soft` (`[solver_params]`; every key optional).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    /// Cut-off (m): pairs whose bounding balls are farther apart are not
+    /// evaluated (module docs). Default 0.02 = 20 ε₃: the force there is
+    /// 3e-9 of the force at touch.
+    pub margin: f64,
+    /// `k` (N/m). Default 1e4: a 1 kg body rests 0.51 mm deep at the
+    /// default ε₃ (`φ* = −ε₃ ln(e^{mg/(kε₃)} − 1)`).
+    pub stiffness: f64,
+    /// `ε₃` (m), the softplus width: the force at zero distance is
+    /// `k ε₃ ln 2`. Default 1e-3 (1 mm, the scale of the resting depth).
+    pub softness: f64,
+    /// `v_d` (m/s): damping `k s⁺ / v_d` per unit approach speed. Default
+    /// 0.05: about critical damping for 1 kg at the default `k`
+    /// (`2√(k' m) ≈ 160` Ns/m, `k s⁺/v_d = mg/v_d ≈ 200` Ns/m at rest).
+    pub damping_velocity: f64,
+    /// `v_s` (m/s): below it friction is viscous. Default 0.01 (1 % of
+    /// 1 m/s: a sliding body decelerates within 0.005 % of μg at 1 m/s).
+    pub stiction_velocity: f64,
+    /// `ε₁` (m²), the SSDF's temperature. Default 1e-4 (a length scale of
+    /// 1 cm, below the default spacing of 5 cm: faces stay sharp, edges
+    /// are rounded over about a centimetre).
+    pub distance_smoothing: f64,
+    /// `ε₂` (m), the separation field's temperature. Default 1e-3 (a
+    /// point 7 mm farther than the deepest one weighs e^{-7} as much).
+    pub separation_smoothing: f64,
+    /// `"euler"` (default) or `"rk4"` (module docs).
+    pub integrator: Integrator,
+    /// Sampling density of primitives (points per metre along a face).
+    /// Default 20 (5 cm spacing: a 0.2 m cube has 96 points).
+    pub points_per_meter: f64,
+    /// `"smoothed"` (default, C²) or `"published"` (eqs. 16–17, C¹).
+    pub damping_profile: DampingProfile,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            margin: 0.02,
+            stiffness: 1e4,
+            softness: 1e-3,
+            damping_velocity: 0.05,
+            stiction_velocity: 0.01,
+            distance_smoothing: 1e-4,
+            separation_smoothing: 1e-3,
+            integrator: Integrator::Euler,
+            points_per_meter: 20.0,
+            damping_profile: DampingProfile::Smoothed,
+        }
+    }
+}
+
+impl Params {
+    /// The model's constants.
+    pub fn constants(&self) -> Constants {
+        Constants {
+            stiffness: self.stiffness,
+            softness: self.softness,
+            damping_velocity: self.damping_velocity,
+            stiction_velocity: self.stiction_velocity,
+            distance_smoothing: self.distance_smoothing,
+            separation_smoothing: self.separation_smoothing,
+            profile: self.damping_profile,
+        }
+    }
+}
+
+/// The `soft` backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Soft {
+    /// Tuning.
+    pub params: Params,
+    /// Newton tuning of the rotational equations (as free flight).
+    pub newton: NewtonParams,
+}
+
+/// The other side of a pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Other {
+    /// A body.
+    Body(usize),
+    /// A static geometry.
+    Static(usize),
+}
+
+/// What the f64 step decided: the pairs within the cut-off and the size
+/// of every body's cloud (sampling counts are decided on primal values).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Structure {
+    /// The pairs within the cut-off.
+    pub pairs: Vec<Pair>,
+    /// Points per body (0: none).
+    pub points: Vec<usize>,
+}
+
+/// A pair within the cut-off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pair {
+    /// The first body.
+    pub a: usize,
+    /// The other side.
+    pub b: Other,
+}
+
+/// A static geometry in world coordinates.
+enum StaticSide<T: Scalar> {
+    Plane(Vec3<T>, T),
+    Cloud(Cloud<T>, Vec3<T>),
+}
+
+/// The step's geometry in world coordinates.
+struct Scene<T: Scalar> {
+    /// Per body: the world cloud (None: no shape or not a free body).
+    bodies: Vec<Option<Cloud<T>>>,
+    /// Per body: bounding radius (f64).
+    radius: Vec<f64>,
+    statics: Vec<Option<StaticSide<T>>>,
+}
+
+fn unsupported(what: &'static str) -> SolveError {
+    SolveError::Unsupported {
+        backend: "soft",
+        what,
+    }
+}
+
+fn sample_error(e: cloud::SampleError) -> SolveError {
+    unsupported(match e.shape {
+        "cone" => "cone shapes (no point-cloud sampling; use a polytope or a points shape)",
+        "padded_polygon" => "padded-polygon shapes (no point-cloud sampling)",
+        "plane" => "planes as body shapes",
+        _ => "Minkowski bundles (no point-cloud sampling)",
+    })
+}
+
+impl Soft {
+    fn scene<T: Scalar>(&self, p: &StepProblem<'_, T>, q: &DVec<T>) -> Result<Scene<T>, SolveError> {
+        let ppm = self.params.points_per_meter;
+        let mut bodies = Vec::with_capacity(p.shapes.len());
+        let mut radius = Vec::with_capacity(p.shapes.len());
+        for (i, s) in p.shapes.iter().enumerate() {
+            let Some(s) = s.as_ref().filter(|_| p.model.is_lone_free_body(i)) else {
+                bodies.push(None);
+                radius.push(0.0);
+                continue;
+            };
+            let mut c = sample(s, ppm).map_err(sample_error)?;
+            radius.push(c.radius());
+            let b = &p.model.bodies[i];
+            let rot = orientation(q, b.idx_q);
+            let x = position(q, b.idx_q);
+            for (pt, n) in c.points.iter_mut().zip(c.normals.iter_mut()) {
+                *pt = so3::rotate(&rot, pt) + x;
+                *n = so3::rotate(&rot, n);
+            }
+            bodies.push(Some(c));
+        }
+        let mut statics = Vec::with_capacity(p.statics.len());
+        for s in p.statics {
+            statics.push(Some(match &s.shape {
+                Shape::Plane { normal, offset } => {
+                    let (n, d) = world_plane(normal, *offset, &s.pose);
+                    let nn = n.norm();
+                    StaticSide::Plane(n / nn, d / nn)
+                }
+                shape => {
+                    let mut c = sample(shape, ppm).map_err(sample_error)?;
+                    for (pt, n) in c.points.iter_mut().zip(c.normals.iter_mut()) {
+                        *pt = so3::rotate(&s.pose.rotation, pt) + s.pose.translation;
+                        *n = so3::rotate(&s.pose.rotation, n);
+                    }
+                    StaticSide::Cloud(c, s.pose.translation)
+                }
+            }));
+        }
+        Ok(Scene {
+            bodies,
+            radius,
+            statics,
+        })
+    }
+
+    /// The pairs within the cut-off (primal values).
+    fn pairs<T: Scalar>(&self, p: &StepProblem<'_, T>, sc: &Scene<T>) -> Vec<Pair> {
+        let m = self.params.margin;
+        let centre = |i: usize| position(p.q, p.model.bodies[i].idx_q).map(|x| x.re());
+        let mut out = Vec::new();
+        for a in 0..sc.bodies.len() {
+            if sc.bodies[a].is_none() {
+                continue;
+            }
+            let ca = centre(a);
+            for b in a + 1..sc.bodies.len() {
+                if sc.bodies[b].is_none() {
+                    continue;
+                }
+                if (ca - centre(b)).norm() - sc.radius[a] - sc.radius[b] <= m {
+                    out.push(Pair { a, b: Other::Body(b) });
+                }
+            }
+            for (j, s) in sc.statics.iter().enumerate() {
+                let near = match s {
+                    Some(StaticSide::Plane(n, d)) => {
+                        n.map(|x| x.re()).dot(&ca) - d.re() - sc.radius[a] <= m
+                    }
+                    Some(StaticSide::Cloud(c, x)) => {
+                        let r = c
+                            .points
+                            .iter()
+                            .map(|pt| (pt - x).map(|v| v.re()).norm())
+                            .fold(0.0, f64::max);
+                        (ca - x.map(|v| v.re())).norm() - sc.radius[a] - r <= m
+                    }
+                    None => false,
+                };
+                if near {
+                    out.push(Pair {
+                        a,
+                        b: Other::Static(j),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// `Λ(q, v)`: the generalized soft forces (world force and torque per
+    /// free body) of the given pairs, with a report per pair.
+    fn forces<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        q: &DVec<T>,
+        v: &DVec<T>,
+        sc: &Scene<T>,
+        pairs: &[Pair],
+        mut reports: Option<&mut Vec<ContactImpulse<T>>>,
+    ) -> DVec<T> {
+        let k = self.params.constants();
+        let eps2 = T::from_re(k.separation_smoothing);
+        let mut out = DVec::zeros(p.model.nv);
+        let side = |i: usize| {
+            let b = &p.model.bodies[i];
+            let c = sc.bodies[i].as_ref().expect("pairs hold bodies with clouds");
+            Side {
+                points: &c.points,
+                normals: &c.normals,
+                centre: position(q, b.idx_q),
+                linear: Vec3::new(v[b.idx_v], v[b.idx_v + 1], v[b.idx_v + 2]),
+                angular: Vec3::new(v[b.idx_v + 3], v[b.idx_v + 4], v[b.idx_v + 5]),
+            }
+        };
+        // One pair: the wrench on `a` (force, torque), on the other body
+        // if it is one, and the pair's report.
+        let eval = |pair: &Pair| -> Option<PairOut<T>> {
+            let mu = crate::contact::candidates::pair_mu(
+                p,
+                pair.a,
+                match pair.b {
+                    Other::Body(j) => crate::contact::candidates::Partner::Body(j),
+                    Other::Static(j) => crate::contact::candidates::Partner::Static(j),
+                },
+            );
+            // (φ, force on the point's body, point, the point is on `a`)
+            let mut entries: Vec<(T, Vec3<T>, Vec3<T>, bool)> = Vec::new();
+            let sa = side(pair.a);
+            let mut b_body = None;
+            match pair.b {
+                Other::Body(j) => {
+                    let sb = side(j);
+                    b_body = Some((j, sb.centre));
+                    side_entries(&k, &sa, &sb, mu, true, &mut entries);
+                    side_entries(&k, &sb, &sa, mu, false, &mut entries);
+                }
+                Other::Static(j) => match sc.statics[j].as_ref() {
+                    Some(StaticSide::Plane(n, d)) => {
+                        for pt in sa.points {
+                            let (phi, f) = plane_entry(&k, pt, &sa, n, *d, mu);
+                            entries.push((phi, f, *pt, true));
+                        }
+                    }
+                    Some(StaticSide::Cloud(c, x)) => {
+                        let sb = Side {
+                            points: &c.points,
+                            normals: &c.normals,
+                            centre: *x,
+                            linear: Vec3::zeros(),
+                            angular: Vec3::zeros(),
+                        };
+                        side_entries(&k, &sa, &sb, mu, true, &mut entries);
+                        side_entries(&k, &sb, &sa, mu, false, &mut entries);
+                    }
+                    None => return None,
+                },
+            }
+            let field: Vec<T> = entries.iter().map(|e| e.0).collect();
+            let mut w = Vec::with_capacity(field.len());
+            softmin_weights(&field, eps2, &mut w);
+            let (mut fa, mut ta) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
+            let (mut fb, mut tb) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
+            let (mut point, mut dist) = (Vec3::<T>::zeros(), T::zero());
+            let ca = sa.centre;
+            let cb = b_body.map(|(_, c)| c).unwrap_or_else(Vec3::zeros);
+            for (e, wf) in entries.iter().zip(&w) {
+                let (phi, f, pt, on_a) = e;
+                let f = if *on_a { *f * *wf } else { -*f * *wf };
+                fa += f;
+                ta += (pt - ca).cross(&f);
+                fb -= f;
+                tb -= (pt - cb).cross(&f);
+                point += pt * *wf;
+                dist += *phi * *wf;
+            }
+            let norm = fa.norm();
+            let normal = if norm.re() > 0.0 {
+                fa / norm
+            } else {
+                Vec3::new(T::zero(), T::zero(), T::one())
+            };
+            Some(PairOut {
+                a: (fa, ta),
+                b: b_body.map(|(j, _)| (j, fb, tb)),
+                report: ContactImpulse {
+                    body_a: pair.a,
+                    body_b: b_body.map(|(j, _)| j),
+                    point,
+                    normal,
+                    normal_impulse: norm * p.h,
+                    tangent_impulse: Vec3::zeros(),
+                    gap: dist,
+                },
+            })
+        };
+        // pairs in parallel when there are several and the work pays;
+        // summed in pair order either way (the same result)
+        let work: usize = pairs.iter().map(|pr| pair_work(sc, pr)).sum();
+        let results: Vec<Option<PairOut<T>>> = if pairs.len() > 1 && work >= PARALLEL_WORK {
+            pairs.par_iter().map(eval).collect()
+        } else {
+            pairs.iter().map(eval).collect()
+        };
+        for (pair, r) in pairs.iter().zip(results) {
+            let Some(r) = r else { continue };
+            let ka = p.model.bodies[pair.a].idx_v;
+            for d in 0..3 {
+                out[ka + d] += r.a.0[d];
+                out[ka + 3 + d] += r.a.1[d];
+            }
+            if let Some((j, fb, tb)) = r.b {
+                let kb = p.model.bodies[j].idx_v;
+                for d in 0..3 {
+                    out[kb + d] += fb[d];
+                    out[kb + 3 + d] += tb[d];
+                }
+            }
+            if let Some(rep) = reports.as_deref_mut() {
+                rep.push(r.report);
+            }
+        }
+        out
+    }
+
+    /// The Euler step's velocity from `u + Λ`.
+    fn euler<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        lam: &DVec<T>,
+    ) -> Result<(DVec<T>, usize), SolveError> {
+        let u = p.u + lam;
+        Ok(free_flight_velocity(
+            p.model,
+            p.q,
+            p.v,
+            &u,
+            &p.gravity,
+            p.h,
+            &self.newton,
+        )?)
+    }
+
+    /// `v̇ = M⁻¹(u + Λ − c)` of the free bodies at `(q, v)`.
+    fn acceleration<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        q: &DVec<T>,
+        v: &DVec<T>,
+        pairs: &[Pair],
+    ) -> Result<DVec<T>, SolveError> {
+        let sc = self.scene(p, q)?;
+        let lam = self.forces(p, q, v, &sc, pairs, None);
+        let mut a = DVec::zeros(p.model.nv);
+        for (i, b) in p.model.bodies.iter().enumerate() {
+            if !p.model.is_lone_free_body(i) {
+                continue;
+            }
+            let k = b.idx_v;
+            for d in 0..3 {
+                a[k + d] = p.gravity[d] + (p.u[k + d] + lam[k + d]) / b.inertia.mass;
+            }
+            let iw = world_inertia(p.model, i, q);
+            let w = Vec3::new(v[k + 3], v[k + 4], v[k + 5]);
+            let tau = Vec3::new(
+                p.u[k + 3] + lam[k + 3],
+                p.u[k + 4] + lam[k + 4],
+                p.u[k + 5] + lam[k + 5],
+            ) - w.cross(&(iw * w));
+            let wd = iw
+                .lu()
+                .solve(&tau)
+                .ok_or(SolveError::Singular("inertia of a body"))?;
+            for d in 0..3 {
+                a[k + 3 + d] = wd[d];
+            }
+        }
+        Ok(a)
+    }
+
+    /// One RK4 step (module docs): `(q⁺, v⁺)`.
+    fn rk4<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        pairs: &[Pair],
+    ) -> Result<(DVec<T>, DVec<T>), SolveError> {
+        let h = p.h;
+        let half = h * T::from_re(0.5);
+        let v1 = p.v.clone();
+        let a1 = self.acceleration(p, p.q, &v1, pairs)?;
+        let q2 = integrate_model(p.model, p.q, &v1, half)?;
+        let v2 = &v1 + &a1 * half;
+        let a2 = self.acceleration(p, &q2, &v2, pairs)?;
+        let q3 = integrate_model(p.model, p.q, &v2, half)?;
+        let v3 = &v1 + &a2 * half;
+        let a3 = self.acceleration(p, &q3, &v3, pairs)?;
+        let q4 = integrate_model(p.model, p.q, &v3, h)?;
+        let v4 = &v1 + &a3 * h;
+        let a4 = self.acceleration(p, &q4, &v4, pairs)?;
+        let two = T::from_re(2.0);
+        let sixth = h / T::from_re(6.0);
+        let vbar = (&v1 + &v2 * two + &v3 * two + &v4) / T::from_re(6.0);
+        let v_next = &v1 + (&a1 + &a2 * two + &a3 * two + &a4) * sixth;
+        let q_next = integrate_model(p.model, p.q, &vbar, h)?;
+        Ok((q_next, v_next))
+    }
+
+    /// The step's pairs (primal decision) and geometry at `p.q`.
+    fn setup<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<(Scene<T>, Vec<Pair>), SolveError> {
+        SolveError::refuse_link_shapes("soft", p)?;
+        if p.friction_cone == crate::contact::FrictionCone::Pyramid {
+            return Err(unsupported(
+                "the pyramid friction cone (its smooth friction \
+                 mu lambda_n v_t / sqrt(v_s^2 + |v_t|^2) is isotropic, the smoothed Coulomb cone)",
+            ));
+        }
+        let sc = self.scene(p, p.q)?;
+        let pairs = self.pairs(p, &sc);
+        Ok((sc, pairs))
+    }
+
+    /// The generalized soft forces `Λ(q, v)` at the start of the step of
+    /// `p` (world force and torque per free body), and the pairs within
+    /// the cut-off.
+    pub fn generalized_forces<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+    ) -> Result<(DVec<T>, Vec<Pair>), SolveError> {
+        let (sc, pairs) = self.setup(p)?;
+        let lam = self.forces(p, p.q, p.v, &sc, &pairs, None);
+        Ok((lam, pairs))
+    }
+}
+
+/// One pair's contribution to `Λ`.
+struct PairOut<T: Scalar> {
+    /// Force and torque on `a`.
+    a: (Vec3<T>, Vec3<T>),
+    /// The other body, its force and torque.
+    b: Option<(usize, Vec3<T>, Vec3<T>)>,
+    report: ContactImpulse<T>,
+}
+
+/// A pair's work (point–plane evaluations).
+fn pair_work<T: Scalar>(sc: &Scene<T>, pair: &Pair) -> usize {
+    let na = sc.bodies[pair.a].as_ref().map_or(0, |c| c.len());
+    match pair.b {
+        Other::Body(j) => 2 * na * sc.bodies[j].as_ref().map_or(0, |c| c.len()),
+        Other::Static(j) => match &sc.statics[j] {
+            Some(StaticSide::Cloud(c, _)) => 2 * na * c.len(),
+            _ => na,
+        },
+    }
+}
+
+/// The field entries of every point of `x` against `y`'s SSDF.
+fn side_entries<T: Scalar>(
+    k: &Constants,
+    x: &Side<'_, T>,
+    y: &Side<'_, T>,
+    mu: T,
+    on_a: bool,
+    out: &mut Vec<(T, Vec3<T>, Vec3<T>, bool)>,
+) {
+    if x.points.len() * y.points.len() >= PARALLEL_WORK {
+        let v: Vec<_> = x
+            .points
+            .par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |scratch, pt| {
+                    let (phi, f) = point_entry(k, pt, x, y, mu, scratch);
+                    (phi, f, *pt, on_a)
+                },
+            )
+            .collect();
+        out.extend(v);
+    } else {
+        let mut scratch = (Vec::new(), Vec::new());
+        for pt in x.points {
+            let (phi, f) = point_entry(k, pt, x, y, mu, &mut scratch);
+            out.push((phi, f, *pt, on_a));
+        }
+    }
+}
+
+fn positive(key: &str, x: f64, unit: &str) -> Result<(), String> {
+    if x > 0.0 && x.is_finite() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{key}` must be a finite number > 0 ({unit}), got {x}"
+        ))
+    }
+}
+
+impl ContactBackend for Soft {
+    const NAME: &'static str = "soft";
+    type Params = Params;
+    type Structure = Structure;
+    type Workspace<T: Scalar> = ();
+
+    fn new(params: &Params) -> Self {
+        Soft {
+            params: *params,
+            newton: NewtonParams::default(),
+        }
+    }
+
+    fn check_params(p: &Params) -> Result<(), String> {
+        if !(p.margin >= 0.0 && p.margin.is_finite()) {
+            return Err(format!(
+                "`margin` must be a finite number >= 0 (m), got {}",
+                p.margin
+            ));
+        }
+        positive("stiffness", p.stiffness, "N/m")?;
+        positive("softness", p.softness, "m")?;
+        positive("damping_velocity", p.damping_velocity, "m/s")?;
+        positive("stiction_velocity", p.stiction_velocity, "m/s")?;
+        positive("distance_smoothing", p.distance_smoothing, "m²")?;
+        positive("separation_smoothing", p.separation_smoothing, "m")?;
+        if !(p.points_per_meter > 0.0 && p.points_per_meter <= 1e4) {
+            return Err(format!(
+                "`points_per_meter` must be in (0, 10000], got {}",
+                p.points_per_meter
+            ));
+        }
+        Ok(())
+    }
+
+    /// None: restitution, continuous collision, joint limits and robots
+    /// are refused (module docs).
+    fn supports(_feature: Feature) -> bool {
+        false
+    }
+
+    fn contact_margin(params: &Params) -> f64 {
+        params.margin
+    }
+
+    fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        let (sc, pairs) = self.setup(p)?;
+        let mut contacts = Vec::new();
+        let lam = self.forces(p, p.q, p.v, &sc, &pairs, Some(&mut contacts));
+        let max_penetration = contacts
+            .iter()
+            .map(|c| -c.gap.re())
+            .fold(0.0, f64::max);
+        let (q_next, v_next, iterations) = match self.params.integrator {
+            Integrator::Euler => {
+                let (v_next, it) = self.euler(p, &lam)?;
+                (integrate_model(p.model, p.q, &v_next, p.h)?, v_next, it)
+            }
+            Integrator::Rk4 => {
+                let (q, v) = self.rk4(p, &pairs)?;
+                (q, v, 4)
+            }
+        };
+        let n = contacts.len();
+        Ok(StepSolution {
+            q_next,
+            v_next,
+            contacts,
+            stats: SolveStats {
+                iterations,
+                max_penetration,
+                contacts: n,
+                ..Default::default()
+            },
+        })
+    }
+
+    fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Structure), SolveError> {
+        self.euler_only()?;
+        let (sc, pairs) = self.setup(p)?;
+        let lam = self.forces(p, p.q, p.v, &sc, &pairs, None);
+        let (v, _) = self.euler(p, &lam)?;
+        let points = sc.bodies.iter().map(|c| c.as_ref().map_or(0, |c| c.len())).collect();
+        Ok((v, Structure { pairs, points }))
+    }
+
+    fn residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Structure,
+        y: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
+        self.euler_only()?;
+        SolveError::refuse_link_shapes("soft", p)?;
+        if p.friction_cone == crate::contact::FrictionCone::Pyramid {
+            return Err(unsupported(
+                "the pyramid friction cone (its smooth friction \
+                 mu lambda_n v_t / sqrt(v_s^2 + |v_t|^2) is isotropic, the smoothed Coulomb cone)",
+            ));
+        }
+        let sc = self.scene(p, p.q)?;
+        let counts = sc.bodies.iter().map(|c| c.as_ref().map_or(0, |c| c.len()));
+        if !counts.eq(s.points.iter().copied()) {
+            return Err(SolveError::Singular(
+                "soft: the point clouds' sizes differ from the solve's structure",
+            ));
+        }
+        let lam = self.forces(p, p.q, p.v, &sc, &s.pairs, None);
+        let u = p.u + lam;
+        let mut r = DVec::zeros(p.model.nv);
+        momentum_residual(p.model, p.q, p.v, y, &u, &p.gravity, p.h, &mut r)?;
+        Ok(r)
+    }
+
+    fn same_structure(a: &Structure, b: &Structure) -> bool {
+        a == b
+    }
+
+    /// Block diagonal, as free flight (`Λ` does not depend on `v⁺`).
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        if crate::dynamics::articulated::has_articulated(p.model) {
+            return dense_solve(self, p, s, y, rhs);
+        }
+        check_rows(y, rhs)?;
+        let mut out = DMat::zeros(rhs.nrows(), rhs.ncols());
+        for i in 0..p.model.bodies.len() {
+            free_body_solve(p, i, y, rhs, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// `τ = M v̇ + c − Σ Λ` in the discrete form of the Euler step:
+    /// `u = r(v⁺; u = 0)/h − Λ(q, v)` (no solver).
+    fn inverse<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        v_next: &DVec<T>,
+    ) -> Result<DVec<T>, SolveError> {
+        if self.params.integrator != Integrator::Euler {
+            return Err(unsupported(
+                "inverse dynamics under `integrator = \"rk4\"` (use \"euler\")",
+            ));
+        }
+        if v_next.len() != p.model.nv {
+            return Err(SolveError::Singular(
+                "v_next does not match the model's velocities",
+            ));
+        }
+        let (lam, _) = self.generalized_forces(p)?;
+        let zero = DVec::zeros(p.u.len());
+        let mut r = DVec::zeros(p.model.nv);
+        momentum_residual(p.model, p.q, p.v, v_next, &zero, &p.gravity, p.h, &mut r)?;
+        Ok(r / p.h - lam)
+    }
+}
+
+impl Soft {
+    fn euler_only(&self) -> Result<(), SolveError> {
+        match self.params.integrator {
+            Integrator::Euler => Ok(()),
+            Integrator::Rk4 => Err(unsupported(
+                "implicit derivatives (`ift`, `lift`) under `integrator = \"rk4\"`: its q⁺ is \
+                 not q ⊕ h v⁺ (use `unrolled` or `fd`, or `integrator = \"euler\"`)",
+            )),
+        }
+    }
+}
