@@ -98,11 +98,34 @@ pub fn sample<T: Scalar>(shape: &Shape<T>, ppm: f64) -> Result<Cloud<T>, SampleE
     Ok(c)
 }
 
+/// Largest number of points sampled for one shape.
+pub const MAX_CLOUD_POINTS: f64 = 1e6;
+
 fn sample_into<T: Scalar>(
     shape: &Shape<T>,
     ppm: f64,
     c: &mut Cloud<T>,
 ) -> Result<(), SampleError> {
+    // A bound on the samples of a primitive (its largest extent d gives
+    // at most 6 (ppm d + 1)² points): refuse before allocating them.
+    let extent = match shape {
+        Shape::Box { half_extents } => 2.0 * half_extents.map(|x| x.re()).amax(),
+        Shape::Sphere { radius } => 2.0 * radius.re(),
+        Shape::Ellipsoid { radii } => 2.0 * radii.map(|x| x.re()).amax(),
+        Shape::Capsule {
+            radius,
+            half_length,
+        }
+        | Shape::Cylinder {
+            radius,
+            half_length,
+        } => 2.0 * (radius.re() + half_length.re()),
+        _ => 0.0,
+    };
+    let bound = 6.0 * (ppm * extent + 1.0).powi(2);
+    if !(bound <= MAX_CLOUD_POINTS) {
+        return Err(SampleError { shape: "oversized" });
+    }
     match shape {
         Shape::Points { points, normals } => {
             for (p, n) in points.iter().zip(normals) {

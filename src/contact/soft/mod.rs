@@ -276,6 +276,10 @@ struct Scene<T: Scalar> {
     statics: Vec<Option<StaticSide<T>>>,
 }
 
+/// Largest product of the point counts of a pair's two clouds (the
+/// pair's cost per force evaluation).
+pub const MAX_PAIR_POINTS: usize = 4_000_000;
+
 fn unsupported(what: &'static str) -> SolveError {
     SolveError::Unsupported {
         backend: "soft",
@@ -288,6 +292,7 @@ fn sample_error(e: cloud::SampleError) -> SolveError {
         "cone" => "cone shapes (no point-cloud sampling; use a polytope or a points shape)",
         "padded_polygon" => "padded-polygon shapes (no point-cloud sampling)",
         "plane" => "planes as body shapes",
+        "oversized" => "a shape that would sample more than 1e6 points (lower `points_per_meter`)",
         _ => "Minkowski bundles (no point-cloud sampling)",
     })
 }
@@ -611,6 +616,26 @@ impl Soft {
         }
         let sc = self.scene(p, p.q)?;
         let pairs = self.pairs(p, &sc);
+        // A pair costs the product of its clouds' sizes: refuse what would
+        // not finish (a `points_per_meter` far above the shapes' scale)
+        // rather than run for hours.
+        let size = |c: Option<&cloud::Cloud<T>>| c.map_or(1, |c| c.points.len().max(1));
+        for pair in &pairs {
+            let na = size(sc.bodies[pair.a].as_ref());
+            let nb = match pair.b {
+                Other::Body(j) => size(sc.bodies[j].as_ref()),
+                Other::Static(k) => match &sc.statics[k] {
+                    Some(StaticSide::Cloud(c, _)) => size(Some(c)),
+                    _ => 1,
+                },
+            };
+            if na.saturating_mul(nb) > MAX_PAIR_POINTS {
+                return Err(unsupported(
+                    "a pair of point clouds with more than 4e6 point pairs \
+                     (lower `points_per_meter`)",
+                ));
+            }
+        }
         Ok((sc, pairs))
     }
 
