@@ -1,5 +1,7 @@
 //! Steps a scene repeatedly for profiling (`valgrind --tool=callgrind`):
-//! a 0.2 m cube of 1 kg resting on a plane (default), or `pile N` spheres.
+//! a 0.2 m cube of 1 kg resting on a plane (default), `pile N` spheres,
+//! or `scene FILE` (a scene file, from its initial state, with its own
+//! backend and its first step's controls).
 //!
 //! With `jac` after the kind, each step is `diff::step_jacobian` (the
 //! step and its full one-step Jacobian, state and control, by `ift`;
@@ -11,7 +13,7 @@
 //! the previous step's solution); with `chained`, chained the same way
 //! with every contact started cold.
 //!
-//! `cargo run --release --example profile_step -- [box|pile N] [jac] [warm|chained] [STEPS]`
+//! `cargo run --release --example profile_step -- [box|pile N|scene FILE] [jac] [warm|chained] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
@@ -34,7 +36,17 @@ fn ground() -> StaticGeometry<f64> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let kind = args.first().map(String::as_str).unwrap_or("box");
+    let mut scene_u = None;
     let (w, x) = match kind {
+        "scene" => {
+            let path = args.get(1).expect("profile_step scene FILE");
+            let s = dualsim::scene::load(std::path::Path::new(path)).unwrap_or_else(|e| {
+                eprintln!("{e}");
+                std::process::exit(2)
+            });
+            scene_u = Some(s.controls.at(0).clone());
+            (s.world, s.initial)
+        }
         "pile" => {
             let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
             let mut w = World::<f64>::new(0.01);
@@ -89,7 +101,7 @@ fn main() {
     params.extend((0..nv).map(dualsim::diff::Param::V));
     params.extend((0..nv).map(dualsim::diff::Param::U));
     let opts = dualsim::diff::DiffOptions::default();
-    let u = w.zero_control();
+    let u = scene_u.unwrap_or_else(|| w.zero_control());
     // settle
     let traj = rollout(&w, &x, &Controls::Constant(u.clone()), 20).unwrap();
     let mut x = traj.last().clone();
