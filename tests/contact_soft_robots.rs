@@ -119,6 +119,13 @@ fn pendulum_tip_rests_at_the_closed_form_depth_of_half_its_weight() {
     assert!((tip - want).abs() < 1e-9, "{tip} vs {want}");
     assert!((out.contacts[0].gap - tip).abs() < 1e-12);
     assert!(x.v[0].abs() < 1e-9);
+    // RK4 has the same fixed point (v = 0, ABA(q, 0, u + Λ) = 0)
+    let mut w4 = w.clone();
+    w4.backends.soft.integrator = dualsim::contact::soft::Integrator::Rk4;
+    let x = settle(&w4, &x0, 2000);
+    let tip4 = hinge - l * x.q[0].sin();
+    println!("RK4: tip rests at {tip4:e} m");
+    assert!((tip4 - want).abs() < 1e-9, "{tip4} vs {want}");
 }
 
 /// A floating-base robot: a base link (2 kg) with a child welded below its
