@@ -319,3 +319,21 @@ fn derivative_methods_agree_on_a_pendulum_rollout_in_contact() {
     );
     assert!(rep.passed);
 }
+
+#[test]
+fn a_link_shape_without_point_cloud_sampling_is_a_typed_error() {
+    // a cone on the pendulum's link: the step fails naming the backend and
+    // the shape (no panic, nothing silently ignored)
+    let mut w = pendulum(0.5, 0.1);
+    w.link_shapes[0].shape = Shape::Cone {
+        height: 0.1,
+        half_angle: 0.4,
+    };
+    let x = State {
+        q: DVec::from_element(1, 0.1),
+        v: DVec::zeros(1),
+    };
+    let e = step(&w, &x, &w.zero_control()).unwrap_err().to_string();
+    println!("{e}");
+    assert!(e.contains("`soft`") && e.contains("cone"), "{e}");
+}
