@@ -116,8 +116,9 @@
 //!
 //! # Cut-off and cost
 //!
-//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about the centre
-//! of mass, radius the cloud's largest point norm) are more than `margin`
+//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about a free
+//! body's centre of mass or a link's frame origin, radius the cloud's
+//! largest point distance from it) are more than `margin`
 //! apart are skipped (decided on primal values at the start of the step,
 //! returned as the structure so a dual evaluation uses the same pairs).
 //! Beyond the cut-off every point's plane distance exceeds `margin`, so
@@ -828,8 +829,8 @@ impl Soft {
     }
 
     /// The generalized soft forces `Λ(q, v)` at the start of the step of
-    /// `p` (world force and torque per free body), and the pairs within
-    /// the cut-off.
+    /// `p` (world force and torque per free body, `Σ J_pᵀ f_p` on robot
+    /// joint coordinates), and the pairs within the cut-off.
     pub fn generalized_forces<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
