@@ -3,7 +3,12 @@
 //! pushed by a sphere finger (0.5 kg, driven along x by a PD force, no
 //! gravity on it) for 0.6 s at h = 2 ms. Reports the T's final position
 //! and yaw under both backends and their differences, and the mean step
-//! time of `soft` at about 26 and about 4096 points per body.
+//! time of `soft` with exactly 26 and 4096 points per body: the T and the
+//! finger become `points` shapes of exactly that size
+//! ([`sample_exact`]: the sampling density that first reaches the count,
+//! thinned by farthest-point selection). At 4096 the finger has 976
+//! points: the T–finger pair would otherwise have 4096² = 1.7e7 point
+//! pairs, above `soft::MAX_PAIR_POINTS` = 4e6 (a typed error).
 //!
 //! `cargo run --release --example soft_t_push`
 //!
@@ -12,7 +17,8 @@
 
 use std::time::Instant;
 
-use dualsim::contact::soft::Params;
+use dualsim::contact::soft::cloud::sample_exact;
+use dualsim::contact::soft::{Params, MAX_PAIR_POINTS};
 use dualsim::contact::SolverKind;
 use dualsim::math::{Pose, Quat, Vec3};
 use dualsim::prelude::*;
@@ -87,17 +93,19 @@ fn world(kind: SolverKind, ppm: f64) -> World<f64> {
     w
 }
 
-fn points(w: &World<f64>) -> Vec<usize> {
-    w.shapes
-        .iter()
-        .map(|s| {
-            dualsim::contact::soft::cloud::sample(
-                s.as_ref().unwrap(),
-                w.backends.soft.points_per_meter,
-            )
-            .map_or(0, |c| c.len())
-        })
-        .collect()
+/// The soft world with exactly `n_tee` and `n_finger` points on the two
+/// bodies (`points` shapes).
+fn exact_world(n_tee: usize, n_finger: usize) -> World<f64> {
+    let mut w = world(SolverKind::Soft, 20.0);
+    for (i, n) in [(0, n_tee), (1, n_finger)] {
+        let c = sample_exact(w.shapes[i].as_ref().unwrap(), n).expect("sampled");
+        assert_eq!(c.len(), n);
+        w.shapes[i] = Some(Shape::Points {
+            points: c.points,
+            normals: c.normals,
+        });
+    }
+    w
 }
 
 /// Runs the push; returns the T's (x, y, yaw) and the mean step time (s).
@@ -147,15 +155,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ((soft[0] - ipm[0]).powi(2) + (soft[1] - ipm[1]).powi(2)).sqrt(),
         (soft[2] - ipm[2]).abs()
     );
-    for ppm in [20.0, 245.0] {
-        let w = world(SolverKind::Soft, ppm);
-        let n = points(&w);
-        let (_, dt) = push(&w)?;
+    for n in [26, 4096] {
+        let n_finger = n.min(MAX_PAIR_POINTS / n);
+        let w = exact_world(n, n_finger);
+        let (r, dt) = push(&w)?;
         println!(
-            "soft at {ppm} points per metre: {} points (T), {} (finger): {:.3} ms/step",
-            n[0],
-            n[1],
-            dt * 1e3
+            "soft with {n} points (T), {n_finger} (finger): {:.3} ms/step; \
+             x {:.5} y {:.5} yaw {:.5}; vs ipm: position {:.2e} m, angle {:.2e} rad",
+            dt * 1e3,
+            r[0],
+            r[1],
+            r[2],
+            ((r[0] - ipm[0]).powi(2) + (r[1] - ipm[1]).powi(2)).sqrt(),
+            (r[2] - ipm[2]).abs()
         );
     }
     Ok(())

@@ -368,3 +368,81 @@ fn sample_polytope<T: Scalar>(normals: &[Vec3<T>], offsets: &[T], ppm: f64, c: &
         }
     }
 }
+
+/// An oriented point cloud of `shape` (body frame) with exactly `n`
+/// points: the smallest sampling density whose cloud ([`sample`]) has at
+/// least `n` points (found by bisection on `points_per_meter`), thinned to
+/// `n` by farthest-point selection (greedy, starting from the first
+/// point: every kept point is the one farthest from those kept so far,
+/// so the kept points stay spread over the surface). The points are
+/// primal values (`f64`). Meant for building a `points` shape of a given
+/// size (benchmarks at a stated point count); `None` when `n` is 0 or
+/// more than [`MAX_CLOUD_POINTS`], or the shape is not sampled.
+///
+/// ```
+/// use dualsim::contact::soft::cloud::sample_exact;
+/// use dualsim::geometry::Shape;
+/// use dualsim::math::Vec3;
+/// let cube = Shape::Box { half_extents: Vec3::repeat(0.1) };
+/// for n in [1, 26, 100] {
+///     assert_eq!(sample_exact(&cube, n).unwrap().len(), n);
+/// }
+/// ```
+pub fn sample_exact(shape: &Shape<f64>, n: usize) -> Option<Cloud<f64>> {
+    if n == 0 || n as f64 > MAX_CLOUD_POINTS {
+        return None;
+    }
+    let count = |ppm: f64| sample(shape, ppm).map(|c| c.len()).unwrap_or(usize::MAX);
+    // bracket: count(lo) < n <= count(hi)
+    let mut lo = 1e-3;
+    if count(lo) >= n {
+        return thin(sample(shape, lo).ok()?, n);
+    }
+    let mut hi = 1.0;
+    while count(hi) < n {
+        hi *= 2.0;
+        if hi > 1e4 {
+            return None;
+        }
+    }
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if count(mid) >= n {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    thin(sample(shape, hi).ok()?, n)
+}
+
+/// Farthest-point thinning of `c` to `n` points (see [`sample_exact`]).
+fn thin(c: Cloud<f64>, n: usize) -> Option<Cloud<f64>> {
+    if c.len() < n {
+        return None;
+    }
+    if c.len() == n {
+        return Some(c);
+    }
+    let mut keep = vec![0usize];
+    let mut dist: Vec<f64> = c
+        .points
+        .iter()
+        .map(|p| (p - c.points[0]).norm_squared())
+        .collect();
+    while keep.len() < n {
+        let (far, _) = dist
+            .iter()
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |b, (i, &d)| if d > b.1 { (i, d) } else { b });
+        keep.push(far);
+        for (d, p) in dist.iter_mut().zip(&c.points) {
+            *d = d.min((p - c.points[far]).norm_squared());
+        }
+    }
+    keep.sort_unstable();
+    Some(Cloud {
+        points: keep.iter().map(|&i| c.points[i]).collect(),
+        normals: keep.iter().map(|&i| c.normals[i]).collect(),
+    })
+}

@@ -13,6 +13,29 @@
 //! part by part). Cones and padded polygons are refused (typed error).
 //! A static plane is an exact half-space (a one-point cloud: its SSDF is
 //! the plane distance); other static shapes are sampled like bodies.
+//! A robot link's cloud is its attached collision shapes
+//! (`StepProblem::link_shapes`, several per link) sampled the same way,
+//! placed at their poses in the link frame and merged.
+//!
+//! # Robot links (eqs. 21–23 on joint coordinates)
+//!
+//! A link's cloud moves with the link's world pose `oMi(q)` (forward
+//! kinematics over the joints from its root; fixed or floating base). Its
+//! material point `p` moves at `ṗ = J_p v`, `J_p`'s column `k` being
+//! `lin(S_k) + ang(S_k) × p` for the world motion subspace `S_k` (at the
+//! world origin, `dynamics::kinematics`) of every joint coordinate from
+//! the root to the link, zero elsewhere. The point–plane force `f` at `p`
+//! enters the generalized forces as `J_pᵀ f`: per coordinate
+//! `S_kᵀ (f, p × f)`, so each pair's wrench on the link, taken about the
+//! world origin, is mapped once by the `S_k` of its path. A link and a
+//! free body (or static geometry) form a pair as two free bodies do, with
+//! the same action–reaction at `p`; link–link pairs (self-collision, two
+//! robots) are not evaluated, as in every backend. The robot's step is
+//! the semi-implicit Euler step of the articulated dynamics with the soft
+//! forces as applied joint forces,
+//! `v⁺ = v + h ABA(q, v, u + Λ(q, v))` (`dynamics::articulated`; its
+//! residual rows `v⁺ − v − h ABA(q, v, u + Λ)` beside the free bodies'),
+//! and the inverse dynamics `u = RNEA(q, v, (v⁺ − v)/h) − Λ(q, v)`.
 //!
 //! # The model (paper eqs. 8–25)
 //!
@@ -71,8 +94,9 @@
 //!
 //! * `integrator = "euler"` (default): semi-implicit Euler. The soft
 //!   forces are evaluated at the start of the step `(q, v)` and enter the
-//!   free-body discrete dynamics as applied forces: the residual is the
-//!   free-flight residual with `u + Λ(q, v)`:
+//!   discrete dynamics as applied forces: the residual is the
+//!   free-flight residual with `u + Λ(q, v)` (robots: the articulated
+//!   rows above):
 //!   `r = m(ṗ⁺ − ṗ) − h(m g + f + Λ_f)`,
 //!   `r_rot = P⁺(ω⁺) − P⁻(ω) − h(τ + Λ_τ)` (`dynamics::free`), exact and
 //!   generic, with `y = v⁺` and `q⁺ = q ⊕ h v⁺`. `∂r/∂y` is the
@@ -92,8 +116,9 @@
 //!
 //! # Cut-off and cost
 //!
-//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about the centre
-//! of mass, radius the cloud's largest point norm) are more than `margin`
+//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about a free
+//! body's centre of mass or a link's frame origin, radius the cloud's
+//! largest point distance from it) are more than `margin`
 //! apart are skipped (decided on primal values at the start of the step,
 //! returned as the structure so a dual evaluation uses the same pairs).
 //! Beyond the cut-off every point's plane distance exceeds `margin`, so
@@ -115,9 +140,9 @@
 //! # Not modelled
 //!
 //! Restitution (`e > 0`: the damping sets the bounce), continuous
-//! collision, joint limits and articulated robots (robot links have no
-//! point clouds here) are refused before simulating
-//! ([`ContactBackend::supports`]).
+//! collision and joint limits are refused before simulating
+//! ([`ContactBackend::supports`]); link–link contact is not evaluated
+//! (above).
 
 pub mod cloud;
 pub mod model;
@@ -136,7 +161,13 @@ use crate::dynamics::free::{
     world_inertia, NewtonParams,
 };
 use crate::geometry::Shape;
-use crate::math::{so3, DMat, DVec, Vec3};
+use crate::dynamics::aba::aba;
+use crate::dynamics::articulated::{
+    articulated_dofs, articulated_residual, articulated_velocity, has_articulated,
+};
+use crate::dynamics::kinematics::{joint_transform, motion_subspace};
+use crate::dynamics::rnea::rnea;
+use crate::math::{so3, DMat, DVec, Pose, Vec3, Vec6};
 use crate::Scalar;
 
 /// Work (`I₁ I₂` point–plane evaluations) from which one side of a pair
@@ -269,11 +300,94 @@ enum StaticSide<T: Scalar> {
 
 /// The step's geometry in world coordinates.
 struct Scene<T: Scalar> {
-    /// Per body: the world cloud (None: no shape or not a free body).
+    /// Per body: the world cloud (None: no shape; a lone free body's
+    /// shape and a robot link's attached shapes, merged).
     bodies: Vec<Option<Cloud<T>>>,
-    /// Per body: bounding radius (f64).
+    /// Per body: bounding radius about `centre` (f64).
     radius: Vec<f64>,
+    /// Per body: the point its wrench is taken about (world): a lone
+    /// free body's centre of mass, a link's frame origin.
+    centre: Vec<Vec3<T>>,
+    /// Kinematics of the robot links (None: no link has a cloud).
+    links: Option<Links<T>>,
     statics: Vec<Option<StaticSide<T>>>,
+}
+
+/// Kinematics of the robot links at the scene's `q`.
+struct Links<T: Scalar> {
+    /// World motion subspace column of every velocity coordinate (at the
+    /// world origin, linear part first; `dynamics::kinematics`).
+    os: Vec<Vec6<T>>,
+    /// Per body: the velocity coordinates of the joints from its root to
+    /// it (empty for lone free bodies).
+    path: Vec<Vec<usize>>,
+    /// Per body: whether it is a robot link (not a lone free body).
+    link: Vec<bool>,
+}
+
+impl<T: Scalar> Scene<T> {
+    /// Whether body `i` is a robot link (its wrench maps to joint
+    /// coordinates through `Jᵀ`).
+    fn is_link(&self, i: usize) -> bool {
+        self.links.as_ref().is_some_and(|l| l.link[i])
+    }
+
+    /// The rigid motion of body `i` at `v`: (linear velocity of `centre`,
+    /// angular velocity), world frame.
+    fn motion(&self, p: &StepProblem<'_, T>, v: &DVec<T>, i: usize) -> (Vec3<T>, Vec3<T>) {
+        match self.links.as_ref().filter(|l| l.link[i]) {
+            Some(l) => {
+                // spatial velocity at the world origin: Σ S_k v_k
+                let mut sv = Vec6::<T>::zeros();
+                for &k in &l.path[i] {
+                    sv += l.os[k] * v[k];
+                }
+                let lin = Vec3::new(sv[0], sv[1], sv[2]);
+                let ang = Vec3::new(sv[3], sv[4], sv[5]);
+                (lin + ang.cross(&self.centre[i]), ang)
+            }
+            None => {
+                let k = p.model.bodies[i].idx_v;
+                (
+                    Vec3::new(v[k], v[k + 1], v[k + 2]),
+                    Vec3::new(v[k + 3], v[k + 4], v[k + 5]),
+                )
+            }
+        }
+    }
+
+    /// Adds the wrench `(f, tau)` (world; `tau` about `centre[i]`) on body
+    /// `i` to the generalized forces `out`: a lone free body's force and
+    /// torque, or a link's `Jᵀ` map, `τ_k += S_kᵀ (f, tau + c × f)` for
+    /// every joint coordinate `k` from the root to the link (eqs. 21–23:
+    /// the point Jacobian's columns are `lin(S_k) + ang(S_k) × p`, so
+    /// `Σ_p J_pᵀ f_p` is `S_k` applied to the wrench about the origin).
+    fn add_wrench(
+        &self,
+        p: &StepProblem<'_, T>,
+        i: usize,
+        f: &Vec3<T>,
+        tau: &Vec3<T>,
+        out: &mut DVec<T>,
+    ) {
+        match self.links.as_ref().filter(|l| l.link[i]) {
+            Some(l) => {
+                let m0 = tau + self.centre[i].cross(f);
+                for &k in &l.path[i] {
+                    let s = &l.os[k];
+                    out[k] += Vec3::new(s[0], s[1], s[2]).dot(f)
+                        + Vec3::new(s[3], s[4], s[5]).dot(&m0);
+                }
+            }
+            None => {
+                let k = p.model.bodies[i].idx_v;
+                for d in 0..3 {
+                    out[k + d] += f[d];
+                    out[k + 3 + d] += tau[d];
+                }
+            }
+        }
+    }
 }
 
 /// Largest product of the point counts of a pair's two clouds (the
@@ -300,19 +414,87 @@ fn sample_error(e: cloud::SampleError) -> SolveError {
 impl Soft {
     fn scene<T: Scalar>(&self, p: &StepProblem<'_, T>, q: &DVec<T>) -> Result<Scene<T>, SolveError> {
         let ppm = self.params.points_per_meter;
-        let mut bodies = Vec::with_capacity(p.shapes.len());
-        let mut radius = Vec::with_capacity(p.shapes.len());
-        for (i, s) in p.shapes.iter().enumerate() {
-            let Some(s) = s.as_ref().filter(|_| p.model.is_lone_free_body(i)) else {
+        let model = p.model;
+        let nb = model.bodies.len();
+        let lone = model.lone_free_bodies();
+        // body-frame clouds: a lone free body's shape, a link's attached
+        // shapes at their poses (merged)
+        let mut local: Vec<Option<Cloud<T>>> = (0..nb)
+            .map(|i| match p.shapes.get(i) {
+                Some(Some(s)) if lone[i] => sample(s, ppm).map(Some).map_err(sample_error),
+                _ => Ok(None),
+            })
+            .collect::<Result<_, _>>()?;
+        for ls in p.link_shapes {
+            if ls.body >= nb {
+                continue;
+            }
+            let c = sample(&ls.shape, ppm).map_err(sample_error)?;
+            let dst = local[ls.body].get_or_insert_with(|| Cloud {
+                points: Vec::new(),
+                normals: Vec::new(),
+            });
+            for (pt, n) in c.points.iter().zip(&c.normals) {
+                dst.points
+                    .push(so3::rotate(&ls.pose.rotation, pt) + ls.pose.translation);
+                dst.normals.push(so3::rotate(&ls.pose.rotation, n));
+            }
+        }
+        // forward kinematics of the links that carry a cloud's robot
+        // (parents come before children)
+        let any_link = (0..nb).any(|i| !lone[i] && local[i].is_some());
+        let mut omi = vec![Pose::<T>::identity(); if any_link { nb } else { 0 }];
+        let links = if any_link {
+            let mut os = vec![Vec6::<T>::zeros(); model.nv];
+            let mut path = vec![Vec::new(); nb];
+            for (i, body) in model.bodies.iter().enumerate() {
+                if lone[i] {
+                    continue;
+                }
+                let omp = match body.parent {
+                    Some(pa) => omi[pa],
+                    None => Pose::identity(),
+                } * body.placement;
+                let qj = &q.as_slice()[body.idx_q..body.idx_q + body.joint.nq()];
+                omi[i] = omp * joint_transform(&body.joint, qj);
+                motion_subspace(
+                    &body.joint,
+                    &omp,
+                    &omi[i],
+                    qj,
+                    &mut os[body.idx_v..body.idx_v + body.joint.nv()],
+                );
+                let mut pth: Vec<usize> = match body.parent {
+                    Some(pa) => path[pa].clone(),
+                    None => Vec::new(),
+                };
+                pth.extend(body.idx_v..body.idx_v + body.joint.nv());
+                path[i] = pth;
+            }
+            let link = (0..nb).map(|i| !lone[i]).collect();
+            Some(Links { os, path, link })
+        } else {
+            None
+        };
+        let mut bodies = Vec::with_capacity(nb);
+        let mut radius = Vec::with_capacity(nb);
+        let mut centre = Vec::with_capacity(nb);
+        for (i, c) in local.into_iter().enumerate() {
+            let b = &model.bodies[i];
+            let (rot, x) = if lone[i] {
+                (orientation(q, b.idx_q), position(q, b.idx_q))
+            } else if any_link {
+                (omi[i].rotation, omi[i].translation)
+            } else {
+                (so3::identity(), Vec3::zeros())
+            };
+            centre.push(x);
+            let Some(mut c) = c else {
                 bodies.push(None);
                 radius.push(0.0);
                 continue;
             };
-            let mut c = sample(s, ppm).map_err(sample_error)?;
             radius.push(c.radius());
-            let b = &p.model.bodies[i];
-            let rot = orientation(q, b.idx_q);
-            let x = position(q, b.idx_q);
             for (pt, n) in c.points.iter_mut().zip(c.normals.iter_mut()) {
                 *pt = so3::rotate(&rot, pt) + x;
                 *n = so3::rotate(&rot, n);
@@ -340,14 +522,16 @@ impl Soft {
         Ok(Scene {
             bodies,
             radius,
+            centre,
+            links,
             statics,
         })
     }
 
     /// The pairs within the cut-off (primal values).
-    fn pairs<T: Scalar>(&self, p: &StepProblem<'_, T>, sc: &Scene<T>) -> Vec<Pair> {
+    fn pairs<T: Scalar>(&self, sc: &Scene<T>) -> Vec<Pair> {
         let m = self.params.margin;
-        let centre = |i: usize| position(p.q, p.model.bodies[i].idx_q).map(|x| x.re());
+        let centre = |i: usize| sc.centre[i].map(|x| x.re());
         let mut out = Vec::new();
         for a in 0..sc.bodies.len() {
             if sc.bodies[a].is_none() {
@@ -355,7 +539,9 @@ impl Soft {
             }
             let ca = centre(a);
             for b in a + 1..sc.bodies.len() {
-                if sc.bodies[b].is_none() {
+                // link–link contact (self-collision, robot–robot) is not
+                // modelled (as in every backend)
+                if sc.bodies[b].is_none() || (sc.is_link(a) && sc.is_link(b)) {
                     continue;
                 }
                 if (ca - centre(b)).norm() - sc.radius[a] - sc.radius[b] <= m {
@@ -389,11 +575,11 @@ impl Soft {
     }
 
     /// `Λ(q, v)`: the generalized soft forces (world force and torque per
-    /// free body) of the given pairs, with a report per pair.
+    /// free body, `Σ J_pᵀ f_p` on robot joint coordinates) of the given
+    /// pairs at the scene's `q` and at `v`, with a report per pair.
     fn forces<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
-        q: &DVec<T>,
         v: &DVec<T>,
         sc: &Scene<T>,
         pairs: &[Pair],
@@ -403,14 +589,14 @@ impl Soft {
         let eps2 = T::from_re(k.separation_smoothing);
         let mut out = DVec::zeros(p.model.nv);
         let side = |i: usize| {
-            let b = &p.model.bodies[i];
             let c = sc.bodies[i].as_ref().expect("pairs hold bodies with clouds");
+            let (linear, angular) = sc.motion(p, v, i);
             Side {
                 points: &c.points,
                 normals: &c.normals,
-                centre: position(q, b.idx_q),
-                linear: Vec3::new(v[b.idx_v], v[b.idx_v + 1], v[b.idx_v + 2]),
-                angular: Vec3::new(v[b.idx_v + 3], v[b.idx_v + 4], v[b.idx_v + 5]),
+                centre: sc.centre[i],
+                linear,
+                angular,
             }
         };
         // One pair: the wrench on `a` (force, torque), on the other body
@@ -504,17 +690,9 @@ impl Soft {
         };
         for (pair, r) in pairs.iter().zip(results) {
             let Some(r) = r else { continue };
-            let ka = p.model.bodies[pair.a].idx_v;
-            for d in 0..3 {
-                out[ka + d] += r.a.0[d];
-                out[ka + 3 + d] += r.a.1[d];
-            }
+            sc.add_wrench(p, pair.a, &r.a.0, &r.a.1, &mut out);
             if let Some((j, fb, tb)) = r.b {
-                let kb = p.model.bodies[j].idx_v;
-                for d in 0..3 {
-                    out[kb + d] += fb[d];
-                    out[kb + 3 + d] += tb[d];
-                }
+                sc.add_wrench(p, j, &fb, &tb, &mut out);
             }
             if let Some(rep) = reports.as_deref_mut() {
                 rep.push(r.report);
@@ -523,14 +701,16 @@ impl Soft {
         out
     }
 
-    /// The Euler step's velocity from `u + Λ`.
+    /// The Euler step's velocity from `u + Λ`: the free bodies' step
+    /// (`dynamics::free`) and the robots' `v⁺ = v + h ABA(q, v, u + Λ)`
+    /// (`dynamics::articulated`).
     fn euler<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
         lam: &DVec<T>,
     ) -> Result<(DVec<T>, usize), SolveError> {
         let u = p.u + lam;
-        Ok(free_flight_velocity(
+        let (mut v_next, it) = free_flight_velocity(
             p.model,
             p.q,
             p.v,
@@ -538,7 +718,9 @@ impl Soft {
             &p.gravity,
             p.h,
             &self.newton,
-        )?)
+        )?;
+        articulated_velocity(p.model, p.q, p.v, &u, p.h, &mut v_next);
+        Ok((v_next, it))
     }
 
     /// `v̇ = M⁻¹(u + Λ − c)` of the free bodies at `(q, v)`.
@@ -550,8 +732,16 @@ impl Soft {
         pairs: &[Pair],
     ) -> Result<DVec<T>, SolveError> {
         let sc = self.scene(p, q)?;
-        let lam = self.forces(p, q, v, &sc, pairs, None);
+        let lam = self.forces(p, v, &sc, pairs, None);
         let mut a = DVec::zeros(p.model.nv);
+        if has_articulated(p.model) {
+            let u = p.u + &lam;
+            let mut data = p.model.data();
+            let acc = aba(p.model, &mut data, q, v, &u);
+            for k in articulated_dofs(p.model) {
+                a[k] = acc[k];
+            }
+        }
         for (i, b) in p.model.bodies.iter().enumerate() {
             if !p.model.is_lone_free_body(i) {
                 continue;
@@ -607,7 +797,6 @@ impl Soft {
 
     /// The step's pairs (primal decision) and geometry at `p.q`.
     fn setup<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<(Scene<T>, Vec<Pair>), SolveError> {
-        SolveError::refuse_link_shapes("soft", p)?;
         if p.friction_cone == crate::contact::FrictionCone::Pyramid {
             return Err(unsupported(
                 "the pyramid friction cone (its smooth friction \
@@ -615,7 +804,7 @@ impl Soft {
             ));
         }
         let sc = self.scene(p, p.q)?;
-        let pairs = self.pairs(p, &sc);
+        let pairs = self.pairs(&sc);
         // A pair costs the product of its clouds' sizes: refuse what would
         // not finish (a `points_per_meter` far above the shapes' scale)
         // rather than run for hours.
@@ -640,14 +829,14 @@ impl Soft {
     }
 
     /// The generalized soft forces `Λ(q, v)` at the start of the step of
-    /// `p` (world force and torque per free body), and the pairs within
-    /// the cut-off.
+    /// `p` (world force and torque per free body, `Σ J_pᵀ f_p` on robot
+    /// joint coordinates), and the pairs within the cut-off.
     pub fn generalized_forces<T: Scalar>(
         &self,
         p: &StepProblem<'_, T>,
     ) -> Result<(DVec<T>, Vec<Pair>), SolveError> {
         let (sc, pairs) = self.setup(p)?;
-        let lam = self.forces(p, p.q, p.v, &sc, &pairs, None);
+        let lam = self.forces(p, p.v, &sc, &pairs, None);
         Ok((lam, pairs))
     }
 }
@@ -749,10 +938,11 @@ impl ContactBackend for Soft {
         Ok(())
     }
 
-    /// None: restitution, continuous collision, joint limits and robots
-    /// are refused (module docs).
-    fn supports(_feature: Feature) -> bool {
-        false
+    /// Robots (fixed and floating base, with or without link shapes);
+    /// restitution, continuous collision and joint limits are refused
+    /// (module docs).
+    fn supports(feature: Feature) -> bool {
+        matches!(feature, Feature::Robots)
     }
 
     fn contact_margin(params: &Params) -> f64 {
@@ -762,7 +952,7 @@ impl ContactBackend for Soft {
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
         let (sc, pairs) = self.setup(p)?;
         let mut contacts = Vec::new();
-        let lam = self.forces(p, p.q, p.v, &sc, &pairs, Some(&mut contacts));
+        let lam = self.forces(p, p.v, &sc, &pairs, Some(&mut contacts));
         let max_penetration = contacts
             .iter()
             .map(|c| -c.gap.re())
@@ -794,7 +984,7 @@ impl ContactBackend for Soft {
     fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Structure), SolveError> {
         self.euler_only()?;
         let (sc, pairs) = self.setup(p)?;
-        let lam = self.forces(p, p.q, p.v, &sc, &pairs, None);
+        let lam = self.forces(p, p.v, &sc, &pairs, None);
         let (v, _) = self.euler(p, &lam)?;
         let points = sc.bodies.iter().map(|c| c.as_ref().map_or(0, |c| c.len())).collect();
         Ok((v, Structure { pairs, points }))
@@ -807,7 +997,6 @@ impl ContactBackend for Soft {
         y: &DVec<T>,
     ) -> Result<DVec<T>, SolveError> {
         self.euler_only()?;
-        SolveError::refuse_link_shapes("soft", p)?;
         if p.friction_cone == crate::contact::FrictionCone::Pyramid {
             return Err(unsupported(
                 "the pyramid friction cone (its smooth friction \
@@ -821,10 +1010,11 @@ impl ContactBackend for Soft {
                 "soft: the point clouds' sizes differ from the solve's structure",
             ));
         }
-        let lam = self.forces(p, p.q, p.v, &sc, &s.pairs, None);
+        let lam = self.forces(p, p.v, &sc, &s.pairs, None);
         let u = p.u + lam;
         let mut r = DVec::zeros(p.model.nv);
         momentum_residual(p.model, p.q, p.v, y, &u, &p.gravity, p.h, &mut r)?;
+        articulated_residual(p.model, p.q, p.v, y, &u, p.h, &mut r);
         Ok(r)
     }
 
@@ -840,7 +1030,7 @@ impl ContactBackend for Soft {
         y: &DVec<f64>,
         rhs: &DMat<f64>,
     ) -> Result<DMat<f64>, SolveError> {
-        if crate::dynamics::articulated::has_articulated(p.model) {
+        if has_articulated(p.model) {
             return dense_solve(self, p, s, y, rhs);
         }
         check_rows(y, rhs)?;
@@ -872,7 +1062,17 @@ impl ContactBackend for Soft {
         let zero = DVec::zeros(p.u.len());
         let mut r = DVec::zeros(p.model.nv);
         momentum_residual(p.model, p.q, p.v, v_next, &zero, &p.gravity, p.h, &mut r)?;
-        Ok(r / p.h - lam)
+        let mut u = r / p.h - &lam;
+        if has_articulated(p.model) {
+            // robots: u = RNEA(q, v, (v⁺ − v)/h) − Λ (the inverse of ABA)
+            let acc = (v_next - p.v) / p.h;
+            let mut data = p.model.data();
+            let tau = rnea(p.model, &mut data, p.q, p.v, &acc);
+            for k in articulated_dofs(p.model) {
+                u[k] = tau[k] - lam[k];
+            }
+        }
+        Ok(u)
     }
 }
 
