@@ -283,8 +283,9 @@ pub enum SolveError {
 }
 
 impl SolveError {
-    /// Robot link collision shapes are modelled by `ipm` only: the other
-    /// backends refuse a problem that has them instead of ignoring them.
+    /// Robot link collision shapes are not modelled by `single_level` and
+    /// `bilevel`: they refuse a problem that has them instead of ignoring
+    /// them.
     pub fn refuse_link_shapes<T: Scalar>(
         backend: &'static str,
         p: &StepProblem<'_, T>,

@@ -17,9 +17,11 @@
 //! the step of a robot without contact; a robot with a contact candidate on
 //! one of its links (fixed- or floating-base robots, links against static
 //! geometry and free bodies) is
-//! solved by the `ipm` backend as one unit of an island, with the rows
+//! solved by the contact-space backends (`ipm`, `lcp`, `implicit_ncp`,
+//! `convex`) as one unit of an island, with the rows
 //! `M(q)(v⁺ − v − h ABA(q, v, u)) − Σ W_cᵀ f_c` (`contact::space::robot`),
-//! which reduce to these without contact.
+//! which reduce to these without contact; `soft` adds its generalized
+//! contact forces to the controls (`v⁺ = v + h ABA(q, v, u + Λ)`).
 
 use super::{aba::aba, Model};
 use crate::math::DVec;
