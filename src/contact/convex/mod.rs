@@ -250,6 +250,48 @@ impl Formulation for Convex {
         }
     }
 
+    /// Newton steps on the exact residual from the linearization loop's
+    /// root while they shrink it and keep every impulse inside its cone
+    /// (module docs, *Derivatives*).
+    fn polish_root(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        mut y: DVec<f64>,
+    ) -> Result<DVec<f64>, SolveError> {
+        let nv = p.model.nv;
+        if y.len() > POLISH_MAX_UNKNOWNS || s.candidates.is_empty() {
+            return Ok(y);
+        }
+        let mut res = ContactBackend::residual(self, p, s, &y)?;
+        let mut norm = res.amax();
+        for _ in 0..4 {
+            if !(norm > 0.0 && norm.is_finite()) {
+                break;
+            }
+            let j = crate::contact::backend::dense_jacobian(self, p, s, &y)?;
+            let Ok(d) = refined_solve(&j, &DMat::from_column_slice(res.len(), 1, res.as_slice()))
+            else {
+                break;
+            };
+            let next = &y - d.column(0);
+            if !strictly_feasible(s, nv, &next) {
+                break;
+            }
+            let Ok(r) = ContactBackend::residual(self, p, s, &next) else {
+                break;
+            };
+            let n = r.amax();
+            if !(n < norm) {
+                break;
+            }
+            y = next;
+            res = r;
+            norm = n;
+        }
+        Ok(y)
+    }
+
     fn contact_rows<T: Scalar>(
         &self,
         mu: &[T],
@@ -278,8 +320,80 @@ impl Formulation for Convex {
     }
 }
 
+/// Largest stacked root (`nv + 3 × candidates`) that
+/// [`Formulation::polish_root`] polishes (each Newton step evaluates the
+/// dense `∂r/∂y`; a larger step keeps the linearization loop's root).
+const POLISH_MAX_UNKNOWNS: usize = 400;
+
+/// `rhs − J X` with every dot product evaluated in twice the working
+/// precision (error-free products by `mul_add`, error-free sums; Ogita,
+/// Rump and Oishi's `Dot2`), so that iterative refinement converges to
+/// the solution of the f64 system even when `J` is ill-conditioned.
+fn residual_twice_precise(j: &DMat<f64>, x: &DMat<f64>, rhs: &DMat<f64>) -> DMat<f64> {
+    let n = j.nrows();
+    DMat::from_fn(n, rhs.ncols(), |i, c| {
+        let (mut s, mut e) = (rhs[(i, c)], 0.0);
+        for k in 0..j.ncols() {
+            let (a, b) = (j[(i, k)], x[(k, c)]);
+            let prod = a * b;
+            let prod_err = a.mul_add(b, -prod);
+            let t = s - prod;
+            let bb = t - s;
+            let sum_err = (s - (t - bb)) + (-prod - bb);
+            s = t;
+            e += sum_err - prod_err;
+        }
+        s + e
+    })
+}
+
+/// `J X = rhs` by LU and iterative refinement with residuals in twice
+/// the working precision (module docs, *Derivatives*).
+pub(crate) fn refined_solve(j: &DMat<f64>, rhs: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
+    if j.nrows() == 0 {
+        return Ok(DMat::zeros(0, rhs.ncols()));
+    }
+    let lu = j.clone().lu();
+    if !lu.is_invertible() {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    let mut x = lu
+        .solve(rhs)
+        .ok_or(SolveError::Singular("residual Jacobian"))?;
+    for _ in 0..6 {
+        let r = residual_twice_precise(j, &x, rhs);
+        let d = lu
+            .solve(&r)
+            .ok_or(SolveError::Singular("residual Jacobian"))?;
+        x += &d;
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(SolveError::Singular("residual Jacobian"));
+        }
+        if d.amax() <= 1e-15 * x.amax() {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+/// Whether every impulse of `y` is strictly inside its friction cone
+/// (the barrier's domain).
+fn strictly_feasible(s: &Structure, nv: usize, y: &DVec<f64>) -> bool {
+    s.candidates.iter().enumerate().all(|(k, c)| {
+        let f = y.fixed_rows::<3>(nv + 3 * k);
+        if frictionless(c.mu) {
+            f[0] > 0.0
+        } else {
+            f[0] > 0.0 && c.mu * c.mu * f[0] * f[0] - f[1] * f[1] - f[2] * f[2] > 0.0
+        }
+    })
+}
+
 impl ContactBackend for Convex {
     const NAME: &'static str = "convex";
+    /// The barrier's curvature makes `∂r/∂y` ill-conditioned (module
+    /// docs, *Derivatives*).
+    const REFINE: usize = 2;
     type Params = Params;
     type Structure = Structure;
     type Workspace<T: Scalar> = ();
@@ -332,6 +446,20 @@ impl ContactBackend for Convex {
 
     fn same_structure(a: &Structure, b: &Structure) -> bool {
         Structure::same(a, b)
+    }
+
+    /// LU with iterative refinement in twice the working precision
+    /// (module docs, *Derivatives*).
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        crate::contact::backend::check_rows(y, rhs)?;
+        let j = crate::contact::backend::dense_jacobian(self, p, s, y)?;
+        refined_solve(&j, rhs)
     }
 
     /// [`inverse`] (module docs).
