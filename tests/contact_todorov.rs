@@ -399,9 +399,12 @@ fn convex_inverse_round_trip_robots() {
             let p = w.problem(&x, &u);
             let inv = inverse(&backend, &p, &out.state.v).expect("inverse");
             let err = (&inv.u - &u).amax() / u.amax().max(1.0);
-            // 1e-8: the forward residual δ (≤ 1e-12) maps to δ / (R h) in
-            // the control, and h = 5 ms here (10 ms in the piles above).
-            assert!(err < 1e-8, "{file} step {k}: round trip error {err:.3e}");
+            // 2e-8: the forward residual δ (≤ 1e-12) maps to δ / (R h) in
+            // the control (R = 1e-2 relative, h = 5 ms here, 10 ms in the
+            // piles above: 2e-8 at δ = 1e-12). The quadruped's step 7 is at
+            // its residual's round-off floor, δ = 3.3e-13 … 5.3e-13 under
+            // eight further Newton steps, and round-trips to 1.5e-8.
+            assert!(err < 2e-8, "{file} step {k}: round trip error {err:.3e}");
             worst = worst.max(err);
             x = out.state;
         }
@@ -695,7 +698,10 @@ fn box_pile_converges_with_implicit_ncp() {
 #[test]
 fn convex_check_passes_on_sliding_contacts() {
     use dualsim::diff::{check, CheckOptions};
-    for file in ["examples/scenes/box_incline.toml", "examples/scenes/sliding_box.toml"] {
+    for file in [
+        "examples/scenes/box_incline.toml",
+        "examples/scenes/sliding_box.toml",
+    ] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let opts = dualsim::scene::LoadOptions {
             solver: Some(SolverKind::Convex),
