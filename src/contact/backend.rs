@@ -109,6 +109,15 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// `∂r/∂y` is an error).
     const REDUNDANT: bool = false;
 
+    /// Extra refinement passes of the derivative parts in `lift` and in a
+    /// dual-scalar solve (`unrolled`), beyond the derivative order: each
+    /// pass re-evaluates the residual in the scalar, zeroes its primal part
+    /// (the f64 root does not move) and subtracts `(∂r/∂y)⁻¹` of it. For a
+    /// backend whose `∂r/∂y` is ill-conditioned (`convex`: its barrier
+    /// curvature), so that the f64 factorization's error is refined away.
+    /// Default 0.
+    const REFINE: usize = 0;
+
     /// The backend's own tuning: the keys of `[solver_params]` beyond the
     /// shared `rho`, `tolerance` and `max_iterations`, read by serde with
     /// every field optional (`#[serde(default, deny_unknown_fields)]`).

@@ -121,6 +121,18 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
         out: &mut [Vector3<T>],
     );
 
+    /// Polishes the f64 root `y` of the exact residual (default: as it
+    /// is). `convex` takes Newton steps on it: its `∂r/∂y` is
+    /// ill-conditioned, so finite differences need the root to round-off.
+    fn polish_root(
+        &self,
+        _p: &StepProblem<'_, f64>,
+        _s: &Structure,
+        y: DVec<f64>,
+    ) -> Result<DVec<f64>, SolveError> {
+        Ok(y)
+    }
+
     /// The smooth piece of each contact at the root, for
     /// [`ContactBackend::same_structure`] (empty: one piece).
     fn pieces(&self, _mu: &[f64], _z: &[Vector3<f64>]) -> Vec<u8> {
@@ -642,10 +654,23 @@ pub fn solve_f64<F: Formulation>(
             .collect();
         let y = stacked_root(&out.v_next, &zflat);
         let mus: Vec<f64> = cands.iter().map(|c| c.mu).collect();
-        let s = Structure {
+        let mut s = Structure {
             pieces: form.pieces(&mus, &zs),
             candidates: cands,
             scale: cand_scale,
+        };
+        let polished = form.polish_root(p, &s, y.clone())?;
+        let y = if polished != y {
+            let nv = p.model.nv;
+            out.v_next = polished.rows(0, nv).into_owned();
+            out.q_next = integrate_model(p.model, p.q, &out.v_next, p.h)?;
+            let zp: Vec<Vector3<f64>> = (0..s.candidates.len())
+                .map(|k| polished.fixed_rows::<Z>(nv + Z * k).into_owned())
+                .collect();
+            s.pieces = form.pieces(&mus, &zp);
+            polished
+        } else {
+            y
         };
         out.stats.iterations = stats.iterations;
         out.stats.residual = max_res;
@@ -774,7 +799,17 @@ pub fn solve<T: Scalar, F: Formulation>(
     let (sol, y, s, stats, jinv) = with_primal(p, |pf| -> Result<_, SolveError> {
         let (sol, y, s, stats) = solve_f64(form, pf)?;
         let jinv = if T::DERIVATIVE_ORDER > 0 {
-            Some(pinv(&dense_jacobian(form, pf, &s, &y)?)?)
+            let j = dense_jacobian(form, pf, &s, &y)?;
+            // The pseudo-inverse only where `∂r/∂y` is singular by design
+            // (redundant contacts); otherwise the inverse: a truncated SVD
+            // would drop a well-defined but small singular value (`convex`:
+            // 1e-12 of the largest at a sliding contact).
+            Some(if F::REDUNDANT {
+                pinv(&j)?
+            } else {
+                j.try_inverse()
+                    .ok_or(SolveError::Singular("residual Jacobian"))?
+            })
         } else {
             None
         };
@@ -782,8 +817,13 @@ pub fn solve<T: Scalar, F: Formulation>(
     })?;
     let mut yt: DVec<T> = y.map(T::from_re);
     if let Some(jinv) = jinv {
-        for _ in 0..T::DERIVATIVE_ORDER {
-            let r = residual(form, p, &s, &yt)?;
+        for pass in 0..T::DERIVATIVE_ORDER + F::REFINE {
+            let mut r = residual(form, p, &s, &yt)?;
+            if pass >= T::DERIVATIVE_ORDER {
+                // Refinement of the derivative parts only
+                // (`ContactBackend::REFINE`).
+                r = r.map(|x| x - T::from_re(x.re()));
+            }
             let n = r.len();
             for i in 0..n {
                 let mut acc = T::zero();

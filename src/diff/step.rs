@@ -501,6 +501,14 @@ fn lift_from<B: ImplicitStep, T: Scalar>(
         let r = b.residual(&p, &f.st, &yt)?;
         yt -= f.lu.solve(&r);
     }
+    if order > 0 {
+        // Refinement of the derivative parts only
+        // ([`ContactBackend::REFINE`](crate::contact::ContactBackend::REFINE)).
+        for _ in 0..B::REFINE {
+            let r = b.residual(&p, &f.st, &yt)?.map(|x| x - T::from_re(x.re()));
+            yt -= f.lu.solve(&r);
+        }
+    }
     let nv = world.model.nv;
     let v = yt.rows(0, nv).into_owned();
     let q = integrate_model(&world.model, &state.q, &v, world.dt).map_err(SimError::from)?;

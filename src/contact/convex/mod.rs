@@ -25,6 +25,29 @@
 //! a rotating body is not exactly symmetric: the stationarity of the
 //! linearized objective carries the transpose).
 //!
+//! # Unknowns
+//!
+//! A friction contact's three unknowns are not `f` but `z = (ρ, w)` with
+//! `μ f_N = ρ cosh‖w‖`, `f_T = ρ (sinh‖w‖ / ‖w‖) w`, so that the cone's
+//! slack is `q = μ² f_N² − ‖f_T‖² = ρ²` exactly (every `ρ > 0`, `w` is an
+//! impulse strictly inside the cone). With `f` as unknowns, a sliding
+//! contact sits at `q ≈ 2κ‖f_T‖/‖v_t‖` (1.6e-10 for the 30° incline's box:
+//! `f ≈ 1e-2`, `f² ≈ 1e-4`), so `q` computed from `f` kept about 6 of its
+//! 16 digits: the residual could not be evaluated below 4e-10 and
+//! `∂r/∂y` (condition number 1.3e12, Skeel's 8.7e11) carried the same
+//! relative error, and `ift`, `lift` and `fd` disagreed by 1e-7 … 1e-4.
+//! In `(ρ, w)` the barrier's slack is an unknown's square, computed to
+//! round-off. A frictionless contact's unknowns are `(f_N, 0, 0)`.
+//!
+//! # Derivatives
+//!
+//! The root of the linearization loop is polished by Newton steps on the
+//! exact residual (while they shrink it and keep every `ρ > 0`), and
+//! `ift`'s solves with `∂r/∂y` are an LU with iterative refinement whose
+//! residuals are evaluated in twice the working precision (Ogita–Rump–
+//! Oishi `Dot2`); `lift` and `unrolled` refine their derivative parts by
+//! [`ContactBackend::REFINE`] more passes.
+//!
 //! # Constants (the slides give none)
 //!
 //! * `R_c = regularization / σ_c` on all three components, with `σ_c` the
@@ -156,6 +179,68 @@ fn grad_f<T: Scalar>(mu: T, kappa: T, f: &Vector3<T>) -> Vector3<T> {
     )
 }
 
+/// `∇d_F` of a friction contact with its cone slack `q = μ² f_N² − ‖f_T‖²`
+/// given (not recomputed from `f`: near the cone's boundary that
+/// difference cancels).
+fn grad_f_slack<T: Scalar>(mu: T, kappa: T, f: &Vector3<T>, q: T) -> Vector3<T> {
+    let two = T::from_re(2.0);
+    Vector3::new(
+        -kappa / f[0] - kappa * two * mu * mu * f[0] / q,
+        kappa * two * f[1] / q,
+        kappa * two * f[2] / q,
+    )
+}
+
+/// `(cosh t, sinh t / t)` as functions of `x = t²` (even, so smooth at
+/// `t = 0`: a Taylor series below `t = 0.1`, no square root of zero).
+fn cosh_sinhc<T: Scalar>(x: T) -> (T, T) {
+    if x.re() < 1e-2 {
+        let (mut c, mut s) = (T::zero(), T::zero());
+        let (mut tc, mut ts) = (T::one(), T::one());
+        for k in 0..9 {
+            c += tc;
+            s += ts;
+            let k2 = (2 * k + 1) as f64;
+            tc = tc * x / T::from_re(k2 * (k2 + 1.0));
+            ts = ts * x / T::from_re((k2 + 1.0) * (k2 + 2.0));
+        }
+        (c, s)
+    } else {
+        let t = x.sqrt();
+        (t.cosh(), t.sinh() / t)
+    }
+}
+
+/// A friction contact's impulse and cone slack from its unknowns
+/// `z = (ρ, w)` (module docs, *Unknowns*): `μ f_N = ρ cosh‖w‖`,
+/// `f_T = ρ sinh‖w‖ w / ‖w‖`, `q = ρ²`.
+fn hyperbolic<T: Scalar>(mu: T, z: &Vector3<T>) -> (Vector3<T>, T) {
+    let (c, sc) = cosh_sinhc(z[1] * z[1] + z[2] * z[2]);
+    (
+        Vector3::new(z[0] * c / mu, z[0] * sc * z[1], z[0] * sc * z[2]),
+        z[0] * z[0],
+    )
+}
+
+/// The unknowns `z = (ρ, w)` of a friction impulse strictly inside its
+/// cone (`None` on or outside it).
+fn unknowns_of(mu: f64, f: &Vector3<f64>) -> Option<Vector3<f64>> {
+    if frictionless(mu) {
+        return Some(Vector3::new(f[0], 0.0, 0.0));
+    }
+    let (n, t) = (mu * f[0], (f[1] * f[1] + f[2] * f[2]).sqrt());
+    let q = (n - t) * (n + t);
+    if !(f[0] > 0.0 && q > 0.0 && q.is_finite()) {
+        return None;
+    }
+    let rho = q.sqrt();
+    if t == 0.0 {
+        return Some(Vector3::new(rho, 0.0, 0.0));
+    }
+    let a = (t / n).atanh() / t;
+    Some(Vector3::new(rho, a * f[1], a * f[2]))
+}
+
 /// `∇²d_F` of one contact (f64; frictionless: the tangential block is the
 /// identity so that the held-at-zero rows stay invertible).
 fn hess_f(mu: f64, kappa: f64, f: &Vector3<f64>) -> Matrix3<f64> {
@@ -218,7 +303,14 @@ impl Formulation for Convex {
         let ar = DMat::from_fn(n, n, |i, j| a[(rows[i], rows[j])]);
         let cr = DVec::from_fn(n, |i, _| c[rows[i]]);
         let rr = DVec::from_fn(n, |i, _| self.r_of(scale[rows[i] / 3]));
-        let f0 = z0.map(|z| DVec::from_fn(n, |i, _| z[rows[i]]));
+        // The previous unknowns as impulses (the inner solve works on f).
+        let f0 = z0.map(|z| {
+            let m = mu.len();
+            let fs: Vec<Vector3<f64>> = (0..m)
+                .map(|k| self.impulse(mu[k], 1.0, &z.fixed_rows::<3>(3 * k).into_owned()))
+                .collect();
+            DVec::from_fn(n, |i, _| fs[rows[i] / 3][rows[i] % 3])
+        });
         let opts = solver::Options {
             tolerance: self.params.inner_tolerance,
             max_iterations: self.params.inner_max_iterations,
@@ -235,9 +327,18 @@ impl Formulation for Convex {
         )
         .map_err(failure)?;
         stats.iterations += st.iterations;
-        let mut out = DVec::zeros(c.len());
+        let mut full = DVec::zeros(c.len());
         for (i, r) in rows.iter().enumerate() {
-            out[*r] = f[i];
+            full[*r] = f[i];
+        }
+        let mut out = DVec::zeros(c.len());
+        for (k, m) in mu.iter().enumerate() {
+            let z = unknowns_of(*m, &full.fixed_rows::<3>(3 * k).into_owned()).ok_or(
+                SolveError::Singular(
+                    "convex contact model: an impulse on its friction cone's boundary",
+                ),
+            )?;
+            out.fixed_rows_mut::<3>(3 * k).copy_from(&z);
         }
         Ok(out)
     }
@@ -246,8 +347,50 @@ impl Formulation for Convex {
         if frictionless(mu.re()) {
             Vector3::new(z[0], T::zero(), T::zero())
         } else {
-            *z
+            hyperbolic(mu, z).0
         }
+    }
+
+    /// Newton steps on the exact residual from the linearization loop's
+    /// root while they shrink it and keep every impulse inside its cone
+    /// (module docs, *Derivatives*).
+    fn polish_root(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        mut y: DVec<f64>,
+    ) -> Result<DVec<f64>, SolveError> {
+        let nv = p.model.nv;
+        if y.len() > POLISH_MAX_UNKNOWNS || s.candidates.is_empty() {
+            return Ok(y);
+        }
+        let mut res = ContactBackend::residual(self, p, s, &y)?;
+        let mut norm = res.amax();
+        for _ in 0..4 {
+            if !(norm > 0.0 && norm.is_finite()) {
+                break;
+            }
+            let j = crate::contact::backend::dense_jacobian(self, p, s, &y)?;
+            let Ok(d) = refined_solve(&j, &DMat::from_column_slice(res.len(), 1, res.as_slice()))
+            else {
+                break;
+            };
+            let next = &y - d.column(0);
+            if !strictly_feasible(s, nv, &next) {
+                break;
+            }
+            let Ok(r) = ContactBackend::residual(self, p, s, &next) else {
+                break;
+            };
+            let n = r.amax();
+            if !(n < norm) {
+                break;
+            }
+            y = next;
+            res = r;
+            norm = n;
+        }
+        Ok(y)
     }
 
     fn contact_rows<T: Scalar>(
@@ -267,8 +410,14 @@ impl Formulation for Convex {
         let agv = at_times(&gv);
         for k in 0..z.len() {
             let r = self.r_of(scale[k]);
-            let f = self.impulse(mu[k], scale[k], &z[k]);
-            let g = f * r + yhat[k] + grad_f(mu[k], kappa, &f) + agv[k];
+            let (f, gf) = if frictionless(mu[k].re()) {
+                let f = self.impulse(mu[k], scale[k], &z[k]);
+                (f, grad_f(mu[k], kappa, &f))
+            } else {
+                let (f, q) = hyperbolic(mu[k], &z[k]);
+                (f, grad_f_slack(mu[k], kappa, &f, q))
+            };
+            let g = f * r + yhat[k] + gf + agv[k];
             out[k] = if frictionless(mu[k].re()) {
                 Vector3::new(g[0], z[k][1], z[k][2])
             } else {
@@ -278,8 +427,76 @@ impl Formulation for Convex {
     }
 }
 
+/// Largest stacked root (`nv + 3 × candidates`) that
+/// [`Formulation::polish_root`] polishes (each Newton step evaluates the
+/// dense `∂r/∂y`; a larger step keeps the linearization loop's root).
+const POLISH_MAX_UNKNOWNS: usize = 400;
+
+/// `rhs − J X` with every dot product evaluated in twice the working
+/// precision (error-free products by `mul_add`, error-free sums; Ogita,
+/// Rump and Oishi's `Dot2`), so that iterative refinement converges to
+/// the solution of the f64 system even when `J` is ill-conditioned.
+fn residual_twice_precise(j: &DMat<f64>, x: &DMat<f64>, rhs: &DMat<f64>) -> DMat<f64> {
+    let n = j.nrows();
+    DMat::from_fn(n, rhs.ncols(), |i, c| {
+        let (mut s, mut e) = (rhs[(i, c)], 0.0);
+        for k in 0..j.ncols() {
+            let (a, b) = (j[(i, k)], x[(k, c)]);
+            let prod = a * b;
+            let prod_err = a.mul_add(b, -prod);
+            let t = s - prod;
+            let bb = t - s;
+            let sum_err = (s - (t - bb)) + (-prod - bb);
+            s = t;
+            e += sum_err - prod_err;
+        }
+        s + e
+    })
+}
+
+/// `J X = rhs` by LU and iterative refinement with residuals in twice
+/// the working precision (module docs, *Derivatives*).
+pub(crate) fn refined_solve(j: &DMat<f64>, rhs: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
+    if j.nrows() == 0 {
+        return Ok(DMat::zeros(0, rhs.ncols()));
+    }
+    let lu = j.clone().lu();
+    if !lu.is_invertible() {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    let mut x = lu
+        .solve(rhs)
+        .ok_or(SolveError::Singular("residual Jacobian"))?;
+    for _ in 0..6 {
+        let r = residual_twice_precise(j, &x, rhs);
+        let d = lu
+            .solve(&r)
+            .ok_or(SolveError::Singular("residual Jacobian"))?;
+        x += &d;
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(SolveError::Singular("residual Jacobian"));
+        }
+        if d.amax() <= 1e-15 * x.amax() {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+/// Whether every impulse of `y` is strictly inside its friction cone
+/// (the barrier's domain).
+fn strictly_feasible(s: &Structure, nv: usize, y: &DVec<f64>) -> bool {
+    s.candidates.iter().enumerate().all(|(k, c)| {
+        // frictionless: f_N; otherwise ρ (module docs, *Unknowns*)
+        c.mu.is_finite() && y[nv + 3 * k] > 0.0
+    })
+}
+
 impl ContactBackend for Convex {
     const NAME: &'static str = "convex";
+    /// The barrier's curvature makes `∂r/∂y` ill-conditioned (module
+    /// docs, *Derivatives*).
+    const REFINE: usize = 2;
     type Params = Params;
     type Structure = Structure;
     type Workspace<T: Scalar> = ();
@@ -332,6 +549,20 @@ impl ContactBackend for Convex {
 
     fn same_structure(a: &Structure, b: &Structure) -> bool {
         Structure::same(a, b)
+    }
+
+    /// LU with iterative refinement in twice the working precision
+    /// (module docs, *Derivatives*).
+    fn solve_jacobian(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+        y: &DVec<f64>,
+        rhs: &DMat<f64>,
+    ) -> Result<DMat<f64>, SolveError> {
+        crate::contact::backend::check_rows(y, rhs)?;
+        let j = crate::contact::backend::dense_jacobian(self, p, s, y)?;
+        refined_solve(&j, rhs)
     }
 
     /// [`inverse`] (module docs).
