@@ -1143,6 +1143,7 @@ fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> 
                         dualsim::sim::SimError::Unsupported { .. }
                             | dualsim::sim::SimError::Solve(
                                 dualsim::contact::SolveError::Unsupported { .. }
+                                    | dualsim::contact::SolveError::UnsupportedPair { .. }
                             )
                     ),
                 ));

@@ -185,6 +185,9 @@ pub struct StepProblem<'a, T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Solver tuning.
     pub params: &'a SolverParams,
+    /// Continuous collision (`[sim] ccd`; only backends that declare
+    /// [`Feature::Ccd`] see it set, the others are refused before).
+    pub ccd: bool,
 }
 
 /// One contact's result.
@@ -279,6 +282,19 @@ pub enum SolveError {
         backend: &'static str,
         /// What it does not support.
         what: &'static str,
+    },
+    /// The backend does not model part of the problem for one pair of
+    /// shapes (named by their bodies or static geometry).
+    #[error("the `{backend}` backend does not support {what} between `{a}` and `{b}`")]
+    UnsupportedPair {
+        /// Backend name.
+        backend: &'static str,
+        /// What it does not support.
+        what: &'static str,
+        /// The first shape's owner.
+        a: String,
+        /// The second shape's owner.
+        b: String,
     },
 }
 
