@@ -158,11 +158,18 @@ pub fn pair_restitution<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner)
 }
 
 /// The restitution bias of each contact of an island,
-/// `b_c = e_c · min(v_n⁻_c, 0)` with `v_n⁻_c` the contact's normal
-/// velocity at the start of the step (`W_c(q) v`, positive when
-/// separating) and `e_c` the pair's combined restitution, for contacts
-/// whose gap at `q` is at most the formulation's
-/// [`bounce_gap`](Formulation::bounce_gap) (zero for the others);
+/// `b_c = e_c v_n⁻_c − max(φ_c(q), 0)/h`, with `v_n⁻_c` the contact's
+/// normal velocity at the start of the step (`W_c(q) v`, positive when
+/// separating), `φ_c(q)` its gap there and `e_c` the pair's combined
+/// restitution, so that the normal row `φ(q⁺)/h + b ≥ 0` reads
+/// `(φ(q⁺) − φ(q))/h ≥ −e v_n⁻` (Newton's law on the step's normal
+/// velocity; a penetrating contact keeps its position correction). It
+/// applies to the contacts that bounce in this step: approaching
+/// (`v_n⁻ < 0`), reaching the surface within the step on their start
+/// velocity (`φ(q) + h v_n⁻ < 0`) and with a gap at most the
+/// formulation's [`bounce_gap`](Formulation::bounce_gap); the others get
+/// zero. In an impact solve ([`Formulation::touching_only`]) every
+/// contact is velocity-level: `b = e min(v_n⁻, 0) − max(φ, 0)/h`.
 /// `None` when the formulation has no impact law or no contact of the
 /// island bounces. Branches on primal values only.
 pub fn restitution_bias<T: Scalar, F: Formulation>(
@@ -178,7 +185,8 @@ pub fn restitution_bias<T: Scalar, F: Formulation>(
         .iter()
         .map(|c| pair_restitution(p, c.a, c.b))
         .collect();
-    if es.iter().all(|e| e.re() <= 0.0) {
+    let impact = form.touching_only().is_some();
+    if !impact && es.iter().all(|e| e.re() <= 0.0) {
         return Ok(None);
     }
     let v0 = DVec::zeros(island.dim());
@@ -196,8 +204,17 @@ pub fn restitution_bias<T: Scalar, F: Formulation>(
                         vn += w[(0, k)] * v[o + k];
                     }
                 }
-                if e.re() > 0.0 && vn.re() < 0.0 && ce.contact.gap.re() <= touch {
-                    *e * vn
+                let gap = ce.contact.gap;
+                let above = if gap.re() > 0.0 { gap } else { T::zero() };
+                let approach = if vn.re() < 0.0 { vn } else { T::zero() };
+                if impact {
+                    *e * approach - above / p.h
+                } else if e.re() > 0.0
+                    && vn.re() < 0.0
+                    && gap.re() <= touch
+                    && (gap + p.h * vn).re() < 0.0
+                {
+                    *e * vn - above / p.h
                 } else {
                     T::zero()
                 }

@@ -199,8 +199,14 @@ fn quadratic_root(alpha: f64, beta: f64, gamma: f64, tau: f64) -> Option<f64> {
 }
 
 /// The first root of a pair's gap in `(0, tau)` on primal values
-/// (module docs), `None` when the pair does not meet in the sub-step.
+/// (module docs), `None` when the pair does not meet in the sub-step (or
+/// only within `1e-9 tau` of its end: the sub-step then ends touching,
+/// and the next one bounces it).
 fn first_root(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Option<f64> {
+    first_root_any(p, pair, tau).filter(|t| *t < tau * (1.0 - 1e-9))
+}
+
+fn first_root_any(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Option<f64> {
     let (phi0, _) = gap_at(p, pair, 0.0);
     if phi0 <= TOUCH {
         return None;
@@ -420,6 +426,38 @@ fn add_stats<T: Scalar>(acc: &mut StepSolution<T>, s: StepSolution<T>) {
     acc.v_next = s.v_next;
 }
 
+/// The time scale of an impact solve's rows: `h`, or less so that no
+/// body moves more than a tenth of the smallest shape's inradius in it
+/// (the rows are velocity-level, `(φ(q_c ⊕ s v') − φ(q_c))/s`, and the
+/// gap must stay linear over `s`: a thin wall is not crossed).
+fn impact_scale<T: Scalar>(p: &StepProblem<'_, T>, v: &DVec<T>, h: f64) -> f64 {
+    let shapes = p
+        .shapes
+        .iter()
+        .flatten()
+        .chain(p.statics.iter().map(|s| &s.shape));
+    let size = shapes
+        .map(conic_inradius)
+        .filter(|r| *r > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let mut speed: f64 = 0.0;
+    for (i, b) in p.model.bodies.iter().enumerate() {
+        let rad = p.shapes[i]
+            .as_ref()
+            .and_then(crate::collision::bounding_radius)
+            .unwrap_or(0.0);
+        let k = b.idx_v;
+        let lin = (0..3).map(|d| v[k + d].re().powi(2)).sum::<f64>().sqrt();
+        let ang = (3..6).map(|d| v[k + d].re().powi(2)).sum::<f64>().sqrt();
+        speed = speed.max(lin + ang * rad);
+    }
+    if speed > 0.0 && size.is_finite() {
+        h.min(0.1 * size / speed)
+    } else {
+        h
+    }
+}
+
 /// The split step (module docs) in any scalar.
 pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
     let impact = Lcp {
@@ -454,15 +492,15 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
         let pre = StepProblem { h: tc, ..sub };
         let s = delassus::solve(lcp, &pre)?.0;
         add_stats(&mut acc, s);
-        // The impact: touching contacts only, no applied forces, the
-        // step's h as the time scale of the rows.
+        // The impact: touching contacts only, no applied forces.
         let (qc, vc) = (acc.q_next.clone(), acc.v_next.clone());
+        let h_imp = impact_scale(p, &vc, p.h.re());
         let imp = StepProblem {
             q: &qc,
             v: &vc,
             u: &zero_u,
             gravity: Vec3::zeros(),
-            h: p.h,
+            h: T::from_re(h_imp),
             ..*p
         };
         let s = delassus::solve(&impact, &imp)?.0;
