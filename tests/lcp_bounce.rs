@@ -73,12 +73,19 @@ fn equal_balls_swap_velocities_at_the_exact_time_of_impact() {
     let x = steps(&w, &x0, n);
     let t_hit = (xb - xa - 2.0 * r) / (va - vb); // 0.26677 s: inside step 27
     let t = n as f64 * h;
-    let (ea, eb) = (xa + va * t_hit + vb * (t - t_hit), xb + vb * t_hit + va * (t - t_hit));
+    let (ea, eb) = (
+        xa + va * t_hit + vb * (t - t_hit),
+        xb + vb * t_hit + va * (t - t_hit),
+    );
     let pos = (x.q[0] - ea).abs().max((x.q[7] - eb).abs());
     let vel = (x.v[0] - vb).abs().max((x.v[6] - va).abs());
     let mom = (x.v[0] + x.v[6] - (va + vb)).abs();
     let energy = (x.v[0].powi(2) + x.v[6].powi(2) - va * va - vb * vb).abs() / 2.0;
-    let other = x.v.iter().enumerate().filter(|(i, _)| *i != 0 && *i != 6).fold(0.0f64, |a, (_, v)| a.max(v.abs()));
+    let other =
+        x.v.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 0 && *i != 6)
+            .fold(0.0f64, |a, (_, v)| a.max(v.abs()));
     println!(
         "two balls, e = 1, ccd: |x − x_continuous| = {pos:.1e}, |v − swapped| = {vel:.1e}, \
          momentum error {mom:.1e}, energy error {energy:.1e}, other velocity components {other:.1e}"
@@ -158,15 +165,24 @@ fn bounce_step_jacobian_matches_the_closed_form_for_every_method() {
             (Method::Unrolled, 1e-10),
             (Method::Fd, 1e-6),
         ] {
-            let j = step_jacobian(&w, &x0, &w.zero_control(), &params, method, &DiffOptions::default())
-                .unwrap();
+            let j = step_jacobian(
+                &w,
+                &x0,
+                &w.zero_control(),
+                &params,
+                method,
+                &DiffOptions::default(),
+            )
+            .unwrap();
             let got = [
                 j.jacobian[(2, 0)],
                 j.jacobian[(2, 1)],
                 j.jacobian[(8, 0)],
                 j.jacobian[(8, 1)],
             ];
-            let err = (0..4).map(|k| (got[k] - want[2 + k]).abs()).fold(0.0, f64::max);
+            let err = (0..4)
+                .map(|k| (got[k] - want[2 + k]).abs())
+                .fold(0.0, f64::max);
             println!(
                 "bounce g = {g}, {method:?}: [dz+/dz, dz+/dzd, dzd+/dz, dzd+/dzd] = {got:?}, \
                  closed form {:?}, max error {err:.1e} (tolerance {tol:e})",
@@ -199,8 +215,15 @@ fn restitution_without_ccd_reverses_the_normal_velocity() {
         (Method::Unrolled, 1e-9),
         (Method::Fd, 1e-6),
     ] {
-        let j = step_jacobian(&w, &x0, &w.zero_control(), &[Param::V(2)], method, &DiffOptions::default())
-            .unwrap();
+        let j = step_jacobian(
+            &w,
+            &x0,
+            &w.zero_control(),
+            &[Param::V(2)],
+            method,
+            &DiffOptions::default(),
+        )
+        .unwrap();
         let d = j.jacobian[(8, 0)];
         println!("restitution without ccd, {method:?}: dż⁺/dż = {d}");
         assert!((d + e).abs() < tol, "{method:?}: {d}");
@@ -246,7 +269,10 @@ fn fast_sphere_does_not_tunnel_through_a_thin_wall_with_ccd() {
     let back = run(true, 1.0);
     // hits at t = 0.00445 s, then 0.02555 s at −100 m/s
     let expect = face - 100.0 * (0.03 - face / 100.0);
-    println!("ccd, e = 1: x = {:.15} (closed form {expect:.15}), v = {}", back.q[0], back.v[0]);
+    println!(
+        "ccd, e = 1: x = {:.15} (closed form {expect:.15}), v = {}",
+        back.q[0], back.v[0]
+    );
     assert!((back.q[0] - expect).abs() < 1e-9 && (back.v[0] + 100.0).abs() < 1e-9);
     let through = run(false, 0.0);
     println!("no ccd: x = {} (behind the wall: tunnelled)", through.q[0]);
@@ -324,7 +350,11 @@ fn newtons_cradle() {
         } else {
             vec![-0.6 * v, 0.4 * v, 0.4 * v, 0.4 * v, 0.4 * v]
         };
-        let err = vs.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = vs
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         let mom: f64 = vs.iter().sum::<f64>() - v;
         let en: f64 = vs.iter().map(|x| x * x).sum::<f64>() / 2.0 - v * v / 2.0;
         println!("cradle gap {gap}: velocities {vs:?}, max error {err:.1e}, momentum error {mom:.1e}, energy error {en:.1e}");

@@ -151,9 +151,10 @@ pub fn pair_restitution<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner)
         Partner::Body(j) => p
             .restitution_combine
             .apply(p.materials[a].restitution, p.materials[j].restitution),
-        Partner::Static(j) => p
-            .restitution_combine
-            .apply(p.materials[a].restitution, p.statics[j].material.restitution),
+        Partner::Static(j) => p.restitution_combine.apply(
+            p.materials[a].restitution,
+            p.statics[j].material.restitution,
+        ),
     }
 }
 
@@ -710,7 +711,12 @@ pub fn solve_f64<F: Formulation>(
     if let Some(touch) = form.touching_only() {
         let mut far = Vec::new();
         for island in islands(p.model, cands.clone()) {
-            let ev = evaluate(p, &island, &island.gather(p.v).map(|_| 0.0), &zero_xs(&island))?;
+            let ev = evaluate(
+                p,
+                &island,
+                &island.gather(p.v).map(|_| 0.0),
+                &zero_xs(&island),
+            )?;
             for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
                 if ce.contact.gap > touch {
                     far.push(c.key());
