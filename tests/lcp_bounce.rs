@@ -312,7 +312,7 @@ fn ccd_refuses_a_fast_pair_it_has_no_time_of_impact_for() {
     println!("{err}");
     assert!(matches!(
         &err,
-        SimError::Solve(SolveError::UnsupportedPair { backend: "lcp", a, b, .. }) if a == "brick" && b == "wall"
+        SimError::Solve(SolveError::UnsupportedPair { backend: "lcp", pair, .. }) if pair[0] == "brick" && pair[1] == "wall"
     ));
     assert_eq!(err.kind(), "unsupported");
     x0.v[0] = 0.1;

@@ -285,16 +285,14 @@ pub enum SolveError {
     },
     /// The backend does not model part of the problem for one pair of
     /// shapes (named by their bodies or static geometry).
-    #[error("the `{backend}` backend does not support {what} between `{a}` and `{b}`")]
+    #[error("the `{backend}` backend does not support {what} between `{}` and `{}`", pair[0], pair[1])]
     UnsupportedPair {
         /// Backend name.
         backend: &'static str,
         /// What it does not support.
         what: &'static str,
-        /// The first shape's owner.
-        a: String,
-        /// The second shape's owner.
-        b: String,
+        /// The owners (body or static geometry names) of the two shapes.
+        pair: Box<[String; 2]>,
     },
 }
 

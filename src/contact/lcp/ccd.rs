@@ -314,8 +314,7 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
     let refuse = |a: String, b: String| SolveError::UnsupportedPair {
         backend: Lcp::NAME,
         what: "continuous collision (no time of impact for this pair of shapes)",
-        a,
-        b,
+        pair: Box::new([a, b]),
     };
     let bound = |i: usize| -> (f64, f64, f64) {
         // (bounding radius, inradius, reach over tau)
