@@ -57,10 +57,15 @@
 //! redundant contacts `∂r/∂y` is singular and the derivatives come from
 //! its pseudo-inverse (the `v⁺` rows are exact), as for `implicit_ncp`.
 //!
-//! # Not modelled
+//! # Restitution and continuous collision
 //!
-//! Restitution (Newton's impact law) and continuous collision (Jade's
-//! time of impact) are refused (`Feature::Restitution`, `Feature::Ccd`).
+//! Newton's impact law: a contact of a pair with combined restitution
+//! `e > 0` that bounces in the step has the normal row
+//! `φ(q⁺)/h + e v_n⁻ − max(φ(q), 0)/h ≥ 0`, i.e. `v_n⁺ ≥ −e v_n⁻` on the
+//! step's normal velocity ([`restitution_bias`](crate::contact::delassus::restitution_bias));
+//! the bias depends on the start of the step only, so every derivative
+//! method carries the bounce Jacobian. Continuous collision
+//! (`[sim] ccd = true`) splits the step at each time of impact ([`ccd`]).
 
 pub mod ccd;
 pub mod solver;
