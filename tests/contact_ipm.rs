@@ -374,6 +374,7 @@ fn no_contact_reduces_to_free_flight() {
         h: w.dt,
         friction_cone: w.friction_cone,
         params: &w.params,
+        ccd: false,
     };
     let ff = FreeFlight::default().solve(&problem).unwrap();
     assert_eq!(out.state.q, ff.q_next);

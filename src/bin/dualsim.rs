@@ -1155,6 +1155,7 @@ fn inverse(path: &Path, traj: &Path, solver: Option<SolverKind>, json: bool) -> 
                         dualsim::sim::SimError::Unsupported { .. }
                             | dualsim::sim::SimError::Solve(
                                 dualsim::contact::SolveError::Unsupported { .. }
+                                    | dualsim::contact::SolveError::UnsupportedPair { .. }
                             )
                     ),
                 ));

@@ -208,6 +208,14 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
         })
     }
 
+    /// Whether the step of `p` is not the root of one residual
+    /// (`q⁺ ≠ q ⊕ h v⁺`: `lcp`'s step split at a time of impact under
+    /// continuous collision). The derivative methods then differentiate
+    /// the step itself (`diff`). Default: never.
+    fn splits(&self, _p: &StepProblem<'_, f64>) -> Result<bool, SolveError> {
+        Ok(false)
+    }
+
     /// Solves in f64 and returns `y*` (with `κ = p.params.rho`).
     fn solve_root(
         &self,
@@ -358,6 +366,7 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
         h: D::from_re(p.h),
         friction_cone: p.friction_cone,
         params: p.params,
+        ccd: p.ccd,
     };
     let n = y.len();
     let mut jy = DMat::zeros(n, n);

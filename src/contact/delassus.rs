@@ -138,6 +138,102 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     fn pieces(&self, _mu: &[f64], _z: &[Vector3<f64>]) -> Vec<u8> {
         Vec::new()
     }
+
+    /// Newton's impact law: `Some(δ)` adds to the normal row of every
+    /// contact whose gap at the start of the step is at most `δ` (m) the
+    /// restitution bias `e · min(v_n⁻, 0)` ([`restitution_bias`]), so
+    /// that the row reads `φ(q⁺)/h + e v_n⁻ ≥ 0`; `ccd` is the problem's
+    /// continuous-collision flag. Default `None`: inelastic contacts.
+    fn bounce_gap(&self, _ccd: bool) -> Option<f64> {
+        None
+    }
+
+    /// `Some(δ)`: an instantaneous impact solve — only the candidates
+    /// whose gap at `q` is at most `δ` take part, and no candidate is
+    /// added for penetration at `q⁺`. Default `None` (the ordinary step).
+    fn touching_only(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The combined restitution of a candidate pair (`restitution_combine`
+/// of the two materials; its derivative parts flow).
+pub fn pair_restitution<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner) -> T {
+    match b {
+        Partner::Body(j) => p
+            .restitution_combine
+            .apply(p.materials[a].restitution, p.materials[j].restitution),
+        Partner::Static(j) => p.restitution_combine.apply(
+            p.materials[a].restitution,
+            p.statics[j].material.restitution,
+        ),
+    }
+}
+
+/// The restitution bias of each contact of an island,
+/// `b_c = e_c v_n⁻_c − max(φ_c(q), 0)/h`, with `v_n⁻_c` the contact's
+/// normal velocity at the start of the step (`W_c(q) v`, positive when
+/// separating), `φ_c(q)` its gap there and `e_c` the pair's combined
+/// restitution, so that the normal row `φ(q⁺)/h + b ≥ 0` reads
+/// `(φ(q⁺) − φ(q))/h ≥ −e v_n⁻` (Newton's law on the step's normal
+/// velocity; a penetrating contact keeps its position correction). It
+/// applies to the contacts that bounce in this step: approaching
+/// (`v_n⁻ < 0`), reaching the surface within the step on their start
+/// velocity (`φ(q) + h v_n⁻ < 0`) and with a gap at most the
+/// formulation's [`bounce_gap`](Formulation::bounce_gap); the others get
+/// zero. In an impact solve ([`Formulation::touching_only`]) every
+/// contact is velocity-level: `b = e min(v_n⁻, 0) − max(φ, 0)/h`.
+/// `None` when the formulation has no impact law or no contact of the
+/// island bounces. Branches on primal values only.
+pub fn restitution_bias<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+) -> Result<Option<Vec<T>>, SolveError> {
+    let Some(touch) = form.bounce_gap(p.ccd) else {
+        return Ok(None);
+    };
+    let es: Vec<T> = island
+        .contacts
+        .iter()
+        .map(|c| pair_restitution(p, c.a, c.b))
+        .collect();
+    let impact = form.touching_only().is_some();
+    if !impact && es.iter().all(|e| e.re() <= 0.0) {
+        return Ok(None);
+    }
+    let v0 = DVec::zeros(island.dim());
+    let ev = evaluate(p, island, &v0, &zero_xs(island))?;
+    let v = island.gather(p.v);
+    Ok(Some(
+        ev.contacts
+            .iter()
+            .zip(&es)
+            .map(|(ce, e)| {
+                let mut vn = T::zero();
+                for (u, w) in &ce.blocks {
+                    let o = island.units[*u].offset;
+                    for k in 0..w.ncols() {
+                        vn += w[(0, k)] * v[o + k];
+                    }
+                }
+                let gap = ce.contact.gap;
+                let above = if gap.re() > 0.0 { gap } else { T::zero() };
+                let approach = if vn.re() < 0.0 { vn } else { T::zero() };
+                if impact {
+                    *e * approach - above / p.h
+                } else if e.re() > 0.0
+                    && vn.re() < 0.0
+                    && gap.re() <= touch
+                    && (gap + p.h * vn).re() < 0.0
+                {
+                    *e * vn - above / p.h
+                } else {
+                    T::zero()
+                }
+            })
+            .collect(),
+    ))
 }
 
 /// Driver settings of a contact-space backend.
@@ -381,6 +477,7 @@ fn island_residual<T: Scalar, F: Formulation>(
     scale: &[T],
     v: &DVec<T>,
     z: &[Vector3<T>],
+    bias: Option<&[T]>,
 ) -> Result<(DVec<T>, Vec<Vector3<T>>, Eval<T>, Vec<Vector3<T>>), SolveError> {
     let ev = evaluate(p, island, v, &zero_xs(island))?;
     let mus: Vec<T> = island.contacts.iter().map(|c| c.mu).collect();
@@ -402,7 +499,12 @@ fn island_residual<T: Scalar, F: Formulation>(
             }
         }
     }
-    let yhat = contact_velocities(&ev, p.h);
+    let mut yhat = contact_velocities(&ev, p.h);
+    if let Some(b) = bias {
+        for (y, b) in yhat.iter_mut().zip(b) {
+            y[0] += *b;
+        }
+    }
     let mut rows = vec![Vector3::zeros(); z.len()];
     let at_times = |g: &[Vector3<T>]| del.apply_transpose(g);
     form.contact_rows(&mus, scale, &yhat, z, &at_times, &mut rows);
@@ -466,8 +568,10 @@ pub fn residual<T: Scalar, F: Formulation>(
         // (and of masses, inertias, shapes), so their derivative parts
         // flow (`convex`'s R depends on them).
         let scale = scales(p, &island)?;
+        let bias = restitution_bias(form, p, &island)?;
         let v_local = island.gather(&v_next);
-        let (rd, rows, _, _) = island_residual(form, p, &island, &scale, &v_local, &z)?;
+        let (rd, rows, _, _) =
+            island_residual(form, p, &island, &scale, &v_local, &z, bias.as_deref())?;
         island.scatter(&rd, &mut r_dyn);
         for (&i, row) in idx.iter().zip(&rows) {
             r.fixed_rows_mut::<Z>(nv + Z * i).copy_from(row);
@@ -500,6 +604,7 @@ fn solve_island<F: Formulation>(
     let mut last = f64::INFINITY;
     let mut best: Option<IslandSolution> = None;
     let mut polish = 4;
+    let bias = restitution_bias(form, p, island)?;
     for it in 0..=dp.max_outer {
         let zs: Vec<Vector3<f64>> = match &z {
             Some(z) => (0..m)
@@ -511,7 +616,8 @@ fn solve_island<F: Formulation>(
             *scale = scales(p, island)?;
         }
         let ev = if z.is_some() {
-            let (rd, rows, ev, _) = island_residual(form, p, island, scale, &v, &zs)?;
+            let (rd, rows, ev, _) =
+                island_residual(form, p, island, scale, &v, &zs, bias.as_deref())?;
             let res = rd
                 .amax()
                 .max(rows.iter().map(|r| r.amax()).fold(0.0, f64::max));
@@ -562,6 +668,9 @@ fn solve_island<F: Formulation>(
         let mut c = DVec::zeros(Z * m);
         for k in 0..m {
             c.fixed_rows_mut::<Z>(Z * k).copy_from(&(yhat[k] + wdv[k]));
+            if let Some(b) = &bias {
+                c[Z * k] += b[k];
+            }
         }
         // Inexact Newton: the linearized problem's `c` mixes position-level
         // normal rows (φ(q⁺)/h) with velocity-level tangential rows, so
@@ -611,6 +720,23 @@ pub fn solve_f64<F: Formulation>(
     let mut detect = DetectScratch::default();
     let mut cands = Vec::new();
     candidates_into(p, dp.margin, &mut detect, &mut cands);
+    if let Some(touch) = form.touching_only() {
+        let mut far = Vec::new();
+        for island in islands(p.model, cands.clone()) {
+            let ev = evaluate(
+                p,
+                &island,
+                &island.gather(p.v).map(|_| 0.0),
+                &zero_xs(&island),
+            )?;
+            for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
+                if ce.contact.gap > touch {
+                    far.push(c.key());
+                }
+            }
+        }
+        cands.retain(|c| !far.contains(&c.key()));
+    }
     let mut stats = InnerStats::default();
     // Candidate rounds: features penetrating at q⁺ that were no candidate
     // are added and the step solved again (as `ipm` does).
@@ -644,7 +770,7 @@ pub fn solve_f64<F: Formulation>(
         let mut found = Vec::new();
         penetrating_into(p, &out.q_next, &mut detect, &mut found);
         found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
-        if !found.is_empty() && round < 3 {
+        if !found.is_empty() && round < 3 && form.touching_only().is_none() {
             cands.extend(found);
             continue;
         }
@@ -749,6 +875,7 @@ pub fn with_primal<T: Scalar, R>(
         h: p.h.re(),
         friction_cone: p.friction_cone,
         params: p.params,
+        ccd: p.ccd,
     };
     f(&pf)
 }

@@ -185,6 +185,9 @@ pub struct StepProblem<'a, T: Scalar> {
     pub friction_cone: FrictionCone,
     /// Solver tuning.
     pub params: &'a SolverParams,
+    /// Continuous collision (`[sim] ccd`; only backends that declare
+    /// [`Feature::Ccd`] see it set, the others are refused before).
+    pub ccd: bool,
 }
 
 /// One contact's result.
@@ -279,6 +282,17 @@ pub enum SolveError {
         backend: &'static str,
         /// What it does not support.
         what: &'static str,
+    },
+    /// The backend does not model part of the problem for one pair of
+    /// shapes (named by their bodies or static geometry).
+    #[error("the `{backend}` backend does not support {what} between `{}` and `{}`", pair[0], pair[1])]
+    UnsupportedPair {
+        /// Backend name.
+        backend: &'static str,
+        /// What it does not support.
+        what: &'static str,
+        /// The owners (body or static geometry names) of the two shapes.
+        pair: Box<[String; 2]>,
     },
 }
 

@@ -538,7 +538,14 @@ fn lift_step_with<B: ImplicitStep, T: Scalar>(
     order: usize,
 ) -> Result<State<T>, DiffError> {
     let u0 = u.map(|x| x.re());
-    let f = lift_prepare(b, &world.cast::<f64>(), &state.cast::<f64>(), &u0)?;
+    let (w0, s0) = (world.cast::<f64>(), state.cast::<f64>());
+    if b.splits(&w0.problem(&s0, &u0))? {
+        // A split step (continuous collision) has no single residual: the
+        // step itself in `T` (its contact solves are lifted, its time of
+        // impact refined in `T`).
+        return Ok(step(world, state, u)?.state);
+    }
+    let f = lift_prepare(b, &w0, &s0, &u0)?;
     lift_from(b, &f, world, state, u, order)
 }
 
@@ -709,6 +716,9 @@ pub fn step_jacobian_with(
     }
     crate::sim::check_inputs(world, state, u)?;
     let w = with_rho(world, opts);
+    if with_world_backend!(w, |b| b.splits(&w.problem(state, u)))? {
+        return step_jacobian(world, state, u, params, method, opts);
+    }
     crate::contact::with_backend_workspace!(w.solver, w.backends, workspace, |b, ws| ift(
         &b,
         &w,
@@ -745,6 +755,9 @@ pub fn step_jacobian(
     // input checks (a non-finite control is an error, not a NaN Jacobian)
     crate::sim::check_inputs(world, state, u)?;
     let w = with_rho(world, opts);
+    if with_world_backend!(w, |b| b.splits(&w.problem(state, u)))? {
+        return split_jacobian(&w, state, u, params, method, opts.fd_eps);
+    }
     match method {
         Method::Ift => {
             with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials, None))
@@ -753,4 +766,60 @@ pub fn step_jacobian(
         Method::Unrolled => unrolled(&w, state, u, params, false),
         Method::Fd => with_world_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),
     }
+}
+
+/// The Jacobian of a step that is split at a time of impact (`lcp` under
+/// continuous collision, [`ContactBackend::splits`](crate::contact::ContactBackend::splits)):
+/// it is not the root of one residual, so every method differentiates the
+/// split step itself.
+///
+/// * `ift`, `lift`, `unrolled`: the step in dual numbers (column blocks of
+///   8). Each piece of the split is differentiated by its implicit
+///   function: the time of impact by Newton refinement of `φ(c(t_c)) = 0`
+///   in the dual type (`∂t_c/∂θ = −(∂φ/∂θ)/φ̇`), each contact solve by
+///   Newton steps with the f64 Jacobian at its root; `ift` and `lift`
+///   therefore share `unrolled`'s path on such a step.
+/// * `fd`: central differences of the f64 step, with `fd`'s kink test.
+fn split_jacobian(
+    world: &World<f64>,
+    state: &State<f64>,
+    u: &DVec<f64>,
+    params: &[Param],
+    method: Method,
+    eps: f64,
+) -> Result<StepJacobian, DiffError> {
+    if method != Method::Fd {
+        return unrolled(world, state, u, params, false);
+    }
+    let nv = world.model.nv;
+    let nominal = step(world, state, u)?.state;
+    let zero = tangent(&world.model, &nominal.q, &nominal);
+    let mut jac = DMat::zeros(2 * nv, params.len());
+    let mut changed = Vec::new();
+    for (c, p) in params.iter().enumerate() {
+        let run = |d: f64| -> Result<DVec<f64>, DiffError> {
+            let (w, s, uu) = seeded(world, state, u, &[*p], &[d])?;
+            let next = step(&w, &s, &uu)?.state;
+            Ok(tangent(&w.model, &nominal.q, &next))
+        };
+        let plus = run(eps)?;
+        let minus = run(-eps)?;
+        let central = (&plus - &minus) / (2.0 * eps);
+        let s1 = &plus + &minus - &zero * 2.0;
+        if s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0) {
+            let kink = match run(2.0 * eps).and_then(|p2| Ok((p2, run(-2.0 * eps)?))) {
+                Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
+                Err(_) => true,
+            };
+            if kink {
+                changed.push(c);
+            }
+        }
+        jac.set_column(c, &central);
+    }
+    Ok(StepJacobian {
+        next: nominal,
+        jacobian: jac,
+        nonsmooth: changed,
+    })
 }

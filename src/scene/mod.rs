@@ -1204,7 +1204,8 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
     };
 
     // Options the backend does not implement, found only once every body is known.
-    if let Some((a, b, _)) = world.restitution_pair() {
+    let elastic = world.solver.supports(crate::contact::Feature::Restitution);
+    if let Some((a, b, _)) = world.restitution_pair().filter(|_| !elastic) {
         let e = world
             .check_supported()
             .expect_err("a restitution pair is unsupported");

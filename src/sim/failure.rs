@@ -71,7 +71,9 @@ impl SimError {
                 SolveError::Dynamics(_) => "dynamics",
                 SolveError::Singular(_) => "singular",
                 SolveError::Collision(_) => "collision",
-                SolveError::Unsupported { .. } => "unsupported",
+                SolveError::Unsupported { .. } | SolveError::UnsupportedPair { .. } => {
+                    "unsupported"
+                }
             },
             SimError::Dynamics(_) => "dynamics",
             SimError::NonFinite { .. } => "non_finite",

@@ -252,6 +252,7 @@ impl<T: Scalar> World<T> {
             h: self.dt,
             friction_cone: self.friction_cone,
             params: &self.params,
+            ccd: self.ccd,
         }
     }
 

@@ -57,11 +57,17 @@
 //! redundant contacts `∂r/∂y` is singular and the derivatives come from
 //! its pseudo-inverse (the `v⁺` rows are exact), as for `implicit_ncp`.
 //!
-//! # Not modelled
+//! # Restitution and continuous collision
 //!
-//! Restitution (Newton's impact law) and continuous collision (Jade's
-//! time of impact) are refused (`Feature::Restitution`, `Feature::Ccd`).
+//! Newton's impact law: a contact of a pair with combined restitution
+//! `e > 0` that bounces in the step has the normal row
+//! `φ(q⁺)/h + e v_n⁻ − max(φ(q), 0)/h ≥ 0`, i.e. `v_n⁺ ≥ −e v_n⁻` on the
+//! step's normal velocity ([`restitution_bias`](crate::contact::delassus::restitution_bias));
+//! the bias depends on the start of the step only, so every derivative
+//! method carries the bounce Jacobian. Continuous collision
+//! (`[sim] ccd = true`) splits the step at each time of impact ([`ccd`]).
 
+pub mod ccd;
 pub mod solver;
 
 use nalgebra::Vector3;
@@ -126,6 +132,9 @@ pub enum RatioName {
 pub struct Lcp {
     /// Tuning.
     pub params: Params,
+    /// The instantaneous impact solve of a split step ([`ccd`]): only
+    /// touching contacts, every one bouncing. False for the backend.
+    pub impact: bool,
 }
 
 /// The boxed LCP rows of one contact (normal, then its two friction rows
@@ -201,7 +210,11 @@ impl Lcp {
 impl Formulation for Lcp {
     fn driver(&self) -> DriverParams {
         DriverParams {
-            margin: self.params.margin,
+            margin: if self.impact {
+                ccd::TOUCH
+            } else {
+                self.params.margin
+            },
             max_outer: self.params.max_outer_iterations,
         }
     }
@@ -278,6 +291,21 @@ impl Formulation for Lcp {
         }
     }
 
+    /// Every candidate bounces without continuous collision; with it,
+    /// only the contacts touching at the start of the (sub)step (the
+    /// others are met exactly at a time of impact, [`ccd`]).
+    fn bounce_gap(&self, ccd: bool) -> Option<f64> {
+        Some(if ccd || self.impact {
+            ccd::TOUCH
+        } else {
+            f64::INFINITY
+        })
+    }
+
+    fn touching_only(&self) -> Option<f64> {
+        self.impact.then_some(ccd::TOUCH)
+    }
+
     fn pieces(&self, mu: &[f64], z: &[Vector3<f64>]) -> Vec<u8> {
         mu.iter()
             .zip(z)
@@ -298,7 +326,10 @@ impl ContactBackend for Lcp {
     type Workspace<T: Scalar> = ();
 
     fn new(params: &Params) -> Self {
-        Lcp { params: *params }
+        Lcp {
+            params: *params,
+            impact: false,
+        }
     }
 
     fn check_params(p: &Params) -> Result<(), String> {
@@ -326,20 +357,40 @@ impl ContactBackend for Lcp {
     /// Articulated robots (the driver's units); no restitution, no
     /// continuous collision.
     fn supports(feature: Feature) -> bool {
-        matches!(feature, Feature::Robots)
+        matches!(
+            feature,
+            Feature::Robots | Feature::Restitution | Feature::Ccd
+        )
     }
 
     fn contact_margin(params: &Params) -> f64 {
         params.margin
     }
 
+    /// Under continuous collision, the split step ([`ccd`]).
     fn solve<T: Scalar>(&self, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
+        if p.ccd {
+            return ccd::step(self, p);
+        }
         Ok(delassus::solve(self, p)?.0)
     }
 
+    /// A step split at a time of impact has no single residual: refused
+    /// ([`ccd::SPLIT`]; the derivative methods ask [`splits`](ContactBackend::splits)
+    /// first and differentiate the split step itself).
     fn solve_root(&self, p: &StepProblem<'_, f64>) -> Result<(DVec<f64>, Structure), SolveError> {
+        if ccd::splits(self, p)? {
+            return Err(SolveError::Unsupported {
+                backend: Self::NAME,
+                what: ccd::SPLIT,
+            });
+        }
         let (_, y, s, _) = delassus::solve_f64(self, p)?;
         Ok((y, s))
+    }
+
+    fn splits(&self, p: &StepProblem<'_, f64>) -> Result<bool, SolveError> {
+        ccd::splits(self, p)
     }
 
     fn residual<T: Scalar>(
@@ -376,6 +427,12 @@ impl Lcp {
         &self,
         p: &StepProblem<'_, f64>,
     ) -> Result<(StepSolution<f64>, InnerStats), SolveError> {
+        if ccd::splits(self, p)? {
+            return Err(SolveError::Unsupported {
+                backend: Self::NAME,
+                what: ccd::SPLIT,
+            });
+        }
         let (sol, _, _, st) = delassus::solve_f64(self, p)?;
         Ok((sol, st))
     }

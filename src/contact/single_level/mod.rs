@@ -553,6 +553,7 @@ impl<S: Scalar> CastProblem<S> {
             h: S::from_re(p.h.re()),
             friction_cone: p.friction_cone,
             params: p.params,
+            ccd: p.ccd,
         }
     }
 }

@@ -1,0 +1,364 @@
+//! Elastic impacts and continuous collision in the `lcp` backend
+//! (issue 15): Newton's impact law, the step split at each time of
+//! impact, and the derivatives through it, checked against closed-form
+//! trajectories. Each test states its tolerance.
+
+use dualsim::contact::{FrictionCone, SolveError, SolverKind};
+use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use dualsim::math::{Pose, Vec3};
+use dualsim::prelude::*;
+use dualsim::sim::{step, SimError};
+
+fn mat(e: f64) -> Material<f64> {
+    Material {
+        friction: 0.0,
+        restitution: e,
+    }
+}
+
+fn world(h: f64, g: f64, ccd: bool) -> World<f64> {
+    let mut w = World::<f64>::new(h);
+    w.solver = SolverKind::Lcp;
+    w.friction_cone = FrictionCone::Pyramid;
+    w.gravity = Vec3::new(0.0, 0.0, -g);
+    w.ccd = ccd;
+    w
+}
+
+fn ball(w: &mut World<f64>, name: &str, r: f64, e: f64) -> usize {
+    w.add_body(
+        name,
+        1.0,
+        Mat3::identity() * (0.4 * r * r),
+        Some(Shape::Sphere { radius: r }),
+        mat(e),
+    )
+    .unwrap()
+}
+
+fn ground(e: f64) -> StaticGeometry<f64> {
+    StaticGeometry {
+        name: "ground".into(),
+        shape: Shape::Plane {
+            normal: Vec3::z(),
+            offset: 0.0,
+        },
+        pose: Pose::identity(),
+        material: mat(e),
+    }
+}
+
+fn steps(w: &World<f64>, x: &State<f64>, n: usize) -> State<f64> {
+    let mut x = x.clone();
+    for _ in 0..n {
+        x = step(w, &x, &w.zero_control()).expect("step").state;
+    }
+    x
+}
+
+/// (a) Two equal balls, e = 1, head-on, no gravity, the impact inside a
+/// step: they swap velocities, momentum and energy are conserved and the
+/// positions are the continuous-time ones (to 1e-12, not O(h)).
+#[test]
+fn equal_balls_swap_velocities_at_the_exact_time_of_impact() {
+    let (h, r) = (0.01, 0.1);
+    let mut w = world(h, 0.0, true);
+    ball(&mut w, "a", r, 1.0);
+    ball(&mut w, "b", r, 1.0);
+    let (xa, xb, va, vb) = (-0.5003, 0.5, 2.0, -1.0);
+    let mut x0 = State::at_rest(&w.model, &[[xa, 0.0, 0.0], [xb, 0.0, 0.0]]);
+    x0.v[0] = va;
+    x0.v[6] = vb;
+    let n = 50;
+    let x = steps(&w, &x0, n);
+    let t_hit = (xb - xa - 2.0 * r) / (va - vb); // 0.26677 s: inside step 27
+    let t = n as f64 * h;
+    let (ea, eb) = (
+        xa + va * t_hit + vb * (t - t_hit),
+        xb + vb * t_hit + va * (t - t_hit),
+    );
+    let pos = (x.q[0] - ea).abs().max((x.q[7] - eb).abs());
+    let vel = (x.v[0] - vb).abs().max((x.v[6] - va).abs());
+    let mom = (x.v[0] + x.v[6] - (va + vb)).abs();
+    let energy = (x.v[0].powi(2) + x.v[6].powi(2) - va * va - vb * vb).abs() / 2.0;
+    let other =
+        x.v.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 0 && *i != 6)
+            .fold(0.0f64, |a, (_, v)| a.max(v.abs()));
+    println!(
+        "two balls, e = 1, ccd: |x − x_continuous| = {pos:.1e}, |v − swapped| = {vel:.1e}, \
+         momentum error {mom:.1e}, energy error {energy:.1e}, other velocity components {other:.1e}"
+    );
+    assert!(pos < 1e-12, "{pos:e}");
+    assert!(vel < 1e-12, "{vel:e}");
+    assert!(mom < 1e-12 && energy < 1e-12, "{mom:e} {energy:e}");
+    assert!(other < 1e-12, "{other:e}");
+    // Without continuous collision the impact is found at the end of a
+    // step: the positions are off by O(h |v|).
+    let mut w2 = w.clone();
+    w2.ccd = false;
+    let x2 = steps(&w2, &x0, n);
+    let off = (x2.q[0] - ea).abs().max((x2.q[7] - eb).abs());
+    println!("the same without ccd: |x − x_continuous| = {off:.1e}");
+    assert!(off > 1e-4, "{off:e}");
+}
+
+/// The expected step of a ball of radius `r` at height `z` (centre)
+/// with vertical velocity `zd` dropped onto the ground, with the bounce
+/// inside the step (`lcp`'s split step, module docs of `contact::lcp::ccd`):
+/// the sub-step of duration `t` moves the centre to `z + t zd − t² g`;
+/// `t` is its root at `r`; the impact reverses `v₁ = zd − t g` to
+/// `−e v₁`; the remaining `τ = h − t` is a free step:
+/// `ż⁺ = −e v₁ − τ g`, `z⁺ = r + τ ż⁺`. Returns `(z⁺, ż⁺, ∂z⁺/∂z,
+/// ∂z⁺/∂ż, ∂ż⁺/∂z, ∂ż⁺/∂ż)`, the derivatives through
+/// `∂t/∂z = −1/φ̇`, `∂t/∂ż = −t/φ̇`, `φ̇ = zd − 2 t g`.
+fn bounce_closed_form(z: f64, zd: f64, r: f64, e: f64, g: f64, h: f64) -> [f64; 6] {
+    // g t² − zd t − (z − r) = 0, smallest positive root
+    let t = if g == 0.0 {
+        (r - z) / zd
+    } else {
+        (zd + (zd * zd + 4.0 * g * (z - r)).sqrt()) / (2.0 * g)
+    };
+    let phid = zd - 2.0 * t * g;
+    let (dt_dz, dt_dzd) = (-1.0 / phid, -t / phid);
+    let v1 = zd - t * g;
+    let tau = h - t;
+    let vp = -e * v1 - tau * g;
+    let zp = r + tau * vp;
+    let dv1 = [-g * dt_dz, 1.0 - g * dt_dzd];
+    let dvp = [-e * dv1[0] + g * dt_dz, -e * dv1[1] + g * dt_dzd];
+    let dzp = [-dt_dz * vp + tau * dvp[0], -dt_dzd * vp + tau * dvp[1]];
+    [zp, vp, dzp[0], dzp[1], dvp[0], dvp[1]]
+}
+
+/// (b) A ball dropped onto the ground with e = 0.8 under ccd, over the
+/// step containing the bounce: the state and its Jacobian by every
+/// method against the closed form. Without gravity the Jacobian is
+/// `∂z⁺/∂z = −e`, `∂z⁺/∂ż = −e h`, `∂ż⁺/∂ż = −e`, `∂ż⁺/∂z = 0`; with
+/// gravity the extra terms of [`bounce_closed_form`].
+#[test]
+fn bounce_step_jacobian_matches_the_closed_form_for_every_method() {
+    let (h, r, e) = (0.01, 0.1, 0.8);
+    for g in [0.0, 9.81] {
+        let mut w = world(h, g, true);
+        ball(&mut w, "ball", r, e);
+        w.statics.push(ground(e));
+        let (z, zd) = (r + 0.005, -1.0);
+        let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, z]]);
+        x0.v[2] = zd;
+        let want = bounce_closed_form(z, zd, r, e, g, h);
+        if g == 0.0 {
+            let exp = [-e, -e * h, 0.0, -e];
+            for k in 0..4 {
+                assert!((want[2 + k] - exp[k]).abs() < 1e-15, "closed form {k}");
+            }
+        }
+        let next = step(&w, &x0, &w.zero_control()).unwrap().state;
+        let st = (next.q[2] - want[0]).abs().max((next.v[2] - want[1]).abs());
+        println!("bounce g = {g}: |state − closed form| = {st:.1e}");
+        assert!(st < 1e-13, "{st:e}");
+        let params = [Param::Q(2), Param::V(2)];
+        for (method, tol) in [
+            (Method::Ift, 1e-10),
+            (Method::Lift, 1e-10),
+            (Method::Unrolled, 1e-10),
+            (Method::Fd, 1e-6),
+        ] {
+            let j = step_jacobian(
+                &w,
+                &x0,
+                &w.zero_control(),
+                &params,
+                method,
+                &DiffOptions::default(),
+            )
+            .unwrap();
+            let got = [
+                j.jacobian[(2, 0)],
+                j.jacobian[(2, 1)],
+                j.jacobian[(8, 0)],
+                j.jacobian[(8, 1)],
+            ];
+            let err = (0..4)
+                .map(|k| (got[k] - want[2 + k]).abs())
+                .fold(0.0, f64::max);
+            println!(
+                "bounce g = {g}, {method:?}: [dz+/dz, dz+/dzd, dzd+/dz, dzd+/dzd] = {got:?}, \
+                 closed form {:?}, max error {err:.1e} (tolerance {tol:e})",
+                &want[2..]
+            );
+            assert!(err < tol, "{method:?}: {err:e}");
+            assert!(j.nonsmooth.is_empty(), "{method:?}: {:?}", j.nonsmooth);
+        }
+    }
+}
+
+/// Restitution without ccd: a ball touching the ground (gap 0) moving
+/// down at 1 m/s leaves at e · 1 m/s (gravity's impulse over the step is
+/// absorbed by the contact, the law is `φ(q⁺)/h + e v_n⁻ ≥ 0`), and
+/// `∂ż⁺/∂ż = −e` by every method.
+#[test]
+fn restitution_without_ccd_reverses_the_normal_velocity() {
+    let (h, r, e) = (0.01, 0.1, 0.8);
+    let mut w = world(h, 9.81, false);
+    ball(&mut w, "ball", r, e);
+    w.statics.push(ground(e));
+    let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, r]]);
+    x0.v[2] = -1.0;
+    let next = step(&w, &x0, &w.zero_control()).unwrap().state;
+    println!("restitution without ccd: ż⁺ = {:.15}", next.v[2]);
+    assert!((next.v[2] - e).abs() < 1e-12, "{}", next.v[2]);
+    for (method, tol) in [
+        (Method::Ift, 1e-9),
+        (Method::Lift, 1e-9),
+        (Method::Unrolled, 1e-9),
+        (Method::Fd, 1e-6),
+    ] {
+        let j = step_jacobian(
+            &w,
+            &x0,
+            &w.zero_control(),
+            &[Param::V(2)],
+            method,
+            &DiffOptions::default(),
+        )
+        .unwrap();
+        let d = j.jacobian[(8, 0)];
+        println!("restitution without ccd, {method:?}: dż⁺/dż = {d}");
+        assert!((d + e).abs() < tol, "{method:?}: {d}");
+    }
+    // Combined restitution: min(0.8, 0) = 0 is an inelastic contact.
+    let mut w0 = w.clone();
+    w0.statics[0].material.restitution = 0.0;
+    w0.restitution_combine = dualsim::geometry::Combine::Min;
+    let n0 = step(&w0, &x0, &w0.zero_control()).unwrap().state;
+    assert!(n0.v[2].abs() < 1e-12, "{}", n0.v[2]);
+}
+
+/// (c) A sphere (r = 0.05) at 100 m/s against a static wall, a box of
+/// half-thickness 0.005, h = 0.01 (1 m per step): with ccd it stops at
+/// the wall (e = 0) or comes back (e = 1); without ccd it passes through.
+#[test]
+fn fast_sphere_does_not_tunnel_through_a_thin_wall_with_ccd() {
+    let (h, r) = (0.01, 0.05);
+    let run = |ccd: bool, e: f64| {
+        let mut w = world(h, 0.0, ccd);
+        ball(&mut w, "bullet", r, e);
+        w.statics.push(StaticGeometry {
+            name: "wall".into(),
+            shape: Shape::Box {
+                half_extents: Vec3::new(0.005, 1.0, 1.0),
+            },
+            pose: Pose {
+                translation: Vec3::new(0.5, 0.0, 0.0),
+                ..Pose::identity()
+            },
+            material: mat(e),
+        });
+        let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.0]]);
+        x0.v[0] = 100.0;
+        steps(&w, &x0, 3)
+    };
+    let face = 0.5 - 0.005 - r;
+    let stop = run(true, 0.0);
+    println!("ccd, e = 0: x = {:.15}, v = {:.3e}", stop.q[0], stop.v[0]);
+    // The impact rows are velocity-level over a time scale short enough not
+    // to cross the wall (5e-6 s here): about 1e-12 of round-off.
+    assert!((stop.q[0] - face).abs() < 1e-10 && stop.v[0].abs() < 1e-10);
+    let back = run(true, 1.0);
+    // hits at t = 0.00445 s, then 0.02555 s at −100 m/s
+    let expect = face - 100.0 * (0.03 - face / 100.0);
+    println!(
+        "ccd, e = 1: x = {:.15} (closed form {expect:.15}), v = {}",
+        back.q[0], back.v[0]
+    );
+    assert!((back.q[0] - expect).abs() < 1e-9 && (back.v[0] + 100.0).abs() < 1e-9);
+    let through = run(false, 0.0);
+    println!("no ccd: x = {} (behind the wall: tunnelled)", through.q[0]);
+    assert!(through.q[0] > 0.5 + 0.005 + r);
+}
+
+/// Under ccd a pair without a time of impact that the step could miss is
+/// refused with a typed error naming both shapes (a fast box against a
+/// thin wall); a slow one is simulated.
+#[test]
+fn ccd_refuses_a_fast_pair_it_has_no_time_of_impact_for() {
+    let mut w = world(0.01, 0.0, true);
+    w.add_body(
+        "brick",
+        1.0,
+        Mat3::identity() * 0.01,
+        Some(Shape::Box {
+            half_extents: Vec3::repeat(0.05),
+        }),
+        mat(0.0),
+    )
+    .unwrap();
+    w.statics.push(StaticGeometry {
+        name: "wall".into(),
+        shape: Shape::Box {
+            half_extents: Vec3::new(0.005, 1.0, 1.0),
+        },
+        pose: Pose {
+            translation: Vec3::new(0.5, 0.0, 0.0),
+            ..Pose::identity()
+        },
+        material: mat(0.0),
+    });
+    let mut x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.0]]);
+    x0.v[0] = 100.0;
+    let err = step(&w, &x0, &w.zero_control()).unwrap_err();
+    println!("{err}");
+    assert!(matches!(
+        &err,
+        SimError::Solve(SolveError::UnsupportedPair { backend: "lcp", pair, .. }) if pair[0] == "brick" && pair[1] == "wall"
+    ));
+    assert_eq!(err.kind(), "unsupported");
+    x0.v[0] = 0.1;
+    assert!(step(&w, &x0, &w.zero_control()).is_ok());
+}
+
+/// (d) Newton's cradle, 5 equal balls, e = 1, no gravity. With small
+/// gaps (1 mm) between the resting balls, ccd resolves the impacts one
+/// after the other: the first ball stops and the last leaves with its
+/// speed. With the balls touching, the impact is simultaneous and the
+/// LCP of Newton's law gives the other known answer: the first ball
+/// rebounds at −3v/5 and the four others leave together at 2v/5
+/// (momentum v and energy v²/2 both conserved).
+#[test]
+fn newtons_cradle() {
+    let (h, r, v) = (0.01, 0.1, 1.0);
+    for gap in [1e-3, 0.0] {
+        let mut w = world(h, 0.0, true);
+        let mut pos = Vec::new();
+        for k in 0..5 {
+            ball(&mut w, &format!("ball{k}"), r, 1.0);
+            let x = if k == 0 {
+                -0.0503 - 2.0 * r
+            } else {
+                (k - 1) as f64 * (2.0 * r + gap)
+            };
+            pos.push([x, 0.0, 0.0]);
+        }
+        let mut x0 = State::at_rest(&w.model, &pos);
+        x0.v[0] = v;
+        let x = steps(&w, &x0, 20);
+        let vs: Vec<f64> = (0..5).map(|k| x.v[6 * k]).collect();
+        let want: Vec<f64> = if gap > 0.0 {
+            vec![0.0, 0.0, 0.0, 0.0, v]
+        } else {
+            vec![-0.6 * v, 0.4 * v, 0.4 * v, 0.4 * v, 0.4 * v]
+        };
+        let err = vs
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        let mom: f64 = vs.iter().sum::<f64>() - v;
+        let en: f64 = vs.iter().map(|x| x * x).sum::<f64>() / 2.0 - v * v / 2.0;
+        println!("cradle gap {gap}: velocities {vs:?}, max error {err:.1e}, momentum error {mom:.1e}, energy error {en:.1e}");
+        assert!(err < 1e-12, "{err:e}");
+        assert!(mom.abs() < 1e-12 && en.abs() < 1e-12);
+    }
+}
