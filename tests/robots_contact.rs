@@ -397,3 +397,50 @@ fn ball_rests_on_a_robot_platform() {
         agree("ball on the platform", &w, &x, rho);
     }
 }
+
+/// `ift`'s `Param::V` / `Param::U` columns evaluate only the dynamics rows
+/// of the `ipm` residual (`ContactBackend::velocity_control_residual`,
+/// with `Partials::Kernel`): the same columns as the whole residual in
+/// dual numbers (`Partials::Dual`) to round-off, on robots in contact
+/// (the arm at its first impact, the standing quadruped) and a free body
+/// in a robot's island (the ball on the platform is covered by `agree`).
+#[test]
+fn ift_velocity_and_control_columns_match_the_whole_residual() {
+    use dualsim::diff::{step_jacobian, Method, Param, Partials};
+    for (file, settle) in [("arm7_fall.toml", 0), ("quadruped_stand.toml", 20)] {
+        let s = dualsim::scene::load(&scenes().join(file)).unwrap();
+        let mut x = s.initial.clone();
+        for k in 0..s.steps.max(settle) {
+            let out = step(&s.world, &x, s.controls.at(k)).unwrap();
+            let touching = out.contacts.iter().any(|c| c.normal_impulse > 1e-3);
+            x = out.state;
+            if touching && k >= settle {
+                break;
+            }
+        }
+        let nv = s.world.model.nv;
+        let params: Vec<Param> = (0..nv)
+            .map(Param::Q)
+            .chain((0..nv).map(Param::V))
+            .chain((0..nv).map(Param::U))
+            .collect();
+        let jac = |partials| {
+            let opts = DiffOptions {
+                partials,
+                ..Default::default()
+            };
+            step_jacobian(&s.world, &x, s.controls.at(0), &params, Method::Ift, &opts)
+                .unwrap()
+                .jacobian
+        };
+        let (split, whole) = (jac(Partials::Kernel), jac(Partials::Dual));
+        let scale = whole.amax().max(1.0);
+        let diff = (&split - &whole).amax() / scale;
+        println!(
+            "{file}: {} columns, max |kernel − dual| / max(1, ‖J‖) = {diff:.1e}",
+            params.len()
+        );
+        assert!(whole.iter().all(|v| v.is_finite()));
+        assert!(diff <= 1e-12, "{file}: {diff:e}");
+    }
+}

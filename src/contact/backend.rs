@@ -247,6 +247,23 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
     /// differentiable only where it does not change).
     fn same_structure(a: &Self::Structure, b: &Self::Structure) -> bool;
 
+    /// The part of [`residual`](Self::residual) through which the previous
+    /// velocity `p.v` and the control `p.u` enter, for a backend whose
+    /// residual separates as `r(y; θ) = d(y; q, v, u, …) + g(y; q, …)`
+    /// with `g` independent of `v` and `u`: `Some(d)` (the length of `y`),
+    /// so that `∂r/∂v = ∂d/∂v` and `∂r/∂u = ∂d/∂u`. `ift` then evaluates
+    /// only `d` in dual numbers for its `Param::V` and `Param::U` columns
+    /// ([`Partials::Kernel`](crate::diff::Partials); `Partials::Dual`
+    /// evaluates the whole residual for every column). Default `None`.
+    fn velocity_control_residual<T: Scalar>(
+        &self,
+        _p: &StepProblem<'_, T>,
+        _s: &Self::Structure,
+        _y: &DVec<T>,
+    ) -> Option<Result<DVec<T>, SolveError>> {
+        None
+    }
+
     /// Solves `(∂r/∂y) X = rhs` at `y` (f64, `rhs` with `y.len()` rows
     /// and any number of columns). The default is the dense path (exact
     /// `∂r/∂y` by dual-number evaluation of [`residual`](Self::residual),

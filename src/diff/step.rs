@@ -131,6 +131,11 @@ fn singular(e: crate::contact::SolveError) -> DiffError {
 /// `∂r/∂θ` at `y` for `params` (f64, one column per parameter), by
 /// dual-number evaluation of the residual in column blocks of 8: the
 /// structure `st` and `y` are fixed, only the problem data is seeded.
+/// With `split`, the `Param::V` and `Param::U` columns are blocked
+/// together and evaluate only the backend's
+/// [`velocity_control_residual`](ImplicitStep::velocity_control_residual)
+/// where it has one.
+#[allow(clippy::too_many_arguments)]
 fn residual_param_jacobian<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -139,21 +144,38 @@ fn residual_param_jacobian<B: ImplicitStep>(
     st: &B::Structure,
     y: &DVec<f64>,
     params: &[Param],
+    split: bool,
 ) -> Result<DMat<f64>, DiffError> {
     let n = y.len();
     let yd = y.map(D::from_re);
     let mut jth = DMat::zeros(n, params.len());
-    for start in (0..params.len()).step_by(BLOCK) {
-        let chunk = &params[start..params.len().min(start + BLOCK)];
+    // Column order: the other parameters first, then `V` and `U` (so that
+    // as many blocks as possible hold only those).
+    let vu = |p: &Param| split && matches!(p, Param::V(_) | Param::U(_));
+    let order: Vec<usize> = (0..params.len())
+        .filter(|&j| !vu(&params[j]))
+        .chain((0..params.len()).filter(|&j| vu(&params[j])))
+        .collect();
+    for block in order.chunks(BLOCK) {
+        let chunk: Vec<Param> = block.iter().map(|&j| params[j]).collect();
         let seeds: Vec<D> = (0..chunk.len())
             .map(|j| D::from_re(0.0).derivative(j))
             .collect();
-        let (wd, sd, ud) = seeded(world, state, u, chunk, &seeds)?;
-        let r = b.residual(&wd.problem(&sd, &ud), st, &yd)?;
+        let (wd, sd, ud) = seeded(world, state, u, &chunk, &seeds)?;
+        let prob = wd.problem(&sd, &ud);
+        let partial = if block.iter().all(|&j| vu(&params[j])) {
+            b.velocity_control_residual(&prob, st, &yd)
+        } else {
+            None
+        };
+        let r = match partial {
+            Some(r) => r?,
+            None => b.residual(&prob, st, &yd)?,
+        };
         for (i, ri) in r.iter().enumerate() {
             let g = eps_column(ri);
-            for j in 0..chunk.len() {
-                jth[(i, start + j)] = g[j];
+            for (k, &j) in block.iter().enumerate() {
+                jth[(i, j)] = g[k];
             }
         }
     }
@@ -184,7 +206,16 @@ fn param_partials<B: ImplicitStep>(
             return Ok(j);
         }
     }
-    residual_param_jacobian(b, world, state, u, st, y, params)
+    residual_param_jacobian(
+        b,
+        world,
+        state,
+        u,
+        st,
+        y,
+        params,
+        partials == Partials::Kernel,
+    )
 }
 
 /// `DiffError::BadParam` for a parameter that does not exist in `world`
