@@ -37,8 +37,8 @@
 //!    kept (Nimble's criterion `‖∂ℓ/∂q̇_t‖² + ‖∂ℓ/∂τ_t‖²/Δt`), and the
 //!    adjoint is propagated through it.
 //!
-//! The set `F`: the clamping contacts (normal impulse `> 0` at the root)
-//! at which the loss "wants" separation. For a scalar loss (one output
+//! The set `F`: the clamping contacts (normal row on the piece `ŷ_n` at
+//! the root, read off `∂r/∂y`) at which the loss "wants" separation. For a scalar loss (one output
 //! row, the optimizer's case) this is Nimble's sign rule: contact `c` is
 //! in `F` when `∂ℓ/∂v_c < 0`, evaluated as the loss's change along the
 //! motion a unit normal impulse at `c` would cause alone,
@@ -145,7 +145,7 @@ struct StepData {
     y: DVec<f64>,
     jy: DMat<f64>,
     jth: DMat<f64>,
-    /// Contacts (candidate index) whose normal impulse is positive.
+    /// Contacts (candidate index) whose normal row is clamping.
     clamping: Vec<usize>,
 }
 
@@ -178,10 +178,12 @@ fn prepare(
     let jy = dense_jacobian(&lcp, &p, &st, &y)?;
     let jth = param_partials(&lcp, &p, world, state, u, &st, &y, params, opts.partials)?;
     let nv = world.model.nv;
-    let m = st.candidates.len();
-    let fmax = (0..m).map(|c| y[nv + Z * c]).fold(0.0, f64::max);
-    let clamping = (0..m)
-        .filter(|&c| fmax > 0.0 && y[nv + Z * c] > 1e-9 * fmax)
+    // A contact clamps when its normal row is the piece `ŷ_n` (it depends
+    // on `v⁺`), as opposed to `f_n` (separating): read off `∂r/∂y`, the
+    // pieces `ift` itself solves with (with redundant contacts the
+    // solver may leave a clamping contact with a zero impulse).
+    let clamping = (0..st.candidates.len())
+        .filter(|&c| jy.view((nv + Z * c, 0), (1, nv)).amax() > 0.0)
         .collect();
     Ok(StepData {
         state: state.clone(),
