@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use dualsim::contact::SolverKind;
-use dualsim::diff::{names, CheckOptions, CheckStatus, DiffOptions, Method, Param, Partials};
+use dualsim::diff::{
+    names, CheckOptions, CheckStatus, DiffOptions, Gradient, Method, Param, Partials,
+};
+use dualsim::math::DMat;
 use dualsim::opt::{HessianMethod, OptMethod};
 
 /// A command-line value parser over a closed set of names (the library's
@@ -98,6 +101,13 @@ fn partials_names() -> Names<Partials> {
         [Partials::Kernel, Partials::Dual]
             .into_iter()
             .map(|p| (p.name(), Some(p))),
+    )
+}
+
+fn gradient_names() -> Names<Gradient> {
+    Names::new(
+        "gradient mode",
+        Gradient::ALL.into_iter().map(|g| (g.name(), Some(g))),
     )
 }
 
@@ -202,6 +212,11 @@ enum Command {
         /// dual numbers where not covered) or `dual` (dual numbers only).
         #[arg(long, default_value = "kernel", value_parser = partials_names())]
         partials: Partials,
+        /// Which gradient: `exact` (default) or `complementarity_aware`
+        /// (Nimble's, `lcp` backend with `--method ift` only; refused
+        /// otherwise).
+        #[arg(long, default_value = "exact", value_parser = gradient_names())]
+        gradient: Gradient,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -319,8 +334,9 @@ fn main() -> ExitCode {
             method,
             rho,
             partials,
+            gradient,
             json,
-        }) => grad(&scene, &of, &wrt, method, rho, partials, json),
+        }) => grad(&scene, &of, &wrt, method, rho, partials, gradient, json),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
         Some(Command::Inverse {
             scene,
@@ -720,6 +736,7 @@ fn check(
             rho,
             fd_eps,
             partials,
+            ..Default::default()
         },
         ..Default::default()
     };
@@ -820,6 +837,7 @@ fn grad(
     method: Method,
     rho: Option<f64>,
     partials: Partials,
+    gradient: Gradient,
     json: bool,
 ) -> ExitCode {
     let scene = match load_scene(path) {
@@ -844,8 +862,13 @@ fn grad(
     let opts = DiffOptions {
         rho,
         partials,
+        gradient,
         ..Default::default()
     };
+    if let Err(e) = dualsim::diff::complementarity::check(&scene.world, method, &opts) {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_INPUT);
+    }
     let bar = progress(
         None,
         &format!(
@@ -856,17 +879,23 @@ fn grad(
         ),
     );
     let t0 = Instant::now();
-    let rj = dualsim::diff::rollout_jacobian(
-        &scene.world,
-        &scene.initial,
-        &scene.controls,
-        scene.steps,
-        &inputs,
-        method,
-        &opts,
-    );
+    let computed = if gradient == Gradient::ComplementarityAware {
+        aware_grad(&scene, &outputs, &inputs, &opts).map(|(v, j, n)| (v, j, Some(n)))
+    } else {
+        dualsim::diff::rollout_jacobian(
+            &scene.world,
+            &scene.initial,
+            &scene.controls,
+            scene.steps,
+            &inputs,
+            method,
+            &opts,
+        )
+        .and_then(|rj| names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs))
+        .map(|(v, j)| (v, j, None))
+    };
     bar.finish_and_clear();
-    let rj = match rj {
+    let (value, jac, reclassified) = match computed {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -874,13 +903,6 @@ fn grad(
         }
     };
     let wall = t0.elapsed().as_secs_f64();
-    let (value, jac) = match names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_SIM);
-        }
-    };
     // a robot's `q` input: one column per configuration coordinate
     let (col_labels, jac) =
         match names::coordinate_columns(&scene.world, &scene.initial.q, &groups, &jac) {
@@ -902,6 +924,8 @@ fn grad(
             "rows": row_labels,
             "cols": col_labels,
             "method": method.name(),
+            "gradient": gradient.name(),
+            "reclassified_steps": reclassified,
             "value": value,
             "jacobian": rows,
             "wall_seconds": wall,
@@ -923,6 +947,12 @@ fn grad(
             scene.steps,
             col_labels.len()
         );
+        if let Some(n) = reclassified {
+            println!(
+                "complementarity-aware gradient: {n} of {} steps reclassified separating",
+                scene.steps
+            );
+        }
         let lw = row_labels.iter().map(|l| l.len()).max().unwrap_or(0);
         let widths: Vec<usize> = col_labels.iter().map(|c| c.len().max(13)).collect();
         let mut head = format!("{:lw$}", "");
@@ -939,6 +969,34 @@ fn grad(
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `grad --gradient complementarity_aware`: the requested outputs' rows
+/// are the adjoint of the reverse pass (`diff::complementarity`), so the
+/// final state is simulated first for the output map. Returns the values,
+/// the output rows' gradient and the number of reclassified steps.
+fn aware_grad(
+    scene: &Scene,
+    outputs: &[names::Output],
+    inputs: &[dualsim::diff::Input],
+    opts: &DiffOptions,
+) -> Result<(Vec<f64>, DMat<f64>, usize), dualsim::diff::DiffError> {
+    let last = dualsim::sim::rollout(&scene.world, &scene.initial, &scene.controls, scene.steps)?
+        .last()
+        .clone();
+    let n = 2 * scene.world.model.nv;
+    let (value, weights) =
+        names::output_rows(&scene.world, &last, &DMat::<f64>::identity(n, n), outputs)?;
+    let g = dualsim::diff::aware_rollout_gradient(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        inputs,
+        &weights,
+        opts,
+    )?;
+    Ok((value, g.gradient, g.reclassified_steps))
 }
 
 fn bench(path: &Path, json: bool) -> ExitCode {
@@ -1268,7 +1326,7 @@ fn load_objective(path: &Path) -> Result<(Scene, dualsim::opt::Objective), ExitC
     }
 }
 
-fn matrix_json(m: &dualsim::math::DMat<f64>) -> Vec<Vec<f64>> {
+fn matrix_json(m: &DMat<f64>) -> Vec<Vec<f64>> {
     m.row_iter().map(|r| r.iter().copied().collect()).collect()
 }
 

@@ -27,6 +27,7 @@
 
 pub mod batch;
 pub mod check;
+pub mod complementarity;
 mod implicit;
 pub mod names;
 #[doc(hidden)]
@@ -38,6 +39,7 @@ mod step;
 pub use crate::contact::dense_solve;
 pub use batch::batch_rollout_jacobians;
 pub use check::{check, BlockReport, CheckOptions, CheckReport, CheckStatus};
+pub use complementarity::{aware_rollout_gradient, AwareGradient, Gradient};
 pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{seeded, Param};
@@ -94,6 +96,21 @@ pub enum DiffError {
     /// A parameter does not exist in this world.
     #[error("{0}")]
     BadParam(String),
+    /// A derivative option that this backend or method does not implement
+    /// (refused, never ignored).
+    #[error(
+        "option `{option}` is not supported with backend `{backend}` and method `{method}`: {why}"
+    )]
+    Unsupported {
+        /// The option and its value (e.g. `--gradient complementarity_aware`).
+        option: &'static str,
+        /// The world's contact backend.
+        backend: &'static str,
+        /// The derivative method.
+        method: &'static str,
+        /// What is supported instead.
+        why: &'static str,
+    },
 }
 
 impl<T: crate::Scalar> From<crate::sim::RolloutError<T>> for DiffError {

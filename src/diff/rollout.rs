@@ -237,9 +237,20 @@ pub fn rollout_jacobian(
     method: Method,
     opts: &DiffOptions,
 ) -> Result<RolloutJacobian, DiffError> {
+    super::complementarity::check(world, method, opts)?;
     let mut w = world.clone();
     if let Some(rho) = opts.rho {
         w.params.rho = rho;
+    }
+    if opts.gradient == super::Gradient::ComplementarityAware {
+        let weights = DMat::identity(2 * w.model.nv, 2 * w.model.nv);
+        let g = super::complementarity::aware_rollout_gradient(
+            &w, x0, controls, steps, inputs, &weights, opts,
+        )?;
+        return Ok(RolloutJacobian {
+            last: g.last,
+            jacobian: g.gradient,
+        });
     }
     match method {
         Method::Ift => ift_rollout(&w, x0, controls, steps, inputs, opts),

@@ -3,6 +3,7 @@
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
+use super::complementarity::{self, Gradient};
 use super::{seeded, DiffError, ImplicitStep, Method, Param};
 use crate::contact::backend::dense_jacobian;
 use crate::dynamics::free::{difference_model, integrate_model};
@@ -24,6 +25,10 @@ pub struct DiffOptions {
     pub fd_eps: f64,
     /// How `ift` assembles `∂r/∂θ`. Default [`Partials::Kernel`].
     pub partials: Partials,
+    /// Which gradient: the exact one (default) or Nimble's
+    /// complementarity-aware one (`ift` with the `lcp` backend only,
+    /// [`super::complementarity`]).
+    pub gradient: Gradient,
 }
 
 impl Default for DiffOptions {
@@ -32,6 +37,7 @@ impl Default for DiffOptions {
             rho: None,
             fd_eps: 1e-6,
             partials: Partials::Kernel,
+            gradient: Gradient::Exact,
         }
     }
 }
@@ -187,7 +193,7 @@ fn residual_param_jacobian<B: ImplicitStep>(
 /// them, otherwise (and with [`Partials::Dual`]) by
 /// [`residual_param_jacobian`].
 #[allow(clippy::too_many_arguments)]
-fn param_partials<B: ImplicitStep>(
+pub(crate) fn param_partials<B: ImplicitStep>(
     b: &B,
     p: &crate::contact::StepProblem<'_, f64>,
     world: &World<f64>,
@@ -309,11 +315,24 @@ fn ift<B: ImplicitStep>(
         Some(ws) => b.solve_root_with(&p, ws)?,
         None => b.solve_root(&p)?,
     };
-    let nv = world.model.nv;
     let jth = param_partials(b, &p, world, state, u, &st, &y, params, partials)?;
     let dy = -b
         .solve_jacobian_velocity(&p, &st, &y, &jth)
         .map_err(singular)?;
+    ift_output(world, state, params, &y, &dy)
+}
+
+/// The output map of [`ift`] (its step 4): the step Jacobian from the
+/// root `y` and `dy/dθ` (rows: `y`'s unknowns, `v⁺` first; one column per
+/// parameter of `params`).
+pub(crate) fn ift_output(
+    world: &World<f64>,
+    state: &State<f64>,
+    params: &[Param],
+    y: &DVec<f64>,
+    dy: &DMat<f64>,
+) -> Result<StepJacobian, DiffError> {
+    let nv = world.model.nv;
     let v_next = y.rows(0, nv).into_owned();
     let q_next =
         integrate_model(&world.model, &state.q, &v_next, world.dt).map_err(SimError::from)?;
@@ -742,7 +761,7 @@ pub fn step_jacobian_with(
     opts: &DiffOptions,
     workspace: &mut crate::contact::Workspace<f64>,
 ) -> Result<StepJacobian, DiffError> {
-    if method != Method::Ift {
+    if method != Method::Ift || opts.gradient != Gradient::Exact {
         return step_jacobian(world, state, u, params, method, opts);
     }
     crate::sim::check_inputs(world, state, u)?;
@@ -785,7 +804,11 @@ pub fn step_jacobian(
     // the solve of `ift` and `fd` does not go through `sim::step`: the same
     // input checks (a non-finite control is an error, not a NaN Jacobian)
     crate::sim::check_inputs(world, state, u)?;
+    complementarity::check(world, method, opts)?;
     let w = with_rho(world, opts);
+    if opts.gradient == Gradient::ComplementarityAware {
+        return complementarity::aware_step_jacobian(&w, state, u, params, opts);
+    }
     if with_world_backend!(w, |b| b.splits(&w.problem(state, u)))? {
         return split_jacobian(&w, state, u, params, method, opts.fd_eps);
     }
