@@ -4,9 +4,11 @@
 //! * a box resting on a plane (edge 0.5, m = 1, μ = 0.5) and a 20-sphere
 //!   pile (as `benches/jacobian.rs`), under `ipm` with the exact cone,
 //!   `ipm` with the pyramid and `lcp` (pyramid: `lcp`'s box friction);
-//! * two kneeling quadrupeds (`benches/data/two_quadrupeds.toml`: 36
-//!   dofs, 16 contacts) under `ipm`: the step, `ift` and central finite
-//!   differences (`fd`), whose ratio is the analytic Jacobian's speedup.
+//! * two kneeling quadrupeds (`benches/data/two_quadrupeds.toml`: two
+//!   robots of 14 dofs, 28 in all) and a snake robot of 30 dofs lying on
+//!   the ground (`benches/data/snake.toml`, 25 contacts) under `ipm`: the
+//!   step, `ift` and central finite differences (`fd`), whose ratio is the
+//!   analytic Jacobian's speedup.
 //!
 //! Each input is a fixed settled state; every iteration starts from a
 //! fresh copy (`iter_batched`), so each step is cold (no warm start). A
@@ -149,38 +151,42 @@ fn bench(c: &mut Criterion) {
         g.finish();
     }
 
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/two_quadrupeds.toml");
-    let scene = dualsim::scene::load(&path).unwrap();
-    let w = scene.world;
-    let traj = rollout(&w, &scene.initial, &scene.controls, 10).unwrap();
-    let x = traj.last().clone();
-    let u = scene.controls.at(10).clone();
-    let ps = params(w.model.nv);
-    eprintln!(
-        "two_quadrupeds: {} dofs, {} parameters",
-        w.model.nv,
-        ps.len()
-    );
-    let mut g = c.benchmark_group("backends_two_quadrupeds");
-    g.sample_size(10).sampling_mode(SamplingMode::Flat);
-    g.bench_function("ipm_step", |b| {
-        b.iter_batched(
-            || x.clone(),
-            |x| step(&w, &x, &u).unwrap(),
-            BatchSize::SmallInput,
-        )
-    });
-    for m in [Method::Ift, Method::Fd] {
-        g.bench_function(format!("ipm_step_{}_jacobian", m.name()), |b| {
+    for name in ["two_quadrupeds", "snake"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("benches/data")
+            .join(format!("{name}.toml"));
+        let scene = dualsim::scene::load(&path).unwrap();
+        let w = scene.world;
+        let traj = rollout(&w, &scene.initial, &scene.controls, 10).unwrap();
+        let x = traj.last().clone();
+        let u = scene.controls.at(10).clone();
+        let ps = params(w.model.nv);
+        let contacts = step(&w, &x, &u).unwrap().contacts.len();
+        eprintln!(
+            "{name}: {} dofs, {contacts} contacts, {} parameters",
+            w.model.nv,
+            ps.len()
+        );
+        let mut g = c.benchmark_group(format!("backends_{name}"));
+        g.sample_size(10).sampling_mode(SamplingMode::Flat);
+        g.bench_function("ipm_step", |b| {
             b.iter_batched(
                 || x.clone(),
-                |x| step_jacobian(&w, &x, &u, &ps, m, &o).unwrap(),
+                |x| step(&w, &x, &u).unwrap(),
                 BatchSize::SmallInput,
             )
         });
+        for m in [Method::Ift, Method::Fd] {
+            g.bench_function(format!("ipm_step_{}_jacobian", m.name()), |b| {
+                b.iter_batched(
+                    || x.clone(),
+                    |x| step_jacobian(&w, &x, &u, &ps, m, &o).unwrap(),
+                    BatchSize::SmallInput,
+                )
+            });
+        }
+        g.finish();
     }
-    g.finish();
 }
 
 criterion_group!(benches, bench);
