@@ -222,6 +222,8 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
         "Δv {dv}"
     );
     w.backends.single_level.restart_after = 0;
+    // Without the continuation fallback too, which would rescue the step.
+    w.backends.single_level.continuation_iterations = 0;
     let without = run_drop(kind, &w, 97, 1.5);
     println!("without restart: {without:?}");
     assert!(
