@@ -52,6 +52,13 @@
 //! is restarted once from the same `v⁺` with
 //! every cone variable at 1 instead of 0.01; both attempts count against
 //! the iteration cap ([`Params::restart_after`]).
+//! A step whose attempts both fail at the cap is solved again by
+//! continuation in ρ ([`Params::continuation_iterations`]): at a large ρ
+//! from the usual start, then at smaller ρ down to the step's own, each
+//! stage warm-started from the previous root; the last stage meets the
+//! step's own convergence test, so the answer is a root of the same
+//! residual (and the `ift` derivatives are taken there as for any step);
+//! its iterations are added to the step's.
 //! With `DUALSIM_SL_TRACE` set, every iteration is traced on stderr
 //! (`trace`, a debugging aid).
 //! Every decision is taken on primal values, so the solve runs in any
