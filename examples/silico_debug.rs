@@ -4,6 +4,7 @@
 //! `KEY=VALUE` overrides: `cap` (iteration cap, default 30), `mu` (the
 //! friction coefficient of the box and the ground, default the scene's) and the
 //! interior-point tuning `restart_after`, `restart_step`, `restart_scale`,
+//! `continuation_iterations`, `continuation_from`,
 //! `initial_scale`, `warm_start`, `nesterov_todd`, `fraction_to_boundary`,
 //! `recenter_below` (defaults: the library's). Set `DUALSIM_SL_TRACE=1`
 //! for `single_level`'s per-iteration trace on stderr.
@@ -37,6 +38,10 @@ fn main() {
             "restart_after" => params.restart_after = v.parse().expect("an integer"),
             "restart_step" => params.restart_step = f(),
             "restart_scale" => params.restart_scale = f(),
+            "continuation_iterations" => {
+                params.continuation_iterations = v.parse().expect("an integer")
+            }
+            "continuation_from" => params.continuation_from = f(),
             "initial_scale" => params.initial_scale = f(),
             "warm_start" => params.warm_start = b(),
             "nesterov_todd" => params.nesterov_todd = b(),

@@ -6,7 +6,7 @@
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
 //!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
-//!     [--restart-after K] [--restart-step A] [--failures]
+//!     [--restart-after K] [--restart-step A] [--continuation N] [--failures]
 //! ```
 //!
 //! `--failures` lists every failed drop run (rate, ρ, seed), the step that
@@ -62,6 +62,7 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
 struct Tuning {
     restart_after: Option<usize>,
     restart_step: Option<f64>,
+    continuation: Option<usize>,
 }
 
 impl Tuning {
@@ -69,6 +70,9 @@ impl Tuning {
         if let Some(k) = self.restart_after {
             w.backends.single_level.restart_after = k;
             w.backends.bilevel.restart_after = k;
+        }
+        if let Some(n) = self.continuation {
+            w.backends.single_level.continuation_iterations = n;
         }
         if let Some(a) = self.restart_step {
             w.backends.single_level.restart_step = a;
@@ -137,6 +141,24 @@ fn drop_table(
     }
     let all: Vec<&DropRun> = res.iter().collect();
     row("all".into(), &all);
+    let cont: usize = res.iter().map(|r| r.continued).sum();
+    if cont > 0 {
+        let ci: usize = res.iter().map(|r| r.continued_iterations).sum();
+        let cmax = res
+            .iter()
+            .filter(|r| r.continued > 0)
+            .map(|r| r.continued_iterations / r.continued)
+            .max()
+            .unwrap_or(0);
+        let steps: usize = res.iter().map(|r| r.steps).sum();
+        let iters: usize = res.iter().map(|r| r.iterations).sum();
+        println!(
+            "\nsteps solved by the continuation in ρ: {cont} in {} runs, {:.1} iterations each on average (failed attempts included; largest run mean {cmax}); mean iterations / step without them: {:.2}",
+            res.iter().filter(|r| r.continued > 0).count(),
+            ci as f64 / cont as f64,
+            (iters - ci) as f64 / (steps - cont).max(1) as f64
+        );
+    }
     if failures {
         println!("\nfailed runs:\n");
         println!("| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) | at a 10× cap |");
@@ -338,6 +360,7 @@ fn main() {
     let experiment = opt("--experiment").unwrap_or_else(|| "all".into());
     let tuning = Tuning {
         restart_after: opt("--restart-after").map(|s| s.parse().expect("--restart-after K")),
+        continuation: opt("--continuation").map(|s| s.parse().expect("--continuation N")),
         restart_step: opt("--restart-step").map(|s| s.parse().expect("--restart-step A")),
     };
     let drops: Vec<Drop> = match opt("--drop").as_deref() {

@@ -218,6 +218,21 @@ pub struct Params {
     /// See [`Params::restart_after`]. Default 1: a start far inside the
     /// cones, the opposite of `initial_scale`'s default.
     pub restart_scale: f64,
+    /// `single_level` only: a step whose attempts fail at the iteration
+    /// cap is solved again by continuation in ρ: first at the relaxation
+    /// [`Params::continuation_from`] from the usual start, then at smaller
+    /// ρ down to the step's own, each stage warm-started from the previous
+    /// stage's solution (a stage that fails is retried from the last
+    /// solution with a smaller reduction of ρ). The answer is a root of
+    /// the step's own problem, accepted by its own convergence test. This
+    /// is the budget of iterations of all stages together, counted on top
+    /// of the failed attempts' in the step's iterations. 0 disables.
+    /// Default 300.
+    pub continuation_iterations: usize,
+    /// See [`Params::continuation_iterations`]: the first ρ of the
+    /// continuation (it is skipped when the step's ρ is not below a tenth
+    /// of it). Default 3e-2.
+    pub continuation_from: f64,
 }
 
 impl Default for Params {
@@ -245,6 +260,8 @@ impl Default for Params {
             restart_after: 10,
             restart_step: 0.2,
             restart_scale: 1.0,
+            continuation_iterations: 300,
+            continuation_from: 3e-2,
         }
     }
 }
@@ -267,6 +284,7 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         ("initial_scale", p.initial_scale),
         ("restart_step", p.restart_step),
         ("restart_scale", p.restart_scale),
+        ("continuation_from", p.continuation_from),
         ("newton.tolerance", p.newton.tolerance),
     ];
     for (k, x) in positive {
@@ -295,6 +313,12 @@ pub fn check_params(p: &Params) -> Result<(), String> {
             100_000,
         ),
         ("restart_after", p.restart_after, 0, 100_000),
+        (
+            "continuation_iterations",
+            p.continuation_iterations,
+            0,
+            100_000,
+        ),
         ("newton.max_iterations", p.newton.max_iterations, 1, 100_000),
     ];
     for (k, n, lo, hi) in counts {

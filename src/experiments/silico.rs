@@ -287,6 +287,13 @@ pub struct DropRun {
     pub max_penetration: f64,
     /// Mean over completed steps of the step's penetration (m).
     pub mean_penetration: f64,
+    /// Completed steps that took more iterations than the cap: steps whose
+    /// attempts failed and that `single_level`'s continuation in ρ solved
+    /// ([`crate::contact::mehrotra::Params::continuation_iterations`]).
+    pub continued: usize,
+    /// Sum of the iterations of the [`DropRun::continued`] steps (their
+    /// failed attempts and the continuation together).
+    pub continued_iterations: usize,
 }
 
 /// Penetration depth of the lowest vertex below `z = 0` (≥ 0).
@@ -317,6 +324,10 @@ pub fn run_drop(kind: Drop, world: &World<f64>, seed: u64, duration: f64) -> Dro
                 x = o.state;
                 out.steps += 1;
                 out.iterations += o.stats.iterations;
+                if o.stats.iterations > world.params.max_iterations {
+                    out.continued += 1;
+                    out.continued_iterations += o.stats.iterations;
+                }
                 let p = penetration(&verts, &x.q);
                 pen_sum += p;
                 out.max_penetration = out.max_penetration.max(p);

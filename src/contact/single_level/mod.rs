@@ -52,6 +52,13 @@
 //! is restarted once from the same `v⁺` with
 //! every cone variable at 1 instead of 0.01; both attempts count against
 //! the iteration cap ([`Params::restart_after`]).
+//! A step whose attempts both fail at the cap is solved again by
+//! continuation in ρ ([`Params::continuation_iterations`]): at a large ρ
+//! from the usual start, then at smaller ρ down to the step's own, each
+//! stage warm-started from the previous root; the last stage meets the
+//! step's own convergence test, so the answer is a root of the same
+//! residual (and the `ift` derivatives are taken there as for any step);
+//! its iterations are added to the step's.
 //! With `DUALSIM_SL_TRACE` set, every iteration is traced on stderr
 //! (`trace`, a debugging aid).
 //! Every decision is taken on primal values, so the solve runs in any
@@ -1446,10 +1453,14 @@ fn solve_island<T: Scalar>(
     params: &Params,
     cap: usize,
     stall: Option<(usize, f64)>,
+    start: Option<DVec<T>>,
 ) -> Result<IslSol<T>, SolveError> {
     let sp = p.params;
     let rho = sp.rho;
-    let mut u = initial_point(p, isl, v0, params)?;
+    let mut u = match start {
+        Some(u) => u,
+        None => initial_point(p, isl, v0, params)?,
+    };
     let res = |u: &DVec<T>| {
         island_residual(
             p,
@@ -1656,13 +1667,13 @@ fn solve_with_restart<T: Scalar>(
 ) -> Result<IslSol<T>, SolveError> {
     let max = p.params.max_iterations;
     let stall = (params.restart_after > 0).then_some((params.restart_after, params.restart_step));
-    match solve_island(p, pf, isl, v0, params, max, stall) {
+    let first = match solve_island(p, pf, isl, v0, params, max, stall, None) {
         Err(SolveError::MaxIterations { iters, .. }) if iters < max => {
             let again = Params {
                 initial_scale: params.restart_scale,
                 ..*params
             };
-            match solve_island(p, pf, isl, v0, &again, max - iters, None) {
+            match solve_island(p, pf, isl, v0, &again, max - iters, None, None) {
                 Ok(mut sol) => {
                     sol.iterations += iters;
                     Ok(sol)
@@ -1680,7 +1691,99 @@ fn solve_with_restart<T: Scalar>(
             }
         }
         other => other,
+    };
+    match first {
+        Err(SolveError::MaxIterations { iters, .. }) if params.continuation_iterations > 0 => {
+            match continuation(p, pf, isl, v0, params) {
+                Some(mut sol) => {
+                    sol.iterations += iters;
+                    Ok(sol)
+                }
+                None => first,
+            }
+        }
+        other => other,
     }
+}
+
+/// Smallest reduction `ρ_next / ρ` of the continuation (after failed
+/// stages the reduction is brought towards 1 down to this).
+const CONT_MIN_REDUCTION: f64 = 0.9;
+
+/// Iteration cap of one continuation stage.
+const CONT_STAGE_CAP: usize = 40;
+
+/// The continuation in ρ of a step whose attempts failed
+/// ([`Params::continuation_iterations`]): `None` when it does not reach the
+/// step's ρ within its budget. The returned iterations are the
+/// continuation's own.
+fn continuation<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+) -> Option<IslSol<T>> {
+    let target = p.params.rho;
+    let from = params.continuation_from;
+    if target > 0.1 * from {
+        return None;
+    }
+    let budget = params.continuation_iterations;
+    let mut used = 0_usize;
+    // One stage at relaxation `rho` from `start` (None: the usual start).
+    let stage = |rho: f64, start: Option<DVec<T>>, used: &mut usize| {
+        let sp = crate::contact::SolverParams {
+            rho,
+            accept_at_cap: false,
+            ..*p.params
+        };
+        let spf = crate::contact::SolverParams { rho, ..sp };
+        let ps = StepProblem { params: &sp, ..*p };
+        let pfs = StepProblem { params: &spf, ..*pf };
+        let cap = CONT_STAGE_CAP.min(budget.saturating_sub(*used));
+        if cap == 0 {
+            return None;
+        }
+        match solve_island(&ps, &pfs, isl, v0, params, cap, None, start) {
+            Ok(sol) => {
+                *used += sol.iterations;
+                Some(sol)
+            }
+            Err(SolveError::MaxIterations { iters, .. }) => {
+                *used += iters;
+                None
+            }
+            Err(_) => {
+                *used += cap;
+                None
+            }
+        }
+    };
+    let mut sol = stage(from, None, &mut used)?;
+    let mut rho = from;
+    let mut reduction: f64 = 0.5;
+    while used < budget {
+        let next = (rho * reduction).max(target);
+        match stage(next, Some(sol.u.clone()), &mut used) {
+            Some(s) => {
+                sol = s;
+                rho = next;
+                if rho <= target {
+                    sol.iterations = used;
+                    return Some(sol);
+                }
+                reduction = (reduction * reduction).max(1e-2);
+            }
+            None => {
+                reduction = reduction.sqrt();
+                if reduction > CONT_MIN_REDUCTION {
+                    return None;
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Islands of bodies connected by pairs: `(bodies, global → local, pair indices)`.
