@@ -21,23 +21,27 @@
 //!    of the sub-step (gap above [`TOUCH`]).
 //! 2. No root: the ordinary step of duration `τ` ends the step.
 //! 3. A root: the ordinary step of duration `t_c` brings the pair to
-//!    `φ = 0`; then the impact: the velocity-level boxed LCP of the
-//!    contacts touching there (gap ≤ [`TOUCH`]), `M(v' − v⁻) = Jᵀf`
-//!    with the normal rows `v_n' + e min(v_n⁻, 0) ≥ 0 ⊥ f_n ≥ 0` (Newton's
-//!    law, `e` the pair's combined restitution) and the friction box;
-//!    then `τ ← τ − t_c` from `(q_c, v')` and back to 1 (at most
-//!    [`MAX_IMPACTS`] impacts per step, then a typed error).
+//!    `φ = 0`; then the impact at `q_c = q(t_c)`: the velocity-level
+//!    boxed LCP of the contacts touching there (gap ≤ [`TOUCH`]),
+//!    `M(v' − v⁻) = Wᵀf` with the contact frames and impulse maps `W`
+//!    at `q_c`, the normal rows `v_n' + e min(v_n⁻, 0) ≥ 0 ⊥ f_n ≥ 0`
+//!    (`v_n = W_n v`; Newton's law, `e` the pair's combined restitution)
+//!    and the friction box; then `τ ← τ − t_c` from `(q_c, v')` and back
+//!    to 1 (at most [`MAX_IMPACTS`] impacts per step, then a typed
+//!    error).
 //!
 //! Pairs touching at the start of a sub-step are handled by the
 //! sub-step's contact solve, with Newton's law on the ones approaching
 //! (`lcp`'s restitution bias, see the backend docs).
 //!
-//! The impact solve is the `lcp` contact solve restricted to touching
-//! contacts, with no applied forces, over the step's `h` as the time
-//! scale of its rows: `φ(q_c ⊕ h v')/h + e min(v_n⁻, 0) ≥ 0`. With
-//! `φ(q_c) = 0` this is `v_n' ≥ −e v_n⁻` exactly when the gap is linear
-//! in the motion (sphere–plane, head-on sphere–sphere); an oblique
-//! sphere–sphere impact has an `O(h |v_t|² / R)` excess separation.
+//! The impact has no time scale: its rows are `W(q_c) v'`, exact for any
+//! geometry (two equal frictionless balls with `e = 1` exchange the
+//! normal components of their velocities along the line of centres at
+//! `t_c`, whatever the obliquity). Its active set is solved for on primal
+//! values; the active set's rows are linear in `(v', f)` and are solved
+//! in the scalar type (`impact`), so the derivative parts of `v'` carry
+//! those of `W(q_c)` — the impact normal's dependence on `q_c`, hence on
+//! `t_c` and the start of the step.
 //!
 //! # Times of impact
 //!
