@@ -514,7 +514,10 @@ fn island_residual<T: Scalar, F: Formulation>(
 
 /// The per-candidate friction coefficients in `T` from the materials
 /// (their derivative parts flow), in the f64 structure's order.
-fn candidates_in<T: Scalar>(p: &StepProblem<'_, T>, cands: &[Candidate<f64>]) -> Vec<Candidate<T>> {
+pub(crate) fn candidates_in<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    cands: &[Candidate<f64>],
+) -> Vec<Candidate<T>> {
     cands
         .iter()
         .map(|c| Candidate {

@@ -21,23 +21,27 @@
 //!    of the sub-step (gap above [`TOUCH`]).
 //! 2. No root: the ordinary step of duration `τ` ends the step.
 //! 3. A root: the ordinary step of duration `t_c` brings the pair to
-//!    `φ = 0`; then the impact: the velocity-level boxed LCP of the
-//!    contacts touching there (gap ≤ [`TOUCH`]), `M(v' − v⁻) = Jᵀf`
-//!    with the normal rows `v_n' + e min(v_n⁻, 0) ≥ 0 ⊥ f_n ≥ 0` (Newton's
-//!    law, `e` the pair's combined restitution) and the friction box;
-//!    then `τ ← τ − t_c` from `(q_c, v')` and back to 1 (at most
-//!    [`MAX_IMPACTS`] impacts per step, then a typed error).
+//!    `φ = 0`; then the impact at `q_c = q(t_c)`: the velocity-level
+//!    boxed LCP of the contacts touching there (gap ≤ [`TOUCH`]),
+//!    `M(v' − v⁻) = Wᵀf` with the contact frames and impulse maps `W`
+//!    at `q_c`, the normal rows `v_n' + e min(v_n⁻, 0) ≥ 0 ⊥ f_n ≥ 0`
+//!    (`v_n = W_n v`; Newton's law, `e` the pair's combined restitution)
+//!    and the friction box; then `τ ← τ − t_c` from `(q_c, v')` and back
+//!    to 1 (at most [`MAX_IMPACTS`] impacts per step, then a typed
+//!    error).
 //!
 //! Pairs touching at the start of a sub-step are handled by the
 //! sub-step's contact solve, with Newton's law on the ones approaching
 //! (`lcp`'s restitution bias, see the backend docs).
 //!
-//! The impact solve is the `lcp` contact solve restricted to touching
-//! contacts, with no applied forces, over the step's `h` as the time
-//! scale of its rows: `φ(q_c ⊕ h v')/h + e min(v_n⁻, 0) ≥ 0`. With
-//! `φ(q_c) = 0` this is `v_n' ≥ −e v_n⁻` exactly when the gap is linear
-//! in the motion (sphere–plane, head-on sphere–sphere); an oblique
-//! sphere–sphere impact has an `O(h |v_t|² / R)` excess separation.
+//! The impact has no time scale: its rows are `W(q_c) v'`, exact for any
+//! geometry (two equal frictionless balls with `e = 1` exchange the
+//! normal components of their velocities along the line of centres at
+//! `t_c`, whatever the obliquity). Its active set is solved for on primal
+//! values; the active set's rows are linear in `(v', f)` and are solved
+//! in the scalar type (`impact`), so the derivative parts of `v'` carry
+//! those of `W(q_c)` — the impact normal's dependence on `q_c`, hence on
+//! `t_c` and the start of the step.
 //!
 //! # Times of impact
 //!
@@ -71,10 +75,15 @@
 use super::Lcp;
 use crate::collision::sphere_box::sphere_box;
 use crate::contact::candidates::silico::conic_inradius;
+use super::solver::{self, LcpError, Status};
+use crate::contact::candidates::{candidates_into, DetectScratch, Partner};
 use crate::contact::delassus;
-use crate::contact::{ContactBackend, SolveError, StepProblem, StepSolution};
+use crate::contact::island::{islands, Island, UnitKind};
+use crate::contact::space::evaluate::evaluate;
+use crate::contact::{ContactBackend, ContactImpulse, SolveError, StepProblem, StepSolution};
+use crate::dynamics::free::world_inertia;
 use crate::geometry::Shape;
-use crate::math::{DVec, Pose, Vec3};
+use crate::math::{DMat, DVec, Pose, Vec3};
 use crate::Scalar;
 
 /// Gap (m) at or below which a pair is touching: it has no time of impact
@@ -425,45 +434,212 @@ fn add_stats<T: Scalar>(acc: &mut StepSolution<T>, s: StepSolution<T>) {
     acc.v_next = s.v_next;
 }
 
-/// The time scale of an impact solve's rows: `h`, or less so that no
-/// body moves more than a tenth of the smallest shape's inradius in it
-/// (the rows are velocity-level, `(φ(q_c ⊕ s v') − φ(q_c))/s`, and the
-/// gap must stay linear over `s`: a thin wall is not crossed).
-fn impact_scale<T: Scalar>(p: &StepProblem<'_, T>, v: &DVec<T>, h: f64) -> f64 {
-    let shapes = p
-        .shapes
+/// The impact at `(q_c, v⁻)` (`p.q`, `p.v`): the velocity-level boxed LCP
+/// of the touching contacts (gap ≤ [`TOUCH`]) with the contact frames
+/// and the impulse maps `W` at `q_c` (module docs),
+///
+/// `M(v' − v⁻) = Wᵀf`, `w = W v' + (e min(W_n v⁻, 0), 0, 0)`,
+///
+/// normal rows `w_n ≥ 0 ⊥ f_n ≥ 0`, friction rows the box. Per island, the
+/// active set is solved for on primal values; the rows of that active set
+/// are linear in `y = (v', f)`, `K(θ) y = b(θ)`, and `y` is the f64 solution
+/// refined by `DERIVATIVE_ORDER + 1` steps `y ← y − K₀⁺ (K y − b)` (`K₀` the
+/// primal `K`, pseudo-inverse for redundant contacts), so that its
+/// derivative parts are those of the active set's solution (the impact
+/// normal's dependence on `q_c` included). Returns `(v', contacts)`.
+fn impact<T: Scalar>(
+    lcp: &Lcp,
+    p: &StepProblem<'_, T>,
+) -> Result<(DVec<T>, Vec<ContactImpulse<T>>, usize), SolveError> {
+    let cands = delassus::with_primal(p, |pf| -> Result<_, SolveError> {
+        let mut detect = DetectScratch::default();
+        let mut cands = Vec::new();
+        candidates_into(pf, TOUCH, &mut detect, &mut cands);
+        let mut keep = Vec::new();
+        for island in islands(pf.model, cands) {
+            let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &zero_xs(&island))?;
+            for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
+                if ce.contact.gap <= TOUCH {
+                    keep.push(c.clone());
+                }
+            }
+        }
+        Ok(keep)
+    })?;
+    let mut v_next = p.v.clone();
+    let mut out = Vec::new();
+    let mut iters = 0;
+    for island in islands(p.model, delassus::candidates_in(p, &cands)) {
+        let (n, m) = (island.dim(), island.contacts.len());
+        if m == 0 {
+            continue;
+        }
+        let ev = evaluate(p, &island, &DVec::zeros(n), &zero_xs(&island))?;
+        // Mass matrix (block diagonal per unit) and W (3m × n) at q_c.
+        let mut mass = DMat::<T>::zeros(n, n);
+        for u in &island.units {
+            let UnitKind::Body(g) = u.kind else {
+                return Err(SolveError::Unsupported {
+                    backend: Lcp::NAME,
+                    what: "continuous collision with articulated robots (ccd = true steps free bodies only)",
+                });
+            };
+            let o = u.offset;
+            for d in 0..3 {
+                mass[(o + d, o + d)] = p.model.bodies[g].inertia.mass;
+            }
+            let iw = world_inertia(p.model, g, p.q);
+            mass.view_mut((o + 3, o + 3), (3, 3)).copy_from(&iw);
+        }
+        let mut w = DMat::<T>::zeros(3 * m, n);
+        for (c, ce) in ev.contacts.iter().enumerate() {
+            for (u, blk) in &ce.blocks {
+                let o = island.units[*u].offset;
+                for r in 0..3 {
+                    for k in 0..blk.ncols() {
+                        w[(3 * c + r, o + k)] += blk[(r, k)];
+                    }
+                }
+            }
+        }
+        let vm = island.gather(p.v);
+        let wv = &w * &vm;
+        let bias: Vec<T> = island
+            .contacts
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let vn = wv[3 * k];
+                let e = delassus::pair_restitution(p, c.a, c.b);
+                if vn.re() < 0.0 {
+                    e * vn
+                } else {
+                    T::zero()
+                }
+            })
+            .collect();
+        let mus: Vec<T> = island.contacts.iter().map(|c| c.mu).collect();
+        // The boxed LCP on primal values: A = W M⁻¹ Wᵀ, b = W v⁻ + bias.
+        let re = |x: &DMat<T>| x.map(|x| x.re());
+        let (wf, mf) = (re(&w), re(&mass));
+        let minv = mf
+            .clone()
+            .try_inverse()
+            .ok_or(SolveError::Singular("mass matrix of an impact"))?;
+        let minv_wt = &minv * wf.transpose();
+        let a = &wf * &minv_wt;
+        let mut c = wv.map(|x| x.re());
+        for k in 0..m {
+            c[3 * k] += bias[k].re();
+        }
+        let muf: Vec<f64> = mus.iter().map(|x| x.re()).collect();
+        let (lo, hi, fi) = super::bounds(&muf);
+        let prob = solver::Problem {
+            a: &a,
+            b: &c,
+            lo: &lo,
+            hi: &hi,
+            findex: &fi,
+        };
+        let mut ws = solver::Workspace::new(3 * m);
+        let st = match solver::solve(&prob, &lcp.options(), None, &mut ws) {
+            Ok(st) => st,
+            Err(LcpError::Invalid(what)) => return Err(SolveError::Singular(what)),
+            Err(LcpError::Unsolved { residual, .. }) => {
+                return Err(SolveError::MaxIterations {
+                    iters: 0,
+                    residual,
+                    complementarity: residual,
+                })
+            }
+        };
+        iters += st.pivots + st.exhaustive_tried + st.pgs_sweeps;
+        let f0 = ws.x.clone();
+        // The active set's rows, K y = b, in T.
+        let dim = n + 3 * m;
+        let mut kk = DMat::<T>::zeros(dim, dim);
+        let mut rhs = DVec::<T>::zeros(dim);
+        kk.view_mut((0, 0), (n, n)).copy_from(&mass);
+        kk.view_mut((0, n), (n, 3 * m))
+            .copy_from(&(-w.transpose()));
+        rhs.rows_mut(0, n).copy_from(&(&mass * &vm));
+        for k in 0..m {
+            let fk = nalgebra::Vector3::new(f0[3 * k], f0[3 * k + 1], f0[3 * k + 2]);
+            let sts = super::statuses(muf[k], &fk);
+            for d in 0..3 {
+                let row = n + 3 * k + d;
+                match (d, sts[d]) {
+                    // w_d = 0: W_d v' = −bias
+                    (_, Status::Free) => {
+                        for j in 0..n {
+                            kk[(row, j)] = w[(3 * k + d, j)];
+                        }
+                        if d == 0 {
+                            rhs[row] = -bias[k];
+                        }
+                    }
+                    (0, _) => kk[(row, n + 3 * k)] = T::one(),
+                    (_, Status::Hi) => {
+                        kk[(row, n + 3 * k + d)] = T::one();
+                        kk[(row, n + 3 * k)] = -mus[k];
+                    }
+                    (_, _) => {
+                        kk[(row, n + 3 * k + d)] = T::one();
+                        kk[(row, n + 3 * k)] = mus[k];
+                    }
+                }
+            }
+        }
+        let k0inv = delassus::pinv(&re(&kk))?;
+        let v0 = vm.map(|x| x.re()) + &minv_wt * &f0;
+        let mut y = DVec::<T>::zeros(dim);
+        for i in 0..n {
+            y[i] = T::from_re(v0[i]);
+        }
+        for i in 0..3 * m {
+            y[n + i] = T::from_re(f0[i]);
+        }
+        for _ in 0..=T::DERIVATIVE_ORDER {
+            let r = &kk * &y - &rhs;
+            for i in 0..dim {
+                let mut acc = T::zero();
+                for j in 0..dim {
+                    acc += T::from_re(k0inv[(i, j)]) * r[j];
+                }
+                y[i] -= acc;
+            }
+        }
+        island.scatter(&y.rows(0, n).into_owned(), &mut v_next);
+        for (k, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
+            let f = [y[n + 3 * k], y[n + 3 * k + 1], y[n + 3 * k + 2]];
+            let (t1, t2) = ce.tangents;
+            out.push(ContactImpulse {
+                body_a: cand.a,
+                body_b: match cand.b {
+                    Partner::Body(j) => Some(j),
+                    Partner::Static(_) => None,
+                },
+                point: ce.contact.point_a,
+                normal: ce.contact.normal,
+                normal_impulse: f[0],
+                tangent_impulse: t1 * f[1] + t2 * f[2],
+                gap: ce.contact.gap,
+            });
+        }
+    }
+    Ok((v_next, out, iters))
+}
+
+fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
+    island
+        .contacts
         .iter()
-        .flatten()
-        .chain(p.statics.iter().map(|s| &s.shape));
-    let size = shapes
-        .map(conic_inradius)
-        .filter(|r| *r > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let mut speed: f64 = 0.0;
-    for (i, b) in p.model.bodies.iter().enumerate() {
-        let rad = p.shapes[i]
-            .as_ref()
-            .and_then(crate::collision::bounding_radius)
-            .unwrap_or(0.0);
-        let k = b.idx_v;
-        let lin = (0..3).map(|d| v[k + d].re().powi(2)).sum::<f64>().sqrt();
-        let ang = (3..6).map(|d| v[k + d].re().powi(2)).sum::<f64>().sqrt();
-        speed = speed.max(lin + ang * rad);
-    }
-    if speed > 0.0 && size.is_finite() {
-        h.min(0.1 * size / speed)
-    } else {
-        h
-    }
+        .map(|c| DVec::zeros(c.law.size()))
+        .collect()
 }
 
 /// The split step (module docs) in any scalar.
 pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution<T>, SolveError> {
-    let impact = Lcp {
-        params: lcp.params,
-        impact: true,
-    };
-    let zero_u = DVec::zeros(p.u.len());
     let mut acc = StepSolution {
         q_next: p.q.clone(),
         v_next: p.v.clone(),
@@ -486,39 +662,22 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
             return Ok(acc);
         };
         let ps = pairs(lcp, &sub, tau.re())?;
-        // Known defect, refused rather than answered: through an impact
-        // between two free bodies the dual-number derivative disagrees
-        // with finite differences and with the closed form on oblique
-        // impacts (two spheres r = 0.1 at 1 m/s, offset 1e-3: ∂y₂⁺/∂y₁ =
-        // −0.29 against −0.35). Finite differences (f64) still run.
-        if T::DERIVATIVE_ORDER > 0 && matches!(ps[k].other, Other::Body { .. }) {
-            return Err(SolveError::Unsupported {
-                backend: Lcp::NAME,
-                what: "derivatives (ift, lift, unrolled) through an impact between two bodies \
-                       under continuous collision: not exact in this build (use --method fd)",
-            });
-        }
         let tc = refine(&sub, &ps[k], t0);
         // The ordinary step up to the impact.
         let pre = StepProblem { h: tc, ..sub };
         let s = delassus::solve(lcp, &pre)?.0;
         add_stats(&mut acc, s);
-        // The impact: touching contacts only, no applied forces.
+        // The impact at q(t_c): touching contacts only, velocity level.
         let (qc, vc) = (acc.q_next.clone(), acc.v_next.clone());
-        let h_imp = impact_scale(p, &vc, p.h.re());
         let imp = StepProblem {
             q: &qc,
             v: &vc,
-            u: &zero_u,
-            gravity: Vec3::zeros(),
-            h: T::from_re(h_imp),
             ..*p
         };
-        let s = delassus::solve(&impact, &imp)?.0;
-        acc.stats.iterations += s.stats.iterations;
-        acc.contacts.extend(s.contacts);
-        acc.v_next = s.v_next;
-        acc.q_next = qc;
+        let (v_imp, cs, its) = impact(lcp, &imp)?;
+        acc.stats.iterations += its;
+        acc.contacts.extend(cs);
+        acc.v_next = v_imp;
         tau -= tc;
     }
     Err(SolveError::Unsupported {

@@ -139,7 +139,7 @@ pub struct Lcp {
 
 /// The boxed LCP rows of one contact (normal, then its two friction rows
 /// with `findex` to the normal).
-fn bounds(mu: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<Option<usize>>) {
+pub(crate) fn bounds(mu: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<Option<usize>>) {
     let n = 3 * mu.len();
     let (mut lo, mut hi, mut fi) = (vec![0.0; n], vec![f64::INFINITY; n], vec![None; n]);
     for (k, m) in mu.iter().enumerate() {
@@ -154,7 +154,7 @@ fn bounds(mu: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<Option<usize>>) {
 
 /// The status of each row of one contact's impulse `z` (primal values):
 /// the active set the solver settled on.
-fn statuses(mu: f64, z: &Vector3<f64>) -> [Status; 3] {
+pub(crate) fn statuses(mu: f64, z: &Vector3<f64>) -> [Status; 3] {
     let tol = 1e-12 * z.amax();
     let sn = if z[0] > tol { Status::Free } else { Status::Lo };
     let st = |t: f64| {
