@@ -703,6 +703,36 @@ fn solve_island<F: Formulation>(
     })
 }
 
+/// Refuses a candidate of a shape pair without a closed form (a conic
+/// candidate, `parts` set: any pair with a cylinder, cone, ellipsoid,
+/// polytope, padded polygon or bundle, or two capsules within 5.7° of
+/// parallel). Its gap is the conic program's scaling `α* − 1`, not a
+/// distance, while the contact-space linearization takes the normal row
+/// of `W` (the contact point's velocity along the normal) as the gap's
+/// rate: `ŷ_N = φ/h` and `A f + c` then disagree by the factor between
+/// the two, and the linearization loop does not converge (residual 3–30
+/// on `bundles`, `peg_in_hole`, `polytope_drop`).
+pub fn refuse_conic<F: Formulation>(
+    p: &StepProblem<'_, f64>,
+    cands: &[Candidate<f64>],
+) -> Result<(), SolveError> {
+    let Some(c) = cands.iter().find(|c| c.parts.is_some()) else {
+        return Ok(());
+    };
+    let name = |b: Partner| match b {
+        Partner::Body(j) => p.model.bodies[j].name.clone(),
+        Partner::Static(j) => p.statics[j].name.clone(),
+    };
+    let a = name(Partner::Body(c.a));
+    Err(SolveError::UnsupportedPair {
+        backend: F::NAME,
+        what: "a shape pair without a closed-form contact (its gap is the conic collision \
+               program's scaling, not a distance; closed-form pairs: sphere, capsule and box \
+               against the plane and each other, capsules not within 5.7° of parallel)",
+        pair: Box::new([a, name(c.b)]),
+    })
+}
+
 /// The f64 step of a contact-space backend: `(solution, y*, structure)`.
 pub fn solve_f64<F: Formulation>(
     form: &F,
@@ -723,6 +753,7 @@ pub fn solve_f64<F: Formulation>(
     let mut detect = DetectScratch::default();
     let mut cands = Vec::new();
     candidates_into(p, dp.margin, &mut detect, &mut cands);
+    refuse_conic::<F>(p, &cands)?;
     if let Some(touch) = form.touching_only() {
         let mut far = Vec::new();
         for island in islands(p.model, cands.clone()) {
@@ -774,6 +805,7 @@ pub fn solve_f64<F: Formulation>(
         penetrating_into(p, &out.q_next, &mut detect, &mut found);
         found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
         if !found.is_empty() && round < 3 && form.touching_only().is_none() {
+            refuse_conic::<F>(p, &found)?;
             cands.extend(found);
             continue;
         }

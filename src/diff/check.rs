@@ -20,7 +20,12 @@
 //! not a derivative: such columns are left out of the `fd` comparison and
 //! counted per block ([`BlockReport::fd_skipped`]) and in total
 //! ([`CheckReport::fd_skipped_columns`]); `ift`, `lift` and `unrolled` are
-//! still compared there. A block whose `fd` comparison has no column left,
+//! still compared there. A column whose second differences at ε/2, ε and
+//! 2ε grow as a smooth map's (`1 : 4 : 16`: a barrier's curvature at the
+//! scale of ε, not a kink) is compared, with the column taken from the
+//! Richardson extrapolation of the central differences at ε/2 and ε
+//! ([`second_difference_is_quadratic`](super::second_difference_is_quadratic)).
+//! A block whose `fd` comparison has no column left,
 //! or more than [`CheckOptions::max_fd_skipped_share`] of its columns
 //! skipped, fails: a check cannot pass with `fd` compared on nothing. A
 //! scene with nothing to compare (no moving body or robot) does not pass

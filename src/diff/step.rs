@@ -688,6 +688,48 @@ pub fn second_difference_grows(s_eps: &DVec<f64>, s_2eps: &DVec<f64>) -> bool {
     s_2eps.amax() >= 1.5 * s_eps.amax()
 }
 
+/// Whether `s(2h) ≈ 4 s(h)` (within ±25 %, on the ∞-norms): the growth
+/// of a smooth map's second difference, `s(h) ≈ h² f''`.
+fn quadratic_ratio(s_h: &DVec<f64>, s_2h: &DVec<f64>) -> bool {
+    let r = s_2h.amax() / s_h.amax();
+    (3.0..=5.0).contains(&r)
+}
+
+/// The second half of `fd`'s kink test: given the second differences at
+/// ε/2, ε and 2ε, whether they grow as a smooth map's (`1 : 4 : 16`,
+/// each ratio within ±25 %, and the two ratios' vectors aligned:
+/// `‖s(2ε) − 4 s(ε)‖∞ ≤ ‖s(2ε)‖∞ / 4`, the same for `s(ε)` against
+/// `s(ε/2)`).
+///
+/// A slope jump `J` at `|a| < 2ε` gives `s(h) = J (h − |a|)⁺`: the ratios
+/// `s(ε)/s(ε/2)` and `s(2ε)/s(ε)` cannot both be 4 (the first is 4 at
+/// `|a| = ε/3`, where the second is 2.5), so a kink is never taken for
+/// curvature; the column of a map this test accepts is the Richardson
+/// extrapolation `(4 D(ε/2) − D(ε)) / 3` of the central differences
+/// `D(h)`, whose truncation error is `O(ε⁴)` instead of `ε² f'''/6`.
+///
+/// ```
+/// use dualsim::diff::second_difference_is_quadratic;
+/// use dualsim::math::DVec;
+/// let at = |f: &dyn Fn(f64) -> f64, h: f64| DVec::from_vec(vec![f(h) + f(-h) - 2.0 * f(0.0)]);
+/// let smooth = |x: f64| (1.0 + x / 1e-6).exp(); // curvature scale 1e-6
+/// let e = 1e-7;
+/// assert!(second_difference_is_quadratic(&at(&smooth, e / 2.0), &at(&smooth, e), &at(&smooth, 2.0 * e)));
+/// let kink = |x: f64| (x - e / 3.0).abs();
+/// assert!(!second_difference_is_quadratic(&at(&kink, e / 2.0), &at(&kink, e), &at(&kink, 2.0 * e)));
+/// ```
+pub fn second_difference_is_quadratic(
+    s_half: &DVec<f64>,
+    s_eps: &DVec<f64>,
+    s_2eps: &DVec<f64>,
+) -> bool {
+    let aligned = |a: &DVec<f64>, b: &DVec<f64>| (b - a * 4.0).amax() <= 0.25 * b.amax();
+    quadratic_ratio(s_half, s_eps)
+        && quadratic_ratio(s_eps, s_2eps)
+        && aligned(s_half, s_eps)
+        && aligned(s_eps, s_2eps)
+}
+
 fn fd<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -721,20 +763,57 @@ fn fd<B: ImplicitStep>(
         let central = (&plus - &minus) / (2.0 * eps);
         // forward − backward one-sided slopes = s(ε)/ε, s the second difference
         let s1 = &plus + &minus - &zero * 2.0;
-        let mut kink = false;
-        if s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0) {
-            // is the jump in the map's slope, or error of the solves? Measure
-            // the second difference again at 2ε (see `second_difference_grows`);
-            // a failed solve there counts as not smooth.
-            kink = match run(2.0 * eps).and_then(|(p2, _)| Ok((p2, run(-2.0 * eps)?.0))) {
-                Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
-                Err(_) => true,
-            };
-        }
+        // The second difference at 2ε, for the kink test and for
+        // Richardson's extrapolation `(4 D(ε) − D(2ε)) / 3` where the
+        // second difference grows as a smooth map's (truncation
+        // `O(ε⁴)`: a barrier's curvature at the scale of ε leaves the
+        // central difference a truncation error `ε² f‴/6` above `fd`'s
+        // tolerance). A failed solve there counts as not smooth.
+        let pair =
+            |h: f64| -> Result<(DVec<f64>, DVec<f64>), DiffError> { Ok((run(h)?.0, run(-h)?.0)) };
+        let mut column = central.clone();
+        let candidate = s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0);
+        let kink = match pair(2.0 * eps) {
+            // (only a kink candidate needs the solve at 2ε)
+            Err(_) => candidate,
+            Ok((p2, m2)) => {
+                let s2 = &p2 + &m2 - &zero * 2.0;
+                let grows = second_difference_grows(&s1, &s2);
+                if quadratic_ratio(&s1, &s2) {
+                    // curvature, not round-off, dominates within ±2ε
+                    // (`s(2ε) ≈ 4 s(ε)`): extrapolate (where round-off
+                    // dominates, extrapolating would amplify it by 4/3)
+                    let central2 = (&p2 - &m2) / (4.0 * eps);
+                    column = (&central * 4.0 - central2) / 3.0;
+                }
+                if !candidate || !grows {
+                    false
+                } else if !quadratic_ratio(&s1, &s2) {
+                    true
+                } else {
+                    // Grows 4-fold: a smooth map's curvature at the scale
+                    // of ε, or a kink at ε/3? Measure at ε/2 (see
+                    // `second_difference_is_quadratic`).
+                    match pair(0.5 * eps) {
+                        Ok((ph, mh)) => {
+                            let sh = &ph + &mh - &zero * 2.0;
+                            if second_difference_is_quadratic(&sh, &s1, &s2) {
+                                let half = (&ph - &mh) / eps;
+                                column = (half * 4.0 - &central) / 3.0;
+                                false
+                            } else {
+                                true
+                            }
+                        }
+                        Err(_) => true,
+                    }
+                }
+            }
+        };
         if kink || !B::same_structure(&sp, &st0) || !B::same_structure(&sm, &st0) {
             changed.push(c);
         }
-        jac.set_column(c, &central);
+        jac.set_column(c, &column);
     }
     Ok(StepJacobian {
         next: nominal,

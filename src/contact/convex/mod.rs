@@ -606,8 +606,10 @@ pub fn inverse<T: Scalar>(
     let p0 = StepProblem { u: &zero_u, ..*p };
     // Candidates and impulse scales as the forward step sets them (both
     // functions of the start of the step).
-    let cands: Vec<Candidate<f64>> =
-        with_primal(p, |pf| candidates(pf, backend.params.margin));
+    let cands: Vec<Candidate<f64>> = with_primal(p, |pf| {
+        let cands = candidates(pf, backend.params.margin);
+        delassus::refuse_conic::<Convex>(pf, &cands).map(|_| cands)
+    })?;
     let mut r_dyn = DVec::zeros(nv);
     momentum_residual(p.model, p.q, p.v, v_next, &zero_u, &p.gravity, p.h, &mut r_dyn)?;
     // Robots: the contact step's impulse balance `h (RNEA(q, v, (v⁺ − v)/h)
