@@ -250,7 +250,13 @@ pub fn check(
             Ok(step_jacobian(world, x, u, &params, m, &opts.diff)?.jacobian)
         };
         let ji = jac(Method::Ift)?;
-        let fd = step_jacobian(world, x, u, &params, Method::Fd, &opts.diff)?;
+        // `check` compares against the extrapolated differences (`fd`'s
+        // Richardson columns, [`DiffOptions::fd_extrapolate`]).
+        let fd_opts = DiffOptions {
+            fd_extrapolate: true,
+            ..opts.diff
+        };
+        let fd = step_jacobian(world, x, u, &params, Method::Fd, &fd_opts)?;
         let others = [jac(Method::Lift)?, jac(Method::Unrolled)?, fd.jacobian];
         let jumps = &fd.nonsmooth;
         skipped += jumps.len();

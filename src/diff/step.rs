@@ -29,6 +29,12 @@ pub struct DiffOptions {
     /// complementarity-aware one (`ift` with the `lcp` backend only,
     /// [`super::complementarity`]).
     pub gradient: Gradient,
+    /// `fd` with Richardson extrapolation where a column's second
+    /// difference grows as a smooth map's (each column also solved at
+    /// ±2ε, so about twice the solves; see `fd`). Default `false`: plain
+    /// central differences (what the benchmarks compare against);
+    /// [`check`](super::check) turns it on.
+    pub fd_extrapolate: bool,
 }
 
 impl Default for DiffOptions {
@@ -38,6 +44,7 @@ impl Default for DiffOptions {
             fd_eps: 1e-6,
             partials: Partials::Kernel,
             gradient: Gradient::Exact,
+            fd_extrapolate: false,
         }
     }
 }
@@ -737,6 +744,7 @@ fn fd<B: ImplicitStep>(
     u: &DVec<f64>,
     params: &[Param],
     eps: f64,
+    extrapolate: bool,
 ) -> Result<StepJacobian, DiffError> {
     let nv = world.model.nv;
     let solve = |w: &World<f64>,
@@ -773,39 +781,50 @@ fn fd<B: ImplicitStep>(
             |h: f64| -> Result<(DVec<f64>, DVec<f64>), DiffError> { Ok((run(h)?.0, run(-h)?.0)) };
         let mut column = central.clone();
         let candidate = s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0);
-        let kink = match pair(2.0 * eps) {
-            // (only a kink candidate needs the solve at 2ε)
-            Err(_) => candidate,
-            Ok((p2, m2)) => {
-                let s2 = &p2 + &m2 - &zero * 2.0;
-                let grows = second_difference_grows(&s1, &s2);
-                if quadratic_ratio(&s1, &s2) {
-                    // curvature, not round-off, dominates within ±2ε
-                    // (`s(2ε) ≈ 4 s(ε)`): extrapolate (where round-off
-                    // dominates, extrapolating would amplify it by 4/3)
-                    let central2 = (&p2 - &m2) / (4.0 * eps);
-                    column = (&central * 4.0 - central2) / 3.0;
+        let kink = if !extrapolate {
+            // Plain central differences: the solve at 2ε only for a kink
+            // candidate (is the jump in the map's slope, or error of the
+            // solves? see `second_difference_grows`).
+            candidate
+                && match pair(2.0 * eps) {
+                    Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
+                    Err(_) => true,
                 }
-                if !candidate || !grows {
-                    false
-                } else if !quadratic_ratio(&s1, &s2) {
-                    true
-                } else {
-                    // Grows 4-fold: a smooth map's curvature at the scale
-                    // of ε, or a kink at ε/3? Measure at ε/2 (see
-                    // `second_difference_is_quadratic`).
-                    match pair(0.5 * eps) {
-                        Ok((ph, mh)) => {
-                            let sh = &ph + &mh - &zero * 2.0;
-                            if second_difference_is_quadratic(&sh, &s1, &s2) {
-                                let half = (&ph - &mh) / eps;
-                                column = (half * 4.0 - &central) / 3.0;
-                                false
-                            } else {
-                                true
+        } else {
+            match pair(2.0 * eps) {
+                // (only a kink candidate needs the solve at 2ε)
+                Err(_) => candidate,
+                Ok((p2, m2)) => {
+                    let s2 = &p2 + &m2 - &zero * 2.0;
+                    let grows = second_difference_grows(&s1, &s2);
+                    if quadratic_ratio(&s1, &s2) {
+                        // curvature, not round-off, dominates within ±2ε
+                        // (`s(2ε) ≈ 4 s(ε)`): extrapolate (where round-off
+                        // dominates, extrapolating would amplify it by 4/3)
+                        let central2 = (&p2 - &m2) / (4.0 * eps);
+                        column = (&central * 4.0 - central2) / 3.0;
+                    }
+                    if !candidate || !grows {
+                        false
+                    } else if !quadratic_ratio(&s1, &s2) {
+                        true
+                    } else {
+                        // Grows 4-fold: a smooth map's curvature at the scale
+                        // of ε, or a kink at ε/3? Measure at ε/2 (see
+                        // `second_difference_is_quadratic`).
+                        match pair(0.5 * eps) {
+                            Ok((ph, mh)) => {
+                                let sh = &ph + &mh - &zero * 2.0;
+                                if second_difference_is_quadratic(&sh, &s1, &s2) {
+                                    let half = (&ph - &mh) / eps;
+                                    column = (half * 4.0 - &central) / 3.0;
+                                    false
+                                } else {
+                                    true
+                                }
                             }
+                            Err(_) => true,
                         }
-                        Err(_) => true,
                     }
                 }
             }
@@ -897,7 +916,15 @@ pub fn step_jacobian(
         }
         Method::Lift => unrolled(&w, state, u, params, true),
         Method::Unrolled => unrolled(&w, state, u, params, false),
-        Method::Fd => with_world_backend!(w, |b| fd(&b, &w, state, u, params, opts.fd_eps)),
+        Method::Fd => with_world_backend!(w, |b| fd(
+            &b,
+            &w,
+            state,
+            u,
+            params,
+            opts.fd_eps,
+            opts.fd_extrapolate
+        )),
     }
 }
 
