@@ -11,7 +11,7 @@
 //! | [`Method::Ift`] | solve in f64; `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ`, the solves with `∂r/∂y` by the backend's own block-structured factorization at the solution ([`ImplicitStep::solve_jacobian`], factored once for all columns); `∂r/∂θ` exact: by default from generated `#[kernel]` Jacobians ([`ImplicitStep::kernel_partials`], see [`partials`]; free bodies and the closed-form contact pairs), otherwise ([`Partials::Dual`], robots) by dual-number evaluation of the generic residual in column blocks of 8 |
 //! | [`Method::Lift`] | solve in f64, then `k` Newton steps of the residual *in the scalar `T`* with the f64 factorization (`k` = derivative order): the dual parts are exact because they are nilpotent; works for any num-dual type (gradients, Hessians) |
 //! | [`Method::Unrolled`] | the whole solver in a dual scalar |
-//! | [`Method::Fd`] | central differences, perturbing on the manifold (`q ⊕ δ`); with [`DiffOptions::fd_extrapolate`] (as in [`check`]) also at 2ε, Richardson-extrapolated where smooth |
+//! | [`Method::Fd`] | central differences, perturbing on the manifold (`q ⊕ δ`); with [`DiffOptions::fd_extrapolate`] (as in [`check()`]) also at 2ε, Richardson-extrapolated where smooth |
 //!
 //! Inputs are named by [`Param`]; outputs are the next state in the tangent
 //! space of the nominal next state: rows `0..nv` are `q⁺(θ) ⊖ q⁺(θ₀)` and
