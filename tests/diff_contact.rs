@@ -487,13 +487,21 @@ fn an_inaccurate_fd_fails_instead_of_being_skipped() {
 }
 
 /// A block whose `fd` columns are skipped beyond the stated share fails:
-/// capsule_pile has columns skipped at the default ε (a contact at a
-/// capsule's segment end; 4 of the 24 shape columns, as `dualsim check`
-/// prints); with a share of 0 every block with a skipped
-/// column fails, with the default share (0.5) the scene passes.
+/// sliding_box under `implicit_ncp` has a column skipped at the default ε
+/// (the box coming to rest: the stick–slip kink of the friction law, as
+/// `dualsim check --solver implicit_ncp` prints); with a share of 0
+/// every block with a skipped column fails, with the default share (0.5)
+/// the scene passes.
 #[test]
 fn a_block_with_too_many_skipped_columns_fails() {
-    let s = load("capsule_pile.toml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/sliding_box.toml");
+    let s = scene::load_with(
+        &path,
+        &scene::LoadOptions {
+            solver: Some(dualsim::contact::SolverKind::ImplicitNcp),
+        },
+    )
+    .unwrap();
     let opts = |share: f64| CheckOptions {
         max_fd_skipped_share: share,
         diff: DiffOptions {
