@@ -5,7 +5,8 @@
 //!
 //! With `jac` after the kind, each step is `diff::step_jacobian` (the
 //! step and its full one-step Jacobian, state and control, by `ift`;
-//! iterations are then not counted). Each step is an independent
+//! iterations are then not counted; `jacfd`: the same by central
+//! differences, `diff::Method::Fd`). Each step is an independent
 //! `sim::step`; with `warm`, the steps are chained as in a rollout
 //! (`sim::step_into`, the allocation-free rollout step; `jac`:
 //! `diff::step_jacobian_with`) with `ipm`'s contact warm start (the
@@ -13,7 +14,7 @@
 //! the previous step's solution); with `chained`, chained the same way
 //! with every contact started cold.
 //!
-//! `cargo run --release --example profile_step -- [box|pile N|scene FILE] [jac] [warm|chained] [STEPS]`
+//! `cargo run --release --example profile_step -- [box|pile N|scene FILE] [jac|jacfd] [warm|chained] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
@@ -85,7 +86,8 @@ fn main() {
             (w, x0)
         }
     };
-    let jac = args.iter().any(|a| a == "jac");
+    let jac_fd = args.iter().any(|a| a == "jacfd");
+    let jac = jac_fd || args.iter().any(|a| a == "jac");
     // `warm`: chained steps with the contact warm start; `chained`:
     // chained steps with every contact started cold (the workspace still
     // reuses its buffers).
@@ -115,7 +117,11 @@ fn main() {
         if jac {
             // The step and its Jacobian from one solve (chained through
             // the workspace when warm).
-            let m = dualsim::diff::Method::Ift;
+            let m = if jac_fd {
+                dualsim::diff::Method::Fd
+            } else {
+                dualsim::diff::Method::Ift
+            };
             let j = if cold {
                 dualsim::diff::step_jacobian(&w, &x, &u, &params, m, &opts)
             } else {
