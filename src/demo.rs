@@ -21,7 +21,7 @@ pub fn derivative_check(scene: &Scene) -> Result<CheckReport, DiffError> {
         diff: DiffOptions {
             rho: None,
             fd_eps: 1e-7,
-            ..Default::default()
+            ..CheckOptions::default().diff
         },
         ..Default::default()
     };

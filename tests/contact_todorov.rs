@@ -710,7 +710,7 @@ fn convex_check_passes_on_sliding_contacts() {
         let copts = CheckOptions {
             diff: DiffOptions {
                 fd_eps: 1e-7,
-                ..Default::default()
+                ..CheckOptions::default().diff
             },
             ..Default::default()
         };

@@ -828,7 +828,7 @@ fn derivatives_through_conic_contacts_agree() {
             samples: 1,
             diff: DiffOptions {
                 fd_eps: 1e-7,
-                ..Default::default()
+                ..CheckOptions::default().diff
             },
             ..Default::default()
         };

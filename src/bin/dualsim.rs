@@ -736,7 +736,7 @@ fn check(
             rho,
             fd_eps,
             partials,
-            ..Default::default()
+            ..CheckOptions::default().diff
         },
         ..Default::default()
     };

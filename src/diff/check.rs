@@ -48,7 +48,12 @@ pub struct CheckOptions {
     /// Inputs of at most this many bodies are differentiated (all outputs
     /// are compared). Default 4.
     pub max_bodies: usize,
-    /// Derivative options (ρ, FD step).
+    /// Derivative options (ρ, FD step, extrapolation). Default: those of
+    /// [`DiffOptions::default`] but with
+    /// [`fd_extrapolate`](DiffOptions::fd_extrapolate) on, so that a
+    /// barrier's curvature at the scale of the FD step does not count as a
+    /// disagreement; build yours from `CheckOptions::default().diff` to
+    /// keep it (`DiffOptions { fd_eps: 1e-7, ..CheckOptions::default().diff }`).
     pub diff: DiffOptions,
     /// Tolerance of `lift` vs `ift` (relative). Default 1e-9.
     pub tol_lift: f64,
@@ -67,7 +72,10 @@ impl Default for CheckOptions {
         CheckOptions {
             samples: 3,
             max_bodies: 4,
-            diff: DiffOptions::default(),
+            diff: DiffOptions {
+                fd_extrapolate: true,
+                ..DiffOptions::default()
+            },
             tol_lift: 1e-9,
             tol_unrolled: 1e-7,
             tol_fd: 1e-5,
@@ -250,13 +258,10 @@ pub fn check(
             Ok(step_jacobian(world, x, u, &params, m, &opts.diff)?.jacobian)
         };
         let ji = jac(Method::Ift)?;
-        // `check` compares against the extrapolated differences (`fd`'s
-        // Richardson columns, [`DiffOptions::fd_extrapolate`]).
-        let fd_opts = DiffOptions {
-            fd_extrapolate: true,
-            ..opts.diff
-        };
-        let fd = step_jacobian(world, x, u, &params, Method::Fd, &fd_opts)?;
+        // `fd` as the options say: the default `CheckOptions` compare
+        // against the extrapolated differences (`fd`'s Richardson columns,
+        // [`DiffOptions::fd_extrapolate`]).
+        let fd = step_jacobian(world, x, u, &params, Method::Fd, &opts.diff)?;
         let others = [jac(Method::Lift)?, jac(Method::Unrolled)?, fd.jacobian];
         let jumps = &fd.nonsmooth;
         skipped += jumps.len();

@@ -33,7 +33,7 @@ pub struct DiffOptions {
     /// difference grows as a smooth map's (each column also solved at
     /// ±2ε, so about twice the solves; see `fd`). Default `false`: plain
     /// central differences (what the benchmarks compare against);
-    /// [`check`](super::check()) turns it on.
+    /// the default [`CheckOptions`](super::CheckOptions) turn it on.
     pub fd_extrapolate: bool,
 }
 
