@@ -181,7 +181,15 @@ pub fn contact_rows<T: Scalar>(mu: T, sigma: T, y: &Vector3<T>, f: &Vector3<T>) 
     let bound = mu * f[0];
     let rt = |k: usize| {
         let u = (f[k] - sigma * y[k]).re();
-        if u > bound.re() {
+        if bound.re() <= 0.0 {
+            // A contact without normal impulse: the box is the point
+            // f_t = 0, whatever the slip (even an exactly zero one).
+            if u >= 0.0 {
+                f[k] - bound
+            } else {
+                f[k] + bound
+            }
+        } else if u > bound.re() {
             f[k] - bound
         } else if u < -bound.re() {
             f[k] + bound
