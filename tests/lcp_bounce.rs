@@ -588,7 +588,7 @@ fn oblique_two_ball_jacobian_matches_the_closed_form_for_every_method() {
 /// 1e-6 for `fd` (ε = 1e-7 central differences). Before the separating
 /// contact's friction rows were fixed (`f_t = ±μ f_n` at `f_n = 0`, even
 /// at exactly zero slip) the exact methods gave `∂ω_b,z/∂y = −16.78`
-/// instead of `−125/7 = −17.857`.
+/// after 6 steps instead of `−125/7 = −17.857`.
 #[test]
 fn head_on_frictional_impact_jacobian_matches_the_closed_form_for_every_method() {
     let (h, r, v, mu, n) = (0.01, 0.1, 1.0, 0.1, 12);
