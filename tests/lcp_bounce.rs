@@ -566,3 +566,159 @@ fn oblique_two_ball_jacobian_matches_the_closed_form_for_every_method() {
         assert!(err < tol, "{method:?}: {err:e}");
     }
 }
+
+/// (g) Two equal solid balls (m = 1, r = 0.1, I = 2/5 m r², e = 1,
+/// friction μ = 0.1), exactly head-on under ccd: `a` at (−0.2503, y, z)
+/// moving at v = 1 m/s along x into `b` at rest at the origin, no
+/// gravity, 12 steps of 0.01 s (the impact at t_c = 0.0503 s, inside
+/// step 6). The derivative of the final state with respect to `a`'s
+/// lateral position `(y, z)` at `y = z = 0`, derived by hand: the impact
+/// normal is `n = (√(4r² − y² − z²), −y, −z)/2r`, the normal impulse
+/// `P_n = (1 + e)(m/2) v n_x`, and the slip at the contact point
+/// `u_t = v (x̂ − n_x n)` (`≈ v (0, y, z)/2r`). The tangential effective
+/// mass of the pair is `1/(2/m + 2r²/I) = m/7`; the impact sticks (the
+/// impulse `m u_t/7` that stops the slip is inside the box) while
+/// `|u_t|/7 ≤ μ v n_x`, i.e. up to 35° off head-on, so the map is smooth
+/// at `y = z = 0` (no kink: `f_t = 0` is inside the box). With
+/// `k = v/2r` and `c = m v/(14 I)`: `∂v_a,y/∂y = (6/7) k = −∂v_b,y/∂y`
+/// (normal part `k`, friction part `−k/7`), `∂ω_a,z/∂y = ∂ω_b,z/∂y = −c`
+/// (both balls spin the same way), `∂t_c/∂y = 0`, and the positions and
+/// orientations carry these over `t_end − t_c`; the same for `z` with
+/// `∂ω_{a,b},y/∂z = +c`. Tolerances: 1e-9 for `ift`, `lift`, `unrolled`,
+/// 1e-6 for `fd` (ε = 1e-7 central differences). Before the separating
+/// contact's friction rows were fixed (`f_t = ±μ f_n` at `f_n = 0`, even
+/// at exactly zero slip) the exact methods gave `∂ω_b,z/∂y = −16.78`
+/// after 6 steps instead of `−125/7 = −17.857`.
+#[test]
+fn head_on_frictional_impact_jacobian_matches_the_closed_form_for_every_method() {
+    let (h, r, v, mu, n) = (0.01, 0.1, 1.0, 0.1, 12);
+    let mut w = world(h, 0.0, true);
+    for name in ["a", "b"] {
+        w.add_body(
+            name,
+            1.0,
+            Mat3::identity() * (0.4 * r * r),
+            Some(Shape::Sphere { radius: r }),
+            Material {
+                friction: mu,
+                restitution: 1.0,
+            },
+        )
+        .unwrap();
+    }
+    let xa = -0.0503 - 2.0 * r;
+    let mut x0 = State::at_rest(&w.model, &[[xa, 0.0, 0.0], [0.0, 0.0, 0.0]]);
+    x0.v[0] = v;
+    let (m, inertia) = (1.0, 0.4 * r * r);
+    let tc = (-xa - 2.0 * r) / v;
+    let rest = n as f64 * h - tc;
+    let (k, c) = (v / (2.0 * r), m * v / (14.0 * inertia));
+    // Rows of the rollout Jacobian: tangent of q (a: 0..6, b: 6..12;
+    // linear then angular), then v (12..24). Columns: a's y, then z.
+    let mut want = [[0.0; 2]; 24];
+    for (col, (lat, spin, sign)) in [(1, 5, -1.0), (2, 4, 1.0)].into_iter().enumerate() {
+        let dv = 6.0 / 7.0 * k;
+        want[lat][col] = 1.0 + dv * rest; // a's position
+        want[6 + lat][col] = -dv * rest; // b's position
+        want[spin][col] = sign * c * rest; // a's orientation
+        want[6 + spin][col] = sign * c * rest; // b's orientation
+        want[12 + lat][col] = dv;
+        want[18 + lat][col] = -dv;
+        want[12 + spin][col] = sign * c;
+        want[18 + spin][col] = sign * c;
+    }
+    assert!((c - 125.0 / 7.0).abs() < 1e-12);
+    let inputs = [Input::Config(1), Input::Config(2)];
+    let controls = Controls::Constant(w.zero_control());
+    for (method, tol) in [
+        (Method::Ift, 1e-9),
+        (Method::Lift, 1e-9),
+        (Method::Unrolled, 1e-9),
+        (Method::Fd, 1e-6),
+    ] {
+        let j = rollout_jacobian(
+            &w,
+            &x0,
+            &controls,
+            n,
+            &inputs,
+            method,
+            &DiffOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{method:?}: {e}"))
+        .jacobian;
+        let mut err = 0.0f64;
+        for (row, want_row) in want.iter().enumerate() {
+            for (col, x) in want_row.iter().enumerate() {
+                err = err.max((j[(row, col)] - x).abs());
+            }
+        }
+        println!(
+            "head-on balls, mu = {mu}, {method:?}: d(omega_b,z)/d(y_a) = {:.12} (closed form \
+             {:.12}), d(v_b,y)/d(y_a) = {:.12} (closed form {:.12}), max error over 24 × 2 {err:.1e} \
+             (tolerance {tol:e})",
+            j[(23, 0)],
+            want[23][0],
+            j[(19, 0)],
+            want[19][0]
+        );
+        assert!(err < tol, "{method:?}: {err:e}");
+    }
+}
+
+/// Runs `dualsim check --json` on a scene; its report.
+fn check_report(scene: &str) -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(scene);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dualsim"))
+        .args(["check", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{scene}: no report ({e}), exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// (h) `dualsim check` on the `lcp` scenes outside `examples/scenes`
+/// (those are run by tests/check_examples.rs). Newton's cradle (five
+/// balls 1 mm apart, friction 0.1, four head-on frictional impacts in
+/// the first step) passes with no `fd` column skipped. The drone on the
+/// ground (`tests/data/nimble_drone.toml`, a box on its four corners)
+/// fails by design: every method agrees within tolerance on every
+/// compared column, and each failing block fails only because more than
+/// half of its `fd` columns are reported as kinks (a tilt lifts a
+/// corner).
+#[test]
+fn check_on_the_lcp_test_scenes() {
+    let cradle = check_report("tests/data/lcp_cradle.toml");
+    assert_eq!(cradle["status"], "passed", "{cradle:#}");
+    assert_eq!(cradle["fd_skipped_columns"], 0, "{cradle:#}");
+    let drone = check_report("tests/data/nimble_drone.toml");
+    assert_eq!(drone["status"], "failed");
+    let tol = [
+        ("ift_vs_lift", 1e-9),
+        ("ift_vs_unrolled", 1e-7),
+        ("ift_vs_fd", 1e-5),
+    ];
+    let mut failing = 0;
+    for b in drone["blocks"].as_array().unwrap() {
+        for (name, t) in tol {
+            let d = b["max_rel_diff"][name].as_f64().unwrap();
+            assert!(d <= t, "{b:#}");
+        }
+        if b["passed"] == false {
+            failing += 1;
+            let (cmp, skip) = (
+                b["fd_compared"].as_u64().unwrap(),
+                b["fd_skipped"].as_u64().unwrap(),
+            );
+            assert!(2 * skip > cmp + skip, "{b:#}");
+        }
+    }
+    println!("nimble_drone: {failing} blocks fail by their share of kink columns only");
+    assert!(failing > 0);
+}

@@ -147,13 +147,6 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     fn bounce_gap(&self, _ccd: bool) -> Option<f64> {
         None
     }
-
-    /// `Some(δ)`: an instantaneous impact solve — only the candidates
-    /// whose gap at `q` is at most `δ` take part, and no candidate is
-    /// added for penetration at `q⁺`. Default `None` (the ordinary step).
-    fn touching_only(&self) -> Option<f64> {
-        None
-    }
 }
 
 /// The combined restitution of a candidate pair (`restitution_combine`
@@ -181,9 +174,7 @@ pub fn pair_restitution<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner)
 /// (`v_n⁻ < 0`), reaching the surface within the step on their start
 /// velocity (`φ(q) + h v_n⁻ < 0`) and with a gap at most the
 /// formulation's [`bounce_gap`](Formulation::bounce_gap); the others get
-/// zero. In an impact solve ([`Formulation::touching_only`]) every
-/// contact is velocity-level: `b = e min(v_n⁻, 0) − max(φ, 0)/h`.
-/// `None` when the formulation has no impact law or no contact of the
+/// zero. `None` when the formulation has no impact law or no contact of the
 /// island bounces. Branches on primal values only.
 pub fn restitution_bias<T: Scalar, F: Formulation>(
     form: &F,
@@ -198,8 +189,7 @@ pub fn restitution_bias<T: Scalar, F: Formulation>(
         .iter()
         .map(|c| pair_restitution(p, c.a, c.b))
         .collect();
-    let impact = form.touching_only().is_some();
-    if !impact && es.iter().all(|e| e.re() <= 0.0) {
+    if es.iter().all(|e| e.re() <= 0.0) {
         return Ok(None);
     }
     let v0 = DVec::zeros(island.dim());
@@ -219,13 +209,7 @@ pub fn restitution_bias<T: Scalar, F: Formulation>(
                 }
                 let gap = ce.contact.gap;
                 let above = if gap.re() > 0.0 { gap } else { T::zero() };
-                let approach = if vn.re() < 0.0 { vn } else { T::zero() };
-                if impact {
-                    *e * approach - above / p.h
-                } else if e.re() > 0.0
-                    && vn.re() < 0.0
-                    && gap.re() <= touch
-                    && (gap + p.h * vn).re() < 0.0
+                if e.re() > 0.0 && vn.re() < 0.0 && gap.re() <= touch && (gap + p.h * vn).re() < 0.0
                 {
                     *e * vn - above / p.h
                 } else {
@@ -459,7 +443,7 @@ pub fn contact_velocities<T: Scalar>(ev: &Eval<T>, h: T) -> Vec<Vector3<T>> {
 
 /// Zero contact unknowns in each candidate's law layout (the evaluation's
 /// impulse terms vanish: `r_dyn` is the contact-free residual).
-fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
+pub(crate) fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
     island
         .contacts
         .iter()
@@ -754,23 +738,6 @@ pub fn solve_f64<F: Formulation>(
     let mut cands = Vec::new();
     candidates_into(p, dp.margin, &mut detect, &mut cands);
     refuse_conic::<F>(p, &cands)?;
-    if let Some(touch) = form.touching_only() {
-        let mut far = Vec::new();
-        for island in islands(p.model, cands.clone()) {
-            let ev = evaluate(
-                p,
-                &island,
-                &island.gather(p.v).map(|_| 0.0),
-                &zero_xs(&island),
-            )?;
-            for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
-                if ce.contact.gap > touch {
-                    far.push(c.key());
-                }
-            }
-        }
-        cands.retain(|c| !far.contains(&c.key()));
-    }
     let mut stats = InnerStats::default();
     // Candidate rounds: features penetrating at q⁺ that were no candidate
     // are added and the step solved again (as `ipm` does).
@@ -804,7 +771,7 @@ pub fn solve_f64<F: Formulation>(
         let mut found = Vec::new();
         penetrating_into(p, &out.q_next, &mut detect, &mut found);
         found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
-        if !found.is_empty() && round < 3 && form.touching_only().is_none() {
+        if !found.is_empty() && round < 3 {
             refuse_conic::<F>(p, &found)?;
             cands.extend(found);
             continue;

@@ -78,7 +78,7 @@ use crate::contact::candidates::silico::conic_inradius;
 use super::solver::{self, LcpError, Status};
 use crate::contact::candidates::{candidates_into, DetectScratch, Partner};
 use crate::contact::delassus;
-use crate::contact::island::{islands, Island, UnitKind};
+use crate::contact::island::{islands, UnitKind};
 use crate::contact::space::evaluate::evaluate;
 use crate::contact::{ContactBackend, ContactImpulse, SolveError, StepProblem, StepSolution};
 use crate::dynamics::free::world_inertia;
@@ -457,7 +457,7 @@ fn impact<T: Scalar>(
         candidates_into(pf, TOUCH, &mut detect, &mut cands);
         let mut keep = Vec::new();
         for island in islands(pf.model, cands) {
-            let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &zero_xs(&island))?;
+            let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;
             for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
                 if ce.contact.gap <= TOUCH {
                     keep.push(c.clone());
@@ -474,7 +474,7 @@ fn impact<T: Scalar>(
         if m == 0 {
             continue;
         }
-        let ev = evaluate(p, &island, &DVec::zeros(n), &zero_xs(&island))?;
+        let ev = evaluate(p, &island, &DVec::zeros(n), &delassus::zero_xs(&island))?;
         // Mass matrix (block diagonal per unit) and W (3m × n) at q_c.
         let mut mass = DMat::<T>::zeros(n, n);
         for u in &island.units {
@@ -628,14 +628,6 @@ fn impact<T: Scalar>(
         }
     }
     Ok((v_next, out, iters))
-}
-
-fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
-    island
-        .contacts
-        .iter()
-        .map(|c| DVec::zeros(c.law.size()))
-        .collect()
 }
 
 /// The split step (module docs) in any scalar.

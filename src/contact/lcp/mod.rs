@@ -48,7 +48,10 @@
 //!
 //! * normal: `ŷ_n` where `f_n − σ ŷ_n > 0` (clamping), else `f_n`;
 //! * friction: `f_t − μ f_n` above `+μ f_n`, `f_t + μ f_n` below `−μ f_n`,
-//!   else `ŷ_t` (sticking).
+//!   else `ŷ_t` (sticking); at `f_n = 0` always a bound's row (`f_t = 0`),
+//!   even where the slip is exactly zero (after a head-on frictional
+//!   impact): the sticking row there would leave the tangential impulse
+//!   unbounded in the derivative.
 //!
 //! At a root with strict complementarity the pieces are the solver's
 //! active set (kept in [`Structure::pieces`](crate::contact::delassus::Structure),
@@ -132,9 +135,6 @@ pub enum RatioName {
 pub struct Lcp {
     /// Tuning.
     pub params: Params,
-    /// The instantaneous impact solve of a split step ([`ccd`]): only
-    /// touching contacts, every one bouncing. False for the backend.
-    pub impact: bool,
 }
 
 /// The boxed LCP rows of one contact (normal, then its two friction rows
@@ -181,7 +181,15 @@ pub fn contact_rows<T: Scalar>(mu: T, sigma: T, y: &Vector3<T>, f: &Vector3<T>) 
     let bound = mu * f[0];
     let rt = |k: usize| {
         let u = (f[k] - sigma * y[k]).re();
-        if u > bound.re() {
+        if bound.re() <= 0.0 {
+            // A contact without normal impulse: the box is the point
+            // f_t = 0, whatever the slip (even an exactly zero one).
+            if u >= 0.0 {
+                f[k] - bound
+            } else {
+                f[k] + bound
+            }
+        } else if u > bound.re() {
             f[k] - bound
         } else if u < -bound.re() {
             f[k] + bound
@@ -210,11 +218,7 @@ impl Lcp {
 impl Formulation for Lcp {
     fn driver(&self) -> DriverParams {
         DriverParams {
-            margin: if self.impact {
-                ccd::TOUCH
-            } else {
-                self.params.margin
-            },
+            margin: self.params.margin,
             max_outer: self.params.max_outer_iterations,
         }
     }
@@ -295,15 +299,11 @@ impl Formulation for Lcp {
     /// only the contacts touching at the start of the (sub)step (the
     /// others are met exactly at a time of impact, [`ccd`]).
     fn bounce_gap(&self, ccd: bool) -> Option<f64> {
-        Some(if ccd || self.impact {
+        Some(if ccd {
             ccd::TOUCH
         } else {
             f64::INFINITY
         })
-    }
-
-    fn touching_only(&self) -> Option<f64> {
-        self.impact.then_some(ccd::TOUCH)
     }
 
     fn pieces(&self, mu: &[f64], z: &[Vector3<f64>]) -> Vec<u8> {
@@ -326,10 +326,7 @@ impl ContactBackend for Lcp {
     type Workspace<T: Scalar> = ();
 
     fn new(params: &Params) -> Self {
-        Lcp {
-            params: *params,
-            impact: false,
-        }
+        Lcp { params: *params }
     }
 
     fn check_params(p: &Params) -> Result<(), String> {
