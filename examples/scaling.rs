@@ -26,7 +26,7 @@
 //! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
 //!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N]
-//!     [--mu 0.5] [--rho 1e-6] [--ipm 'KEY = VALUE, ...']
+//!     [--mu 0.5] [--rho 1e-6] [--max-iterations 50] [--ipm 'KEY = VALUE, ...']
 //!     [--svg docs/images/scaling.svg]
 //! ```
 //!
@@ -50,6 +50,8 @@ const RADIUS: f64 = 0.1;
 /// `--mu` (default 0.5) and `--rho` (default 1e-6), set once in `main`.
 static FRICTION: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
 static RHO: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+/// `--max-iterations`: the step's iteration cap (`[sim] max_iterations`; default 50).
+static MAX_ITERATIONS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 static IPM: std::sync::OnceLock<dualsim::contact::mehrotra::Params> = std::sync::OnceLock::new();
 
 /// CPU time of the calling thread, in seconds (Linux), or wall-clock
@@ -79,6 +81,9 @@ fn thread_time() -> f64 {
 fn world_with(positions: &[[f64; 3]]) -> (World<f64>, State<f64>) {
     let mut w = World::<f64>::new(0.01);
     w.params.rho = *RHO.get().unwrap_or(&1e-6);
+    if let Some(&m) = MAX_ITERATIONS.get() {
+        w.params.max_iterations = m;
+    }
     let material = Material {
         friction: *FRICTION.get().unwrap_or(&0.5),
         restitution: 0.0,
@@ -333,6 +338,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     FRICTION.set(real("--mu", 0.5)).expect("set once");
     RHO.set(real("--rho", 1e-6)).expect("set once");
+    if let Some(m) = opt("--max-iterations") {
+        let m = m
+            .parse::<usize>()
+            .unwrap_or_else(|_| panic!("--max-iterations: expected a count, got `{m}`"));
+        MAX_ITERATIONS.set(m).expect("set once");
+    }
     if let Some(keys) = opt("--ipm") {
         let toml_text = keys.replace(',', "\n");
         let p = toml::from_str(&toml_text).unwrap_or_else(|e| {
