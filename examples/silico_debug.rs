@@ -5,6 +5,7 @@
 //! friction coefficient of the box and the ground, default the scene's) and the
 //! interior-point tuning `restart_after`, `restart_step`, `restart_scale`,
 //! `continuation_iterations`, `continuation_from`,
+//! `friction_continuation_iterations`, `friction_continuation_from`,
 //! `initial_scale`, `warm_start`, `nesterov_todd`, `fraction_to_boundary`,
 //! `recenter_below` (defaults: the library's). Set `DUALSIM_SL_TRACE=1`
 //! for `single_level`'s per-iteration trace on stderr.
@@ -42,6 +43,10 @@ fn main() {
                 params.continuation_iterations = v.parse().expect("an integer")
             }
             "continuation_from" => params.continuation_from = f(),
+            "friction_continuation_iterations" => {
+                params.friction_continuation_iterations = v.parse().expect("an integer")
+            }
+            "friction_continuation_from" => params.friction_continuation_from = f(),
             "initial_scale" => params.initial_scale = f(),
             "warm_start" => params.warm_start = b(),
             "nesterov_todd" => params.nesterov_todd = b(),

@@ -233,6 +233,23 @@ pub struct Params {
     /// continuation (it is skipped when the step's ρ is not below a tenth
     /// of it). Default 3e-2.
     pub continuation_from: f64,
+    /// `single_level` only: a step that the continuation in ρ
+    /// ([`Params::continuation_iterations`]) does not solve either is
+    /// solved again by continuation in friction: every pair's friction
+    /// coefficient scaled by [`Params::friction_continuation_from`], at
+    /// the step's own ρ (from the usual start, then by continuation in ρ
+    /// if that fails), then the scale raised towards 1, each stage
+    /// warm-started from the previous stage's root (the increment doubled
+    /// after a stage that converged, halved after one that did not). The
+    /// last stage is the step's own problem (its ρ, friction and time
+    /// step), accepted by its own convergence test, so the answer is a
+    /// root of the same residual. This is the budget of iterations of all
+    /// its stages, counted on top of the earlier attempts' in the step's
+    /// iterations. 0 disables. Default 300.
+    pub friction_continuation_iterations: usize,
+    /// See [`Params::friction_continuation_iterations`]: the first scale
+    /// of the friction coefficients, in (0, 1). Default 0.1.
+    pub friction_continuation_from: f64,
 }
 
 impl Default for Params {
@@ -262,6 +279,8 @@ impl Default for Params {
             restart_scale: 1.0,
             continuation_iterations: 300,
             continuation_from: 3e-2,
+            friction_continuation_iterations: 300,
+            friction_continuation_from: 0.1,
         }
     }
 }
@@ -273,6 +292,7 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         ("fraction_to_boundary", p.fraction_to_boundary),
         ("backtrack_factor", p.backtrack_factor),
         ("armijo", p.armijo),
+        ("friction_continuation_from", p.friction_continuation_from),
     ];
     for (k, x) in open01 {
         if !(x > 0.0 && x < 1.0) {
@@ -316,6 +336,12 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         (
             "continuation_iterations",
             p.continuation_iterations,
+            0,
+            100_000,
+        ),
+        (
+            "friction_continuation_iterations",
+            p.friction_continuation_iterations,
             0,
             100_000,
         ),
