@@ -61,9 +61,10 @@
 //! its iterations are added to the step's.
 //! A step that this does not solve either is solved again by
 //! continuation in friction ([`Params::friction_continuation_iterations`]):
-//! at the step's own ρ with every friction coefficient scaled by
-//! [`Params::friction_continuation_from`] (from the usual start, then by
-//! continuation in ρ if that fails), then with the scale raised to 1, each
+//! at ρ_f = max(ρ, [`Params::friction_continuation_rho`]) with every
+//! friction coefficient scaled by [`Params::friction_continuation_from`]
+//! (from the usual start, then by continuation in ρ if that fails), then
+//! with the scale raised to 1, then down in ρ to the step's own, each
 //! stage warm-started from the previous root; the last stage is the
 //! step's own island (its ρ, friction and time step) with its own
 //! convergence test, so again the answer is a root of the same residual.
@@ -1750,45 +1751,69 @@ fn continuation<T: Scalar>(
         return Err(0);
     }
     let budget = params.continuation_iterations;
-    let mut used = 0_usize;
-    // One stage at relaxation `rho` from `start` (None: the usual start).
-    let stage = |rho: f64, start: Option<DVec<T>>, used: &mut usize| {
-        let sp = crate::contact::SolverParams {
-            rho,
-            accept_at_cap: false,
-            ..*p.params
-        };
-        let spf = crate::contact::SolverParams { rho, ..sp };
-        let ps = StepProblem { params: &sp, ..*p };
-        let pfs = StepProblem { params: &spf, ..*pf };
-        let cap = CONT_STAGE_CAP.min(budget.saturating_sub(*used));
-        if cap == 0 {
-            return None;
-        }
-        match solve_island(&ps, &pfs, isl, v0, params, cap, None, start) {
-            Ok(sol) => {
-                *used += sol.iterations;
-                Some(sol)
-            }
-            Err(SolveError::MaxIterations { iters, .. }) => {
-                *used += iters;
-                None
-            }
-            Err(_) => {
-                *used += cap;
-                None
-            }
-        }
+    let cap = CONT_STAGE_CAP.min(budget);
+    let sol = solve_at_rho(p, pf, isl, v0, params, from, None, cap)?;
+    let used = sol.iterations;
+    descend(p, pf, isl, v0, params, from, sol, budget, used)
+}
+
+/// One stage of a continuation: the island at relaxation `rho` (the
+/// step's other settings unchanged) from `start` (None: the usual start),
+/// at most `cap` iterations; `Err(iterations used)` when it fails.
+#[allow(clippy::too_many_arguments)]
+fn solve_at_rho<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+    rho: f64,
+    start: Option<DVec<T>>,
+    cap: usize,
+) -> Result<IslSol<T>, usize> {
+    if cap == 0 {
+        return Err(0);
+    }
+    let sp = crate::contact::SolverParams {
+        rho,
+        accept_at_cap: false,
+        ..*p.params
     };
-    let Some(mut sol) = stage(from, None, &mut used) else {
-        return Err(used);
-    };
-    let mut rho = from;
+    let spf = crate::contact::SolverParams { rho, ..sp };
+    let ps = StepProblem { params: &sp, ..*p };
+    let pfs = StepProblem { params: &spf, ..*pf };
+    match solve_island(&ps, &pfs, isl, v0, params, cap, None, start) {
+        Ok(sol) => Ok(sol),
+        Err(SolveError::MaxIterations { iters, .. }) => Err(iters),
+        Err(_) => Err(cap),
+    }
+}
+
+/// The descent in ρ of [`continuation`] from a root `sol` at `rho` down
+/// to the step's own ρ, `used` iterations already spent of `budget`.
+/// On success the returned iterations are `used` plus the descent's.
+#[allow(clippy::too_many_arguments)]
+fn descend<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    v0: &DVec<T>,
+    params: &Params,
+    mut rho: f64,
+    mut sol: IslSol<T>,
+    budget: usize,
+    mut used: usize,
+) -> Result<IslSol<T>, usize> {
+    let target = p.params.rho;
     let mut reduction: f64 = 0.5;
     while used < budget {
         let next = (rho * reduction).max(target);
-        match stage(next, Some(sol.u.clone()), &mut used) {
-            Some(s) => {
+        let cap = CONT_STAGE_CAP.min(budget - used);
+        // The last stage is at the step's own ρ, with its own
+        // convergence test (and no acceptance at the cap).
+        match solve_at_rho(p, pf, isl, v0, params, next, Some(sol.u.clone()), cap) {
+            Ok(s) => {
+                used += s.iterations;
                 sol = s;
                 rho = next;
                 if rho <= target {
@@ -1797,7 +1822,8 @@ fn continuation<T: Scalar>(
                 }
                 reduction = (reduction * reduction).max(1e-2);
             }
-            None => {
+            Err(spent) => {
+                used += spent;
                 reduction = reduction.sqrt();
                 if reduction > CONT_MIN_REDUCTION {
                     return Err(used);
@@ -1828,9 +1854,11 @@ fn with_friction_scale<T: Scalar>(isl: &Isl<T>, scale: f64) -> Isl<T> {
 /// The continuation in friction of a step that the attempts and the
 /// continuation in ρ did not solve
 /// ([`Params::friction_continuation_iterations`]): `Err(iterations used)`
-/// when it does not reach the step's own friction within its budget. The
-/// last stage is solved on `isl` itself (the step's own residual). The
-/// returned iterations are its own.
+/// when it does not reach the step's own problem within its budget. The
+/// friction stages are at `ρ_f = max(ρ, friction_continuation_rho)`; the
+/// last one is on `isl` itself (the step's own friction), followed, when
+/// `ρ_f` is above the step's ρ, by the descent in ρ of [`continuation`]
+/// to the step's own problem. The returned iterations are its own.
 fn friction_continuation<T: Scalar>(
     p: &StepProblem<'_, T>,
     pf: &StepProblem<'_, f64>,
@@ -1840,10 +1868,20 @@ fn friction_continuation<T: Scalar>(
 ) -> Result<IslSol<T>, usize> {
     let budget = params.friction_continuation_iterations;
     let first = params.friction_continuation_from;
+    let rho_f = p.params.rho.max(params.friction_continuation_rho);
+    let sp = crate::contact::SolverParams {
+        rho: rho_f,
+        accept_at_cap: false,
+        ..*p.params
+    };
+    let spf = crate::contact::SolverParams { rho: rho_f, ..sp };
+    // The stages never accept an iterate at the cap.
+    let ps = StepProblem { params: &sp, ..*p };
+    let pfs = StepProblem { params: &spf, ..*pf };
     let mut used = 0_usize;
     // One stage at friction scale `s` (below 1 a copy of the island with
     // scaled coefficients; at 1 the island itself), optionally followed
-    // by the continuation in ρ when it fails.
+    // by the continuation in ρ (down to ρ_f) when it fails.
     let solve = |s: f64, start: Option<DVec<T>>, cap: usize, rho_fallback: bool| {
         let scaled;
         let il = if s >= 1.0 {
@@ -1852,7 +1890,7 @@ fn friction_continuation<T: Scalar>(
             scaled = with_friction_scale(isl, s);
             &scaled
         };
-        match solve_island(p, pf, il, v0, params, cap, None, start) {
+        match solve_island(&ps, &pfs, il, v0, params, cap, None, start) {
             Ok(sol) => Ok((sol, 0)),
             Err(e) => {
                 let spent = match e {
@@ -1860,7 +1898,7 @@ fn friction_continuation<T: Scalar>(
                     _ => cap,
                 };
                 if rho_fallback && params.continuation_iterations > 0 {
-                    match continuation(p, pf, il, v0, params) {
+                    match continuation(&ps, &pfs, il, v0, params) {
                         Ok(sol) => Ok((sol, spent)),
                         Err(more) => Err(spent + more),
                     }
@@ -1884,7 +1922,10 @@ fn friction_continuation<T: Scalar>(
         let cap = CONT_STAGE_CAP.min(budget - used);
         let attempt = solve(next, Some(sol.u.clone()), cap, false);
         if trace::enabled() {
-            eprintln!("friction stage {next:.4}: converged {}", attempt.is_ok());
+            eprintln!(
+                "friction stage {next:.4} at rho {rho_f:e}: converged {}",
+                attempt.is_ok()
+            );
         }
         match attempt {
             Ok((s, _)) => {
@@ -1892,8 +1933,11 @@ fn friction_continuation<T: Scalar>(
                 sol = s;
                 scale = next;
                 if scale >= 1.0 {
-                    sol.iterations = used;
-                    return Ok(sol);
+                    if rho_f <= p.params.rho {
+                        sol.iterations = used;
+                        return Ok(sol);
+                    }
+                    return descend(p, pf, isl, v0, params, rho_f, sol, budget, used);
                 }
                 increment *= 2.0;
             }
