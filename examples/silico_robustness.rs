@@ -7,7 +7,7 @@
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
 //!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
 //!     [--restart-after K] [--restart-step A] [--continuation N]
-//!     [--friction-continuation N] [--failures]
+//!     [--friction-continuation N] [--friction-continuation-rho R] [--failures]
 //! ```
 //!
 //! `--failures` lists every failed drop run (rate, ρ, seed), the step that
@@ -65,6 +65,7 @@ struct Tuning {
     restart_step: Option<f64>,
     continuation: Option<usize>,
     friction_continuation: Option<usize>,
+    friction_continuation_rho: Option<f64>,
 }
 
 impl Tuning {
@@ -78,6 +79,9 @@ impl Tuning {
         }
         if let Some(n) = self.friction_continuation {
             w.backends.single_level.friction_continuation_iterations = n;
+        }
+        if let Some(r) = self.friction_continuation_rho {
+            w.backends.single_level.friction_continuation_rho = r;
         }
         if let Some(a) = self.restart_step {
             w.backends.single_level.restart_step = a;
@@ -368,6 +372,8 @@ fn main() {
         continuation: opt("--continuation").map(|s| s.parse().expect("--continuation N")),
         friction_continuation: opt("--friction-continuation")
             .map(|s| s.parse().expect("--friction-continuation N")),
+        friction_continuation_rho: opt("--friction-continuation-rho")
+            .map(|s| s.parse().expect("--friction-continuation-rho R")),
         restart_step: opt("--restart-step").map(|s| s.parse().expect("--restart-step A")),
     };
     let drops: Vec<Drop> = match opt("--drop").as_deref() {
