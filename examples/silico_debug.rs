@@ -73,7 +73,7 @@ fn main() {
     for k in 0..(1.5 * hz) as usize {
         match dualsim::sim::step(&w, &x, &u) {
             Ok(o) => {
-                let n3 = |o: usize| (0..3).map(|d| o.state.v[o + d].powi(2)).sum::<f64>().sqrt();
+                let n3 = |i: usize| (0..3).map(|d| o.state.v[i + d].powi(2)).sum::<f64>().sqrt();
                 println!(
                     "{k}: it {} z {:.4} contacts {} speed {:.3} spin {:.3} energy {:.4}",
                     o.stats.iterations,
