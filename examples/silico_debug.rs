@@ -1,10 +1,13 @@
-//! Prints the per-step iterations of one polytope-drop run (debugging aid):
+//! Prints the per-step iterations, height, speed, spin and energy (kinetic
+//! plus potential, J) of one polytope-drop run (debugging aid):
 //! `cargo run --release --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar] [KEY=VALUE …]`.
 //!
 //! `KEY=VALUE` overrides: `cap` (iteration cap, default 30), `mu` (the
 //! friction coefficient of the box and the ground, default the scene's) and the
 //! interior-point tuning `restart_after`, `restart_step`, `restart_scale`,
 //! `continuation_iterations`, `continuation_from`,
+//! `friction_continuation_iterations`, `friction_continuation_from`,
+//! `friction_continuation_rho`,
 //! `initial_scale`, `warm_start`, `nesterov_todd`, `fraction_to_boundary`,
 //! `recenter_below` (defaults: the library's). Set `DUALSIM_SL_TRACE=1`
 //! for `single_level`'s per-iteration trace on stderr.
@@ -42,6 +45,11 @@ fn main() {
                 params.continuation_iterations = v.parse().expect("an integer")
             }
             "continuation_from" => params.continuation_from = f(),
+            "friction_continuation_iterations" => {
+                params.friction_continuation_iterations = v.parse().expect("an integer")
+            }
+            "friction_continuation_from" => params.friction_continuation_from = f(),
+            "friction_continuation_rho" => params.friction_continuation_rho = f(),
             "initial_scale" => params.initial_scale = f(),
             "warm_start" => params.warm_start = b(),
             "nesterov_todd" => params.nesterov_todd = b(),
@@ -65,9 +73,16 @@ fn main() {
     for k in 0..(1.5 * hz) as usize {
         match dualsim::sim::step(&w, &x, &u) {
             Ok(o) => {
+                let n3 = |i: usize| (0..3).map(|d| o.state.v[i + d].powi(2)).sum::<f64>().sqrt();
                 println!(
-                    "{k}: it {} z {:.4} contacts {}",
-                    o.stats.iterations, o.state.q[2], o.stats.contacts
+                    "{k}: it {} z {:.4} contacts {} speed {:.3} spin {:.3} energy {:.4}",
+                    o.stats.iterations,
+                    o.state.q[2],
+                    o.stats.contacts,
+                    n3(0),
+                    n3(3),
+                    dualsim::dynamics::free::kinetic_energy(&w.model, &o.state.q, &o.state.v)
+                        + 9.81 * o.state.q[2]
                 );
                 x = o.state;
             }

@@ -6,7 +6,8 @@
 //! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
 //!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
-//!     [--restart-after K] [--restart-step A] [--continuation N] [--failures]
+//!     [--restart-after K] [--restart-step A] [--continuation N]
+//!     [--friction-continuation N] [--friction-continuation-rho R] [--failures]
 //! ```
 //!
 //! `--failures` lists every failed drop run (rate, ρ, seed), the step that
@@ -63,6 +64,8 @@ struct Tuning {
     restart_after: Option<usize>,
     restart_step: Option<f64>,
     continuation: Option<usize>,
+    friction_continuation: Option<usize>,
+    friction_continuation_rho: Option<f64>,
 }
 
 impl Tuning {
@@ -73,6 +76,12 @@ impl Tuning {
         }
         if let Some(n) = self.continuation {
             w.backends.single_level.continuation_iterations = n;
+        }
+        if let Some(n) = self.friction_continuation {
+            w.backends.single_level.friction_continuation_iterations = n;
+        }
+        if let Some(r) = self.friction_continuation_rho {
+            w.backends.single_level.friction_continuation_rho = r;
         }
         if let Some(a) = self.restart_step {
             w.backends.single_level.restart_step = a;
@@ -153,7 +162,7 @@ fn drop_table(
         let steps: usize = res.iter().map(|r| r.steps).sum();
         let iters: usize = res.iter().map(|r| r.iterations).sum();
         println!(
-            "\nsteps solved by the continuation in ρ: {cont} in {} runs, {:.1} iterations each on average (failed attempts included; largest run mean {cmax}); mean iterations / step without them: {:.2}",
+            "\nsteps solved by the continuations (in ρ, then in friction): {cont} in {} runs, {:.1} iterations each on average (failed attempts included; largest run mean {cmax}); mean iterations / step without them: {:.2}",
             res.iter().filter(|r| r.continued > 0).count(),
             ci as f64 / cont as f64,
             (iters - ci) as f64 / (steps - cont).max(1) as f64
@@ -361,6 +370,10 @@ fn main() {
     let tuning = Tuning {
         restart_after: opt("--restart-after").map(|s| s.parse().expect("--restart-after K")),
         continuation: opt("--continuation").map(|s| s.parse().expect("--continuation N")),
+        friction_continuation: opt("--friction-continuation")
+            .map(|s| s.parse().expect("--friction-continuation N")),
+        friction_continuation_rho: opt("--friction-continuation-rho")
+            .map(|s| s.parse().expect("--friction-continuation-rho R")),
         restart_step: opt("--restart-step").map(|s| s.parse().expect("--restart-step A")),
     };
     let drops: Vec<Drop> = match opt("--drop").as_deref() {

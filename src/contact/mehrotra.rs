@@ -234,6 +234,31 @@ pub struct Params {
     /// continuation (it is skipped when the step's ρ is not below a tenth
     /// of it). Default 3e-2.
     pub continuation_from: f64,
+    /// `single_level` only: a step that the continuation in ρ
+    /// ([`Params::continuation_iterations`]) does not solve either is
+    /// solved again by continuation in friction: every pair's friction
+    /// coefficient scaled by [`Params::friction_continuation_from`], at
+    /// ρ_f = max(ρ, [`Params::friction_continuation_rho`]) (from the usual
+    /// start, then by continuation in ρ if that fails), then the scale
+    /// raised to 1, each stage warm-started from the previous stage's root
+    /// (the increment doubled after a stage that converged, halved after
+    /// one that did not, giving up below 1/64), then, when ρ_f is above
+    /// the step's ρ, down in ρ as the continuation in ρ goes. The last
+    /// stage is the step's own problem (its ρ, friction and time step),
+    /// accepted by its own convergence test, so the answer is a root of
+    /// the same residual. This is the budget of iterations of all
+    /// its stages, counted on top of the earlier attempts' in the step's
+    /// iterations. 0 disables. Default 300.
+    pub friction_continuation_iterations: usize,
+    /// See [`Params::friction_continuation_iterations`]: the first scale
+    /// of the friction coefficients, in (0, 1). Default 0.1.
+    pub friction_continuation_from: f64,
+    /// See [`Params::friction_continuation_iterations`]: the friction
+    /// stages are solved at `max(ρ, friction_continuation_rho)`; when that
+    /// is above the step's ρ, the root at the step's friction is then
+    /// followed down to the step's ρ as in the continuation in ρ. Default
+    /// 1e-3.
+    pub friction_continuation_rho: f64,
 }
 
 impl Default for Params {
@@ -263,6 +288,9 @@ impl Default for Params {
             restart_scale: 1.0,
             continuation_iterations: 300,
             continuation_from: 3e-2,
+            friction_continuation_iterations: 300,
+            friction_continuation_from: 0.1,
+            friction_continuation_rho: 1e-3,
         }
     }
 }
@@ -274,6 +302,7 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         ("fraction_to_boundary", p.fraction_to_boundary),
         ("backtrack_factor", p.backtrack_factor),
         ("armijo", p.armijo),
+        ("friction_continuation_from", p.friction_continuation_from),
     ];
     for (k, x) in open01 {
         if !(x > 0.0 && x < 1.0) {
@@ -286,6 +315,7 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         ("restart_step", p.restart_step),
         ("restart_scale", p.restart_scale),
         ("continuation_from", p.continuation_from),
+        ("friction_continuation_rho", p.friction_continuation_rho),
         ("newton.tolerance", p.newton.tolerance),
     ];
     for (k, x) in positive {
@@ -317,6 +347,12 @@ pub fn check_params(p: &Params) -> Result<(), String> {
         (
             "continuation_iterations",
             p.continuation_iterations,
+            0,
+            100_000,
+        ),
+        (
+            "friction_continuation_iterations",
+            p.friction_continuation_iterations,
             0,
             100_000,
         ),

@@ -288,11 +288,14 @@ pub struct DropRun {
     /// Mean over completed steps of the step's penetration (m).
     pub mean_penetration: f64,
     /// Completed steps that took more iterations than the cap: steps whose
-    /// attempts failed and that `single_level`'s continuation in ρ solved
-    /// ([`crate::contact::mehrotra::Params::continuation_iterations`]).
+    /// attempts failed and that `single_level`'s continuation in ρ
+    /// ([`crate::contact::mehrotra::Params::continuation_iterations`]) or
+    /// in friction
+    /// ([`crate::contact::mehrotra::Params::friction_continuation_iterations`])
+    /// solved.
     pub continued: usize,
     /// Sum of the iterations of the [`DropRun::continued`] steps (their
-    /// failed attempts and the continuation together).
+    /// failed attempts and the continuations together).
     pub continued_iterations: usize,
 }
 
