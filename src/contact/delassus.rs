@@ -897,6 +897,53 @@ pub fn pinv(j: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
         .map_err(|_| SolveError::Singular("residual Jacobian"))
 }
 
+/// The pseudo-inverse of `∂r/∂y` (as [`pinv`]) when it determines the
+/// velocity rows: every null vector of `J` (right singular vector of a
+/// dropped singular value) must have no part in the first `nv` unknowns
+/// (`v⁺`). Redundant contacts of a resting or uniformly sliding body only
+/// leave the impulses undetermined; where the distribution of the
+/// impulses moves `v⁺` (Coulomb friction on redundant contacts whose slip
+/// directions differ, as a box that slides and spins flat on its four
+/// corners), the step map is set-valued, the solve's `v⁺` is one point of
+/// a family and no derivative exists: [`SolveError::NotUnique`], with the
+/// size of the null space's velocity part.
+pub fn pinv_unique(j: &DMat<f64>, nv: usize) -> Result<DMat<f64>, SolveError> {
+    if j.nrows() == 0 {
+        return Ok(DMat::zeros(0, 0));
+    }
+    let svd = j.clone().svd(true, true);
+    let smax = svd.singular_values.max();
+    if !(smax > 0.0 && smax.is_finite()) {
+        return Err(SolveError::Singular("residual Jacobian"));
+    }
+    let cut = 1e-12 * smax;
+    if let Some(vt) = &svd.v_t {
+        // ‖V_null[..nv, :]‖_F: independent of the null space's basis.
+        let mut part = 0.0f64;
+        let mut dim = 0;
+        for (k, &sk) in svd.singular_values.iter().enumerate() {
+            if sk <= cut {
+                dim += 1;
+                part += vt.row(k).columns(0, nv.min(j.ncols())).norm_squared();
+            }
+        }
+        let part = part.sqrt();
+        if part > NOT_UNIQUE {
+            return Err(SolveError::NotUnique {
+                null_dims: dim,
+                velocity_part: part,
+            });
+        }
+    }
+    svd.pseudo_inverse(cut)
+        .map_err(|_| SolveError::Singular("residual Jacobian"))
+}
+
+/// Largest velocity part ([`pinv_unique`]) of the unit null space of
+/// `∂r/∂y` taken as round-off of a rank-deficient but velocity-determined
+/// system.
+pub const NOT_UNIQUE: f64 = 1e-8;
+
 /// `(∂r/∂y) X = rhs` by the pseudo-inverse (module docs).
 pub fn pinv_solve<F: Formulation>(
     form: &F,
@@ -907,14 +954,20 @@ pub fn pinv_solve<F: Formulation>(
 ) -> Result<DMat<f64>, SolveError> {
     crate::contact::backend::check_rows(y, rhs)?;
     let j = dense_jacobian(form, p, s, y)?;
-    let x = pinv(&j)? * rhs;
+    let x = pinv_unique(&j, p.model.nv)? * rhs;
     // The minimum-norm solution is the derivative only when the system is
     // consistent (redundant rows, not a true singularity).
-    let miss = (&j * &x - rhs).amax();
-    if !(miss <= 1e-6 * rhs.amax().max(1.0)) {
-        return Err(SolveError::Singular(
-            "residual Jacobian (singular and the right-hand side is not in its range)",
-        ));
+    let scale = rhs.amax().max(1.0);
+    let r = &j * &x - rhs;
+    let (mut column, mut miss) = (0, 0.0f64);
+    for (c, col) in r.column_iter().enumerate() {
+        let m = col.amax() / scale;
+        if !(m <= miss) {
+            (column, miss) = (c, m);
+        }
+    }
+    if !(miss <= 1e-6) {
+        return Err(SolveError::OutOfRange { column, miss });
     }
     Ok(x)
 }
@@ -934,7 +987,7 @@ pub fn solve<T: Scalar, F: Formulation>(
             // would drop a well-defined but small singular value (`convex`:
             // 1e-12 of the largest at a sliding contact).
             Some(if F::REDUNDANT {
-                pinv(&j)?
+                pinv_unique(&j, pf.model.nv)?
             } else {
                 j.try_inverse()
                     .ok_or(SolveError::Singular("residual Jacobian"))?

@@ -272,6 +272,32 @@ pub enum SolveError {
     /// A singular linear system.
     #[error("singular linear system in {0}")]
     Singular(&'static str),
+    /// The step's `v⁺` is not unique: `∂r/∂y` is singular and its null
+    /// space moves the velocities (redundant contacts whose impulse
+    /// distribution changes `v⁺`, e.g. through Coulomb friction), so the
+    /// step map is set-valued there and has no derivative
+    /// (`delassus::pinv_unique`).
+    #[error("the step is set-valued: the contact impulses are not unique and their distribution moves the velocities (null space of the residual Jacobian of dimension {null_dims}, velocity part {velocity_part:.1e}); the derivative is undefined at this state")]
+    NotUnique {
+        /// Dimension of the numerical null space of `∂r/∂y`.
+        null_dims: usize,
+        /// Frobenius norm of its unit basis restricted to the `v⁺` rows.
+        velocity_part: f64,
+    },
+    /// `∂r/∂y` is singular (redundant contacts) and the derivative's
+    /// right-hand side column `column` is not in its range (relative miss
+    /// `miss` of the least-squares solution): that input moves the
+    /// contacts in a way no motion of the bodies follows (e.g. a size
+    /// change in a statically indeterminate stack), so the step has no
+    /// derivative with respect to it (a kink: some contact opens or
+    /// closes on either side). The derivative layer names the input.
+    #[error("singular residual Jacobian: the right-hand side column {column} is not in its range (relative miss {miss:.1e})")]
+    OutOfRange {
+        /// Column of the right-hand side (the input's index).
+        column: usize,
+        /// Relative miss of the minimum-norm solution.
+        miss: f64,
+    },
     /// A conic collision program failed (`single_level`, `bilevel`).
     #[error(transparent)]
     Collision(#[from] crate::collision::conic::ProximityError),

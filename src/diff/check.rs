@@ -254,14 +254,20 @@ pub fn check(
     for &k in &sample_steps {
         let x = &traj.states[k];
         let u = controls.at(k);
+        let at = |e: DiffError| DiffError::AtStep {
+            step: k,
+            source: Box::new(e),
+        };
         let jac = |m| -> Result<DMat<f64>, DiffError> {
-            Ok(step_jacobian(world, x, u, &params, m, &opts.diff)?.jacobian)
+            Ok(step_jacobian(world, x, u, &params, m, &opts.diff)
+                .map_err(at)?
+                .jacobian)
         };
         let ji = jac(Method::Ift)?;
         // `fd` as the options say: the default `CheckOptions` compare
         // against the extrapolated differences (`fd`'s Richardson columns,
         // [`DiffOptions::fd_extrapolate`]).
-        let fd = step_jacobian(world, x, u, &params, Method::Fd, &opts.diff)?;
+        let fd = step_jacobian(world, x, u, &params, Method::Fd, &opts.diff).map_err(at)?;
         let others = [jac(Method::Lift)?, jac(Method::Unrolled)?, fd.jacobian];
         let jumps = &fd.nonsmooth;
         skipped += jumps.len();

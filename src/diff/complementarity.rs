@@ -252,7 +252,9 @@ fn wants_separation(
         // δv⁺ of a unit normal impulse at c alone: K δv = W_cᵀ n = −∂r_dyn/∂f_n.
         let col = -d.jy.view((0, nv + Z * c), (nv, 1)).into_owned();
         let Some(dv) = lu.solve(&col) else {
-            return Err(DiffError::Singular);
+            return Err(DiffError::Singular(
+                "dynamics block of the residual Jacobian",
+            ));
         };
         let sj = ift_output(world, &d.state, &[Param::U(0)], &d.y, &dv)?;
         if (g * sj.jacobian.column(0))[0] < 0.0 {
@@ -270,7 +272,9 @@ fn choose(
     d: &StepData,
     g: &DMat<f64>,
 ) -> Result<(StepJacobian, bool), DiffError> {
-    let exact = solve_freed(world, params, d, &[])?.ok_or(DiffError::Singular)?;
+    let exact = solve_freed(world, params, d, &[])?.ok_or(DiffError::Singular(
+        "residual Jacobian (the right-hand side is not in its range)",
+    ))?;
     if d.clamping.is_empty() {
         return Ok((exact, false));
     }

@@ -91,8 +91,26 @@ pub enum DiffError {
     #[error(transparent)]
     Sim(#[from] SimError),
     /// The residual Jacobian ∂r/∂y is singular at the solution.
-    #[error("the residual Jacobian is singular at the solution (the implicit function theorem does not apply)")]
-    Singular,
+    #[error("the residual Jacobian is singular at the solution (the implicit function theorem does not apply): singular {0}")]
+    Singular(&'static str),
+    /// The step has no derivative with respect to one input: `∂r/∂y` is
+    /// singular (redundant contacts) and that input's column of `∂r/∂θ`
+    /// is not in its range ([`SolveError::OutOfRange`]).
+    #[error("the step has no derivative with respect to {input}: the residual Jacobian is singular (redundant contacts) and this input moves the residual off its range (relative miss {miss:.1e}), so some contact opens or closes on either side of it")]
+    NoDerivative {
+        /// The input (`Param`'s debug form).
+        input: String,
+        /// Relative miss of the minimum-norm solution.
+        miss: f64,
+    },
+    /// A failure at one step of a rollout (`check`'s sampled steps).
+    #[error("step {step}: {source}")]
+    AtStep {
+        /// The step index (0 = the first step from the initial state).
+        step: usize,
+        /// The failure.
+        source: Box<DiffError>,
+    },
     /// A parameter does not exist in this world.
     #[error("{0}")]
     BadParam(String),

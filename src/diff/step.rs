@@ -136,7 +136,7 @@ macro_rules! with_world_backend {
 /// [`DiffError::Singular`].
 fn singular(e: crate::contact::SolveError) -> DiffError {
     match e {
-        crate::contact::SolveError::Singular(_) => DiffError::Singular,
+        crate::contact::SolveError::Singular(what) => DiffError::Singular(what),
         e => e.into(),
     }
 }
@@ -325,7 +325,15 @@ fn ift<B: ImplicitStep>(
     let jth = param_partials(b, &p, world, state, u, &st, &y, params, partials)?;
     let dy = -b
         .solve_jacobian_velocity(&p, &st, &y, &jth)
-        .map_err(singular)?;
+        .map_err(|e| match e {
+            crate::contact::SolveError::OutOfRange { column, miss } => DiffError::NoDerivative {
+                input: params
+                    .get(column)
+                    .map_or_else(|| format!("column {column}"), |p| format!("{p:?}")),
+                miss,
+            },
+            e => singular(e),
+        })?;
     ift_output(world, state, params, &y, &dy)
 }
 
@@ -471,9 +479,9 @@ impl LiftedLu {
     }
 
     /// The pseudo-inverse of `J` (redundant backends).
-    fn pseudo(j: &DMat<f64>) -> Option<Self> {
-        let p = crate::contact::delassus::pinv(j).ok()?;
-        Some(LiftedLu {
+    fn pseudo(j: &DMat<f64>, nv: usize) -> Result<Self, DiffError> {
+        let p = crate::contact::delassus::pinv_unique(j, nv).map_err(singular)?;
+        Ok(LiftedLu {
             pinv: Some(p),
             perm: Vec::new(),
             lu: DMat::zeros(0, 0),
@@ -535,11 +543,10 @@ fn lift_prepare<B: ImplicitStep>(
     let (y, st) = b.solve_root(&p0)?;
     let jy = dense_jacobian(b, &p0, &st, &y)?;
     let lu = if B::REDUNDANT {
-        LiftedLu::pseudo(&jy)
+        LiftedLu::pseudo(&jy, p0.model.nv)?
     } else {
-        LiftedLu::new(&jy)
-    }
-    .ok_or(DiffError::Singular)?;
+        LiftedLu::new(&jy).ok_or(DiffError::Singular("residual Jacobian"))?
+    };
     Ok(Lifted { y, st, lu })
 }
 
