@@ -132,3 +132,26 @@ fn pile_ift_on_q_is_refused_with_the_reason() {
     let ift = step_jacobian(&w, &x, &u, &ps, Method::Ift, &DiffOptions::default());
     assert!(matches!(ift, Err(DiffError::Singular)), "{:?}", ift.err());
 }
+
+/// The settled pile's step is solved by Dantzig pivoting and then the
+/// previous outer iteration's active set: with the exhaustive search and
+/// PGS turned off (`exhaustive_max = 0`, `pgs_sweeps = 0`) it is solved
+/// in 2 outer iterations, one of them settled by the verified guess, and
+/// its `v⁺` equals the default solver's to 1e-12 (the same stages run).
+#[test]
+fn pile_step_is_solved_by_pivoting_without_fallbacks() {
+    let (w, x) = settled();
+    let u = w.zero_control();
+    let p = w.problem(&x, &u);
+    let (full, _) = Lcp::default().solve_with_stats(&p).unwrap();
+    let mut b = Lcp::default();
+    b.params.exhaustive_max = 0;
+    b.params.pgs_sweeps = 0;
+    let (sol, st) = b.solve_with_stats(&p).unwrap();
+    assert_eq!(
+        (st.outer, st.solves, st.newton_accepted),
+        (2, 2, 1),
+        "{st:?}"
+    );
+    assert!((&sol.v_next - &full.v_next).amax() < 1e-12);
+}
