@@ -13,8 +13,9 @@
 //! Each input is a fixed settled state; every iteration starts from a
 //! fresh copy (`iter_batched`), so each step is cold (no warm start). A
 //! Jacobian that fails at its state is reported on standard error and
-//! not timed (`lcp`'s `ift` on the pile: its redundant sphere–sphere and
-//! sphere–ground rows make `∂r/∂y` singular).
+//! not timed (`lcp`'s `ift` on the pile: its redundant sticking contacts
+//! make `∂r/∂y` singular and `∂r/∂q` is outside its range, so the step
+//! has no `q` derivative on its active set; `tests/lcp_pile.rs`).
 //!
 //! `cargo bench --bench backends -- --warm-up-time 1 --measurement-time 3`
 
