@@ -196,7 +196,7 @@ use rayon::prelude::*;
 
 use self::cloud::{sample, Cloud};
 use self::model::{
-    plane_entry, point_entry, softmin_weights, Constants, DampingProfile, Scratch, Side,
+    plane_entry, point_entry, softmin_weights, Constants, DampingProfile, Force, Scratch, Side,
 };
 use self::tree::Tree;
 use super::backend::{check_rows, dense_solve, free_body_solve};
@@ -720,30 +720,36 @@ impl Soft {
             };
             let w = match &sb {
                 Some(sb) if prune => {
-                    // the field first; forces only where its weight is
-                    // nonzero (a zero weight multiplies a finite force)
-                    side_entries(&k, &sa, sb, mu, true, false, &mut entries);
-                    side_entries(&k, sb, &sa, mu, false, false, &mut entries);
+                    // forces only where the field's weight can be nonzero
+                    // (a zero weight multiplies a finite force): `bound`,
+                    // the field entry of the point of each side nearest to
+                    // the other's centre, is at least the field's minimum
+                    let bound = field_bound(&k, &sa, sb, mu).min(field_bound(&k, sb, &sa, mu));
+                    let force = Force::Within {
+                        bound,
+                        cut: 60.0 * k.separation_smoothing,
+                    };
+                    let mut done = Vec::new();
+                    side_entries(&k, &sa, sb, mu, true, force, &mut entries, &mut done);
+                    side_entries(&k, sb, &sa, mu, false, force, &mut entries, &mut done);
                     let w = field_weights(&entries);
+                    // (never taken: `bound` covers every nonzero weight)
                     let na = sa.points.len();
-                    let need: Vec<usize> =
-                        (0..na).filter(|&i| w[i].re() != 0.0).collect();
-                    let fs = side_forces(&k, &sa, sb, mu, &need);
-                    for (&i, f) in need.iter().zip(fs) {
-                        entries[i].1 = f;
-                    }
-                    let need: Vec<usize> = (0..sb.points.len())
-                        .filter(|&i| w[na + i].re() != 0.0)
-                        .collect();
-                    let fs = side_forces(&k, sb, &sa, mu, &need);
-                    for (&i, f) in need.iter().zip(fs) {
-                        entries[na + i].1 = f;
+                    for i in 0..entries.len() {
+                        if w[i].re() != 0.0 && !done[i] {
+                            let (x, y) = if i < na { (&sa, sb) } else { (sb, &sa) };
+                            let pt = entries[i].2;
+                            let mut scratch = Scratch::default();
+                            entries[i].1 =
+                                point_entry(&k, &pt, x, y, mu, Force::Always, &mut scratch).1;
+                        }
                     }
                     w
                 }
                 Some(sb) => {
-                    side_entries(&k, &sa, sb, mu, true, true, &mut entries);
-                    side_entries(&k, sb, &sa, mu, false, true, &mut entries);
+                    let mut done = Vec::new();
+                    side_entries(&k, &sa, sb, mu, true, Force::Always, &mut entries, &mut done);
+                    side_entries(&k, sb, &sa, mu, false, Force::Always, &mut entries, &mut done);
                     field_weights(&entries)
                 }
                 None => field_weights(&entries),
@@ -972,55 +978,57 @@ fn primal_tree<T: Scalar>(c: &Cloud<T>) -> Tree {
 }
 
 /// The field entries of every point of `x` against `y`'s SSDF, with the
-/// forces when `force` (else zero forces: the field only).
+/// forces as `force` says (else zero forces; `done` records which).
+#[allow(clippy::too_many_arguments)]
 fn side_entries<T: Scalar>(
     k: &Constants,
     x: &Side<'_, T>,
     y: &Side<'_, T>,
     mu: T,
     on_a: bool,
-    force: bool,
+    force: Force,
     out: &mut Vec<(T, Vec3<T>, Vec3<T>, bool)>,
+    done: &mut Vec<bool>,
 ) {
     if x.points.len() * y.points.len() >= PARALLEL_WORK {
         let v: Vec<_> = x
             .points
             .par_iter()
             .map_init(Scratch::default, |scratch, pt| {
-                let (phi, f) = point_entry(k, pt, x, y, mu, force, scratch);
-                (phi, f, *pt, on_a)
+                point_entry(k, pt, x, y, mu, force, scratch)
             })
             .collect();
-        out.extend(v);
+        for ((phi, f, d), pt) in v.into_iter().zip(x.points) {
+            out.push((phi, f, *pt, on_a));
+            done.push(d);
+        }
     } else {
         let mut scratch = Scratch::default();
         for pt in x.points {
-            let (phi, f) = point_entry(k, pt, x, y, mu, force, &mut scratch);
+            let (phi, f, d) = point_entry(k, pt, x, y, mu, force, &mut scratch);
             out.push((phi, f, *pt, on_a));
+            done.push(d);
         }
     }
 }
 
-/// The forces of the points `idx` of `x` against `y`'s SSDF.
-fn side_forces<T: Scalar>(
-    k: &Constants,
-    x: &Side<'_, T>,
-    y: &Side<'_, T>,
-    mu: T,
-    idx: &[usize],
-) -> Vec<Vec3<T>> {
-    if idx.len() * y.points.len() >= PARALLEL_WORK {
-        idx.par_iter()
-            .map_init(Scratch::default, |scratch, &i| {
-                point_entry(k, &x.points[i], x, y, mu, true, scratch).1
-            })
-            .collect()
-    } else {
-        let mut scratch = Scratch::default();
-        idx.iter()
-            .map(|&i| point_entry(k, &x.points[i], x, y, mu, true, &mut scratch).1)
-            .collect()
-    }
+/// The field entry (primal) of the point of `x` nearest to `y`'s centre:
+/// an upper bound of the pair's field minimum.
+fn field_bound<T: Scalar>(k: &Constants, x: &Side<'_, T>, y: &Side<'_, T>, mu: T) -> f64 {
+    let c = y.centre.map(|v| v.re());
+    let Some(p) = x
+        .points
+        .iter()
+        .min_by(|a, b| {
+            let da = (a.map(|v| v.re()) - c).norm_squared();
+            let db = (b.map(|v| v.re()) - c).norm_squared();
+            da.total_cmp(&db)
+        })
+    else {
+        return f64::INFINITY;
+    };
+    let mut scratch = Scratch::default();
+    point_entry(k, p, x, y, mu, Force::Never, &mut scratch).0.re()
 }
 
 fn positive(key: &str, x: f64, unit: &str) -> Result<(), String> {

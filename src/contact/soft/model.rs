@@ -201,7 +201,8 @@ const WIDEN: f64 = 1e-9;
 /// `(φ̂_y(p), Λ_y(p))`, the soft distance and the force on `x`'s material
 /// point at `p` (eqs. 21–22 with the sign that pushes `p` out of `y`: the
 /// force on `x` is `+Σ σᵢ λᵢ`, the reaction `−Σ σᵢ λᵢ` acts on `y` at the
-/// same point). With `force = false` the force is not evaluated (zero).
+/// same point). The force is evaluated as `force` says (else zero); the
+/// flag returned says whether it was.
 ///
 /// With `y.tree`, only `y`'s points at squared distance
 /// `≤ (d_min + 60 ε₁)(1 + 1e-9)` are visited (`d_min` the nearest, from
@@ -215,9 +216,9 @@ pub fn point_entry<T: Scalar>(
     x: &Side<'_, T>,
     y: &Side<'_, T>,
     mu: T,
-    force: bool,
+    force: Force,
     s: &mut Scratch<T>,
-) -> (T, Vec3<T>) {
+) -> (T, Vec3<T>, bool) {
     let eps1 = T::from_re(k.distance_smoothing);
     let Scratch { d, w, idx } = s;
     idx.clear();
@@ -236,26 +237,50 @@ pub fn point_entry<T: Scalar>(
         d.push((p - y.points[i]).norm_squared());
     }
     softmin_weights(d, eps1, w);
-    let v = if force {
-        x.velocity_at(p) - y.velocity_at(p)
-    } else {
-        Vec3::zeros()
-    };
     let mut phi = T::zero();
-    let mut f = Vec3::zeros();
     for (&i, wi) in idx.iter().zip(w.iter()) {
         // zero weights (below e^-60 of the largest, see softmin_weights)
         if wi.re() == 0.0 {
             continue;
         }
-        let n = &y.normals[i];
-        let phi_i = n.dot(&(p - y.points[i]));
-        phi += *wi * phi_i;
-        if force {
+        phi += *wi * y.normals[i].dot(&(p - y.points[i]));
+    }
+    let want = match force {
+        Force::Always => true,
+        Force::Never => false,
+        Force::Within { bound, cut } => phi.re() - bound <= cut,
+    };
+    let mut f = Vec3::zeros();
+    if want {
+        let v = x.velocity_at(p) - y.velocity_at(p);
+        for (&i, wi) in idx.iter().zip(w.iter()) {
+            if wi.re() == 0.0 {
+                continue;
+            }
+            let n = &y.normals[i];
+            let phi_i = n.dot(&(p - y.points[i]));
             f += point_plane(k, phi_i, n, &v, mu) * *wi;
         }
     }
-    (phi, f)
+    (phi, f, want)
+}
+
+/// Whether [`point_entry`] evaluates the force.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Force {
+    /// Always.
+    Always,
+    /// Never (the SSDF only).
+    Never,
+    /// When `φ̂ − bound ≤ cut` (primal values): with `bound` at least the
+    /// separation field's minimum and `cut = 60 ε₂`, every entry whose
+    /// field weight is not zeroed.
+    Within {
+        /// An upper bound of the field's minimum.
+        bound: f64,
+        /// The softmin's cut.
+        cut: f64,
+    },
 }
 
 /// The point entry against a half-space `n·x ≤ d` (a one-point cloud: the
