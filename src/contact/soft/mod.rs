@@ -144,13 +144,18 @@
 //!   every point with a nonzero weight is visited, the nearest included
 //!   (the shift `d_min` is the same), and the omitted points are those
 //!   the full evaluation multiplies by an exact zero.
-//! * *Forces where the field weighs.* The separation field `Φ` is computed
-//!   first (SSDF values only); its softmin weights (temperature `ε₂`) are
-//!   exactly zero for entries more than `60 ε₂` above its minimum, and
-//!   the point–plane forces are evaluated only for the other entries.
+//! * *Forces where the field weighs.* The separation field's softmin
+//!   weights (temperature `ε₂`) are exactly zero for entries more than
+//!   `60 ε₂` above its minimum. Before the field, `bound` is the entry of
+//!   each cloud's point nearest to the other's centre (the smaller of
+//!   the two): an entry of the field, so at least its minimum. A point's
+//!   force is evaluated when its `φ̂ − bound ≤ 60 ε₂` (primal values;
+//!   `fl(a − b)` is monotone in `b`, so this holds for every entry whose
+//!   weight is not zeroed), with the weights of its SSDF (no second pass).
 //!   A skipped entry's finite force is multiplied by a zero weight (every
 //!   part of the scalar zero: value and derivatives), so its term is zero
-//!   in both evaluations.
+//!   in both evaluations; an entry with a nonzero weight and no force
+//!   (not reached by the argument above) would be evaluated afterwards.
 //!
 //! Both decisions are on primal values and the skipped terms are exact
 //! zeros, so the dual parts agree too (`tests/contact_soft_prune.rs`).
