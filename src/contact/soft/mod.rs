@@ -88,7 +88,7 @@
 //! softmin weight below `e^{−60}` of the largest is zero without forming
 //! its exponential (on primal values; its contribution, derivatives
 //! included, is below f64 resolution): the cost of far points is one
-//! squared distance.
+//! squared distance, or none with `prune` (below).
 //!
 //! # Time stepping and the contract
 //!
@@ -116,7 +116,7 @@
 //!
 //! # Cut-off and cost
 //!
-//! A pair costs `O(I₁ I₂)`. Pairs whose bounding balls (about a free
+//! Pairs whose bounding balls (about a free
 //! body's centre of mass or a link's frame origin, radius the cloud's
 //! largest point distance from it) are more than `margin`
 //! apart are skipped (decided on primal values at the start of the step,
@@ -125,7 +125,56 @@
 //! each point–plane force is below `k ε₃ ln(1 + e^{−margin/ε₃})`, i.e. a
 //! fraction `e^{−margin/ε₃}/ln 2` of the force at touch (`k ε₃ ln 2`):
 //! 3e-9 at the defaults (up to the SSDF's leakage from far faces, weighted
-//! by `e^{−Δd/ε₁}`). Pairs are evaluated in parallel (rayon) when there
+//! by `e^{−Δd/ε₁}`).
+//!
+//! **Pruning (exact).** Within a pair, with `prune = true` (default), only
+//! the terms that can be nonzero are evaluated; the result is the one of
+//! the evaluation of every point pair (`prune = false`), term by term and
+//! in the same order:
+//!
+//! * *SSDF queries.* Each cloud's primal points (world) are put in a
+//!   kd-tree ([`tree`], built at each step in `O(I log I)`). For a point
+//!   `p`, the tree gives the nearest squared distance `d_min` and then
+//!   every point with `dᵢ ≤ (d_min + 60 ε₁)(1 + 1e-9)`, sorted by index.
+//!   [`softmin_weights`](model::softmin_weights) zeroes exactly the
+//!   weights with `dᵢ − d_min > 60 ε₁` (primal values, the scalar's own
+//!   `dᵢ`); the tree's f64 distances differ from those by a few ulps
+//!   (another summation order), which the factor `1 + 1e-9` covers, and a
+//!   box is pruned only when its distance to `p` exceeds the radius. So
+//!   every point with a nonzero weight is visited, the nearest included
+//!   (the shift `d_min` is the same), and the omitted points are those
+//!   the full evaluation multiplies by an exact zero.
+//! * *Forces where the field weighs.* The separation field's softmin
+//!   weights (temperature `ε₂`) are exactly zero for entries more than
+//!   `60 ε₂` above its minimum. Before the field, `bound` is the entry of
+//!   each cloud's point nearest to the other's centre (the smaller of
+//!   the two): an entry of the field, so at least its minimum. A point's
+//!   force is evaluated when its `φ̂ − bound ≤ 60 ε₂` (primal values;
+//!   `fl(a − b)` is monotone in `b`, so this holds for every entry whose
+//!   weight is not zeroed), with the weights of its SSDF (no second pass).
+//!   A skipped entry's finite force is multiplied by a zero weight (every
+//!   part of the scalar zero: value and derivatives), so its term is zero
+//!   in both evaluations; an entry with a nonzero weight and no force
+//!   (not reached by the argument above) would be evaluated afterwards.
+//!
+//! Both decisions are on primal values and the skipped terms are exact
+//! zeros, so the dual parts agree too (`tests/contact_soft_prune.rs`).
+//! The per-point buffers ([`model::Scratch`]) are reused across the points
+//! of a side (one per thread); the trees and the clouds are rebuilt at each
+//! step with the scene (allocations per step, not per point).
+//!
+//! A point-level cut-off (skipping the points of one cloud farther than
+//! `margin` from the other's bounding box) is *not* used: the SSDF is a
+//! plane distance `nᵢᵀ(p − pᵢ)`, which is near zero at a point far from
+//! every sample but in the plane of a face beyond its edge, so
+//! `e^{−margin/ε₃}` does not bound such a point's force. With the tree a
+//! far point costs a search and the thin shell
+//! `d_min ≤ dᵢ ≤ d_min + 60 ε₁` instead of `I₂` distances.
+//!
+//! The worst case is still `I₁ I₂` per pair (an `ε₁` whose `√(60 ε₁)`
+//! spans the clouds): a pair whose point-count product exceeds
+//! `max_pair_points` (default 1e8) is refused with a typed error. Pairs
+//! are evaluated in parallel (rayon) when there
 //! are several and their total work reaches [`PARALLEL_WORK`] point–plane
 //! evaluations, and within a pair the points of one side when
 //! `I₁ I₂ ≥` [`PARALLEL_WORK`]; sums are taken in a fixed order, so the
@@ -146,11 +195,15 @@
 
 pub mod cloud;
 pub mod model;
+pub mod tree;
 
 use rayon::prelude::*;
 
 use self::cloud::{sample, Cloud};
-use self::model::{plane_entry, point_entry, softmin_weights, Constants, DampingProfile, Side};
+use self::model::{
+    plane_entry, point_entry, softmin_weights, Constants, DampingProfile, Force, Scratch, Side,
+};
+use self::tree::Tree;
 use super::backend::{check_rows, dense_solve, free_body_solve};
 use super::{
     ContactBackend, ContactImpulse, Feature, SolveError, SolveStats, StepProblem, StepSolution,
@@ -221,6 +274,15 @@ pub struct Params {
     pub points_per_meter: f64,
     /// `"smoothed"` (default, C²) or `"published"` (eqs. 16–17, C¹).
     pub damping_profile: DampingProfile,
+    /// Whether the evaluation visits only the terms that can be nonzero
+    /// (default `true`: kd-tree softmin queries and forces only for the
+    /// separation field's nonzero weights, module docs); `false` computes
+    /// every point pair (the reference evaluation; the same result).
+    pub prune: bool,
+    /// Largest product `I₁ I₂` of a pair's point counts (a pair's
+    /// worst-case work per force evaluation, reached when `ε₁` spans the
+    /// clouds); a larger pair is refused with a typed error. Default 1e8.
+    pub max_pair_points: f64,
 }
 
 impl Default for Params {
@@ -236,6 +298,8 @@ impl Default for Params {
             integrator: Integrator::Euler,
             points_per_meter: 20.0,
             damping_profile: DampingProfile::Smoothed,
+            prune: true,
+            max_pair_points: 1e8,
         }
     }
 }
@@ -295,7 +359,8 @@ pub struct Pair {
 /// A static geometry in world coordinates.
 enum StaticSide<T: Scalar> {
     Plane(Vec3<T>, T),
-    Cloud(Cloud<T>, Vec3<T>),
+    /// The cloud, its pose's translation, its kd-tree (`prune`).
+    Cloud(Cloud<T>, Vec3<T>, Option<Tree>),
 }
 
 /// The step's geometry in world coordinates.
@@ -303,6 +368,8 @@ struct Scene<T: Scalar> {
     /// Per body: the world cloud (None: no shape; a lone free body's
     /// shape and a robot link's attached shapes, merged).
     bodies: Vec<Option<Cloud<T>>>,
+    /// Per body: the kd-tree of its world cloud's primal points (`prune`).
+    trees: Vec<Option<Tree>>,
     /// Per body: bounding radius about `centre` (f64).
     radius: Vec<f64>,
     /// Per body: the point its wrench is taken about (world): a lone
@@ -389,10 +456,6 @@ impl<T: Scalar> Scene<T> {
         }
     }
 }
-
-/// Largest product of the point counts of a pair's two clouds (the
-/// pair's cost per force evaluation).
-pub const MAX_PAIR_POINTS: usize = 4_000_000;
 
 fn unsupported(what: &'static str) -> SolveError {
     SolveError::Unsupported {
@@ -515,12 +578,21 @@ impl Soft {
                         *pt = so3::rotate(&s.pose.rotation, pt) + s.pose.translation;
                         *n = so3::rotate(&s.pose.rotation, n);
                     }
-                    StaticSide::Cloud(c, s.pose.translation)
+                    let tree = self.params.prune.then(|| primal_tree(&c));
+                    StaticSide::Cloud(c, s.pose.translation, tree)
                 }
             }));
         }
+        let trees = bodies
+            .iter()
+            .map(|c| match c {
+                Some(c) if self.params.prune => Some(primal_tree(c)),
+                _ => None,
+            })
+            .collect();
         Ok(Scene {
             bodies,
+            trees,
             radius,
             centre,
             links,
@@ -553,7 +625,7 @@ impl Soft {
                     Some(StaticSide::Plane(n, d)) => {
                         n.map(|x| x.re()).dot(&ca) - d.re() - sc.radius[a] <= m
                     }
-                    Some(StaticSide::Cloud(c, x)) => {
+                    Some(StaticSide::Cloud(c, x, _)) => {
                         let r = c
                             .points
                             .iter()
@@ -586,6 +658,7 @@ impl Soft {
         mut reports: Option<&mut Vec<ContactImpulse<T>>>,
     ) -> DVec<T> {
         let k = self.params.constants();
+        let prune = self.params.prune;
         let eps2 = T::from_re(k.separation_smoothing);
         let mut out = DVec::zeros(p.model.nv);
         let side = |i: usize| {
@@ -597,6 +670,7 @@ impl Soft {
                 centre: sc.centre[i],
                 linear,
                 angular,
+                tree: sc.trees[i].as_ref(),
             }
         };
         // One pair: the wrench on `a` (force, torque), on the other body
@@ -614,12 +688,12 @@ impl Soft {
             let mut entries: Vec<(T, Vec3<T>, Vec3<T>, bool)> = Vec::new();
             let sa = side(pair.a);
             let mut b_body = None;
-            match pair.b {
+            let static_side;
+            let sb = match pair.b {
                 Other::Body(j) => {
                     let sb = side(j);
                     b_body = Some((j, sb.centre));
-                    side_entries(&k, &sa, &sb, mu, true, &mut entries);
-                    side_entries(&k, &sb, &sa, mu, false, &mut entries);
+                    Some(sb)
                 }
                 Other::Static(j) => match sc.statics[j].as_ref() {
                     Some(StaticSide::Plane(n, d)) => {
@@ -627,24 +701,64 @@ impl Soft {
                             let (phi, f) = plane_entry(&k, pt, &sa, n, *d, mu);
                             entries.push((phi, f, *pt, true));
                         }
+                        None
                     }
-                    Some(StaticSide::Cloud(c, x)) => {
-                        let sb = Side {
+                    Some(StaticSide::Cloud(c, x, tree)) => {
+                        static_side = Side {
                             points: &c.points,
                             normals: &c.normals,
                             centre: *x,
                             linear: Vec3::zeros(),
                             angular: Vec3::zeros(),
+                            tree: tree.as_ref(),
                         };
-                        side_entries(&k, &sa, &sb, mu, true, &mut entries);
-                        side_entries(&k, &sb, &sa, mu, false, &mut entries);
+                        Some(static_side)
                     }
                     None => return None,
                 },
-            }
-            let field: Vec<T> = entries.iter().map(|e| e.0).collect();
-            let mut w = Vec::with_capacity(field.len());
-            softmin_weights(&field, eps2, &mut w);
+            };
+            let field_weights = |entries: &[(T, Vec3<T>, Vec3<T>, bool)]| {
+                let field: Vec<T> = entries.iter().map(|e| e.0).collect();
+                let mut w = Vec::with_capacity(field.len());
+                softmin_weights(&field, eps2, &mut w);
+                w
+            };
+            let w = match &sb {
+                Some(sb) if prune => {
+                    // forces only where the field's weight can be nonzero
+                    // (a zero weight multiplies a finite force): `bound`,
+                    // the field entry of the point of each side nearest to
+                    // the other's centre, is at least the field's minimum
+                    let bound = field_bound(&k, &sa, sb, mu).min(field_bound(&k, sb, &sa, mu));
+                    let force = Force::Within {
+                        bound,
+                        cut: 60.0 * k.separation_smoothing,
+                    };
+                    let mut done = Vec::new();
+                    side_entries(&k, &sa, sb, mu, true, force, &mut entries, &mut done);
+                    side_entries(&k, sb, &sa, mu, false, force, &mut entries, &mut done);
+                    let w = field_weights(&entries);
+                    // (never taken: `bound` covers every nonzero weight)
+                    let na = sa.points.len();
+                    for i in 0..entries.len() {
+                        if w[i].re() != 0.0 && !done[i] {
+                            let (x, y) = if i < na { (&sa, sb) } else { (sb, &sa) };
+                            let pt = entries[i].2;
+                            let mut scratch = Scratch::default();
+                            entries[i].1 =
+                                point_entry(&k, &pt, x, y, mu, Force::Always, &mut scratch).1;
+                        }
+                    }
+                    w
+                }
+                Some(sb) => {
+                    let mut done = Vec::new();
+                    side_entries(&k, &sa, sb, mu, true, Force::Always, &mut entries, &mut done);
+                    side_entries(&k, sb, &sa, mu, false, Force::Always, &mut entries, &mut done);
+                    field_weights(&entries)
+                }
+                None => field_weights(&entries),
+            };
             let (mut fa, mut ta) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
             let (mut fb, mut tb) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
             let (mut point, mut dist) = (Vec3::<T>::zeros(), T::zero());
@@ -814,14 +928,14 @@ impl Soft {
             let nb = match pair.b {
                 Other::Body(j) => size(sc.bodies[j].as_ref()),
                 Other::Static(k) => match &sc.statics[k] {
-                    Some(StaticSide::Cloud(c, _)) => size(Some(c)),
+                    Some(StaticSide::Cloud(c, _, _)) => size(Some(c)),
                     _ => 1,
                 },
             };
-            if na.saturating_mul(nb) > MAX_PAIR_POINTS {
+            if na as f64 * nb as f64 > self.params.max_pair_points {
                 return Err(unsupported(
-                    "a pair of point clouds with more than 4e6 point pairs \
-                     (lower `points_per_meter`)",
+                    "a pair of point clouds with more point pairs than `max_pair_points` \
+                     (lower `points_per_meter`, or raise `max_pair_points`)",
                 ));
             }
         }
@@ -856,41 +970,70 @@ fn pair_work<T: Scalar>(sc: &Scene<T>, pair: &Pair) -> usize {
     match pair.b {
         Other::Body(j) => 2 * na * sc.bodies[j].as_ref().map_or(0, |c| c.len()),
         Other::Static(j) => match &sc.statics[j] {
-            Some(StaticSide::Cloud(c, _)) => 2 * na * c.len(),
+            Some(StaticSide::Cloud(c, _, _)) => 2 * na * c.len(),
             _ => na,
         },
     }
 }
 
-/// The field entries of every point of `x` against `y`'s SSDF.
+/// The kd-tree of a world cloud's primal points.
+fn primal_tree<T: Scalar>(c: &Cloud<T>) -> Tree {
+    let pts: Vec<Vec3<f64>> = c.points.iter().map(|p| p.map(|x| x.re())).collect();
+    Tree::new(&pts)
+}
+
+/// The field entries of every point of `x` against `y`'s SSDF, with the
+/// forces as `force` says (else zero forces; `done` records which).
+#[allow(clippy::too_many_arguments)]
 fn side_entries<T: Scalar>(
     k: &Constants,
     x: &Side<'_, T>,
     y: &Side<'_, T>,
     mu: T,
     on_a: bool,
+    force: Force,
     out: &mut Vec<(T, Vec3<T>, Vec3<T>, bool)>,
+    done: &mut Vec<bool>,
 ) {
     if x.points.len() * y.points.len() >= PARALLEL_WORK {
         let v: Vec<_> = x
             .points
             .par_iter()
-            .map_init(
-                || (Vec::new(), Vec::new()),
-                |scratch, pt| {
-                    let (phi, f) = point_entry(k, pt, x, y, mu, scratch);
-                    (phi, f, *pt, on_a)
-                },
-            )
+            .map_init(Scratch::default, |scratch, pt| {
+                point_entry(k, pt, x, y, mu, force, scratch)
+            })
             .collect();
-        out.extend(v);
-    } else {
-        let mut scratch = (Vec::new(), Vec::new());
-        for pt in x.points {
-            let (phi, f) = point_entry(k, pt, x, y, mu, &mut scratch);
+        for ((phi, f, d), pt) in v.into_iter().zip(x.points) {
             out.push((phi, f, *pt, on_a));
+            done.push(d);
+        }
+    } else {
+        let mut scratch = Scratch::default();
+        for pt in x.points {
+            let (phi, f, d) = point_entry(k, pt, x, y, mu, force, &mut scratch);
+            out.push((phi, f, *pt, on_a));
+            done.push(d);
         }
     }
+}
+
+/// The field entry (primal) of the point of `x` nearest to `y`'s centre:
+/// an upper bound of the pair's field minimum.
+fn field_bound<T: Scalar>(k: &Constants, x: &Side<'_, T>, y: &Side<'_, T>, mu: T) -> f64 {
+    let c = y.centre.map(|v| v.re());
+    let Some(p) = x
+        .points
+        .iter()
+        .min_by(|a, b| {
+            let da = (a.map(|v| v.re()) - c).norm_squared();
+            let db = (b.map(|v| v.re()) - c).norm_squared();
+            da.total_cmp(&db)
+        })
+    else {
+        return f64::INFINITY;
+    };
+    let mut scratch = Scratch::default();
+    point_entry(k, p, x, y, mu, Force::Never, &mut scratch).0.re()
 }
 
 fn positive(key: &str, x: f64, unit: &str) -> Result<(), String> {
@@ -929,6 +1072,12 @@ impl ContactBackend for Soft {
         positive("stiction_velocity", p.stiction_velocity, "m/s")?;
         positive("distance_smoothing", p.distance_smoothing, "m²")?;
         positive("separation_smoothing", p.separation_smoothing, "m")?;
+        if !(p.max_pair_points >= 1.0) {
+            return Err(format!(
+                "`max_pair_points` must be a number >= 1, got {}",
+                p.max_pair_points
+            ));
+        }
         if !(p.points_per_meter > 0.0 && p.points_per_meter <= 1e4) {
             return Err(format!(
                 "`points_per_meter` must be in (0, 10000], got {}",

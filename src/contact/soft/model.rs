@@ -3,6 +3,7 @@
 //! docs of `soft`).
 
 use super::cloud::Cloud;
+use super::tree::Tree;
 use crate::math::Vec3;
 use crate::Scalar;
 
@@ -159,6 +160,10 @@ pub struct Side<'a, T: Scalar> {
     pub linear: Vec3<T>,
     /// Angular velocity (world).
     pub angular: Vec3<T>,
+    /// A kd-tree of the points' primal values (world): an SSDF against
+    /// this side visits only the points whose softmin weight can be
+    /// nonzero (module docs of `soft`); `None`: every point.
+    pub tree: Option<&'a Tree>,
 }
 
 impl<T: Scalar> Side<'_, T> {
@@ -168,40 +173,114 @@ impl<T: Scalar> Side<'_, T> {
     }
 }
 
+/// Reused buffers of [`point_entry`] (no allocation once grown).
+#[derive(Clone, Debug)]
+pub struct Scratch<T: Scalar> {
+    d: Vec<T>,
+    w: Vec<T>,
+    idx: Vec<usize>,
+}
+
+impl<T: Scalar> Default for Scratch<T> {
+    fn default() -> Self {
+        Scratch {
+            d: Vec::new(),
+            w: Vec::new(),
+            idx: Vec::new(),
+        }
+    }
+}
+
+/// Relative widening of the kd-tree's query radius: the tree's squared
+/// distances (f64) and the scalar's primal ones may differ in the last
+/// bits (another summation order), so the candidates are a superset of
+/// the points that pass the softmin's own test.
+const WIDEN: f64 = 1e-9;
+
 /// The field entry of one point `p` of side `x` against side `y`'s SSDF:
 /// `(φ̂_y(p), Λ_y(p))`, the soft distance and the force on `x`'s material
 /// point at `p` (eqs. 21–22 with the sign that pushes `p` out of `y`: the
 /// force on `x` is `+Σ σᵢ λᵢ`, the reaction `−Σ σᵢ λᵢ` acts on `y` at the
-/// same point).
+/// same point). The force is evaluated as `force` says (else zero); the
+/// flag returned says whether it was.
+///
+/// With `y.tree`, only `y`'s points at squared distance
+/// `≤ (d_min + 60 ε₁)(1 + 1e-9)` are visited (`d_min` the nearest, from
+/// the tree), in index order: every point whose softmin weight is not
+/// zeroed by [`softmin_weights`] (`dᵢ − d_min ≤ 60 ε₁`) is among them, so
+/// the result is the full evaluation's, term by term and in the same
+/// order.
 pub fn point_entry<T: Scalar>(
     k: &Constants,
     p: &Vec3<T>,
     x: &Side<'_, T>,
     y: &Side<'_, T>,
     mu: T,
-    scratch: &mut (Vec<T>, Vec<T>),
-) -> (T, Vec3<T>) {
+    force: Force,
+    s: &mut Scratch<T>,
+) -> (T, Vec3<T>, bool) {
     let eps1 = T::from_re(k.distance_smoothing);
-    let (d, w) = scratch;
+    let Scratch { d, w, idx } = s;
+    idx.clear();
+    match y.tree {
+        Some(tree) => {
+            let pr = [p[0].re(), p[1].re(), p[2].re()];
+            let dmin = tree.nearest(&pr);
+            let r2 = (dmin + 60.0 * k.distance_smoothing) * (1.0 + WIDEN);
+            tree.within(&pr, r2, idx);
+            idx.sort_unstable();
+        }
+        None => idx.extend(0..y.points.len()),
+    }
     d.clear();
-    for q in y.points {
-        d.push((p - q).norm_squared());
+    for &i in idx.iter() {
+        d.push((p - y.points[i]).norm_squared());
     }
     softmin_weights(d, eps1, w);
-    let v = x.velocity_at(p) - y.velocity_at(p);
     let mut phi = T::zero();
-    let mut f = Vec3::zeros();
-    for i in 0..y.points.len() {
+    for (&i, wi) in idx.iter().zip(w.iter()) {
         // zero weights (below e^-60 of the largest, see softmin_weights)
-        if w[i].re() == 0.0 {
+        if wi.re() == 0.0 {
             continue;
         }
-        let n = &y.normals[i];
-        let phi_i = n.dot(&(p - y.points[i]));
-        phi += w[i] * phi_i;
-        f += point_plane(k, phi_i, n, &v, mu) * w[i];
+        phi += *wi * y.normals[i].dot(&(p - y.points[i]));
     }
-    (phi, f)
+    let want = match force {
+        Force::Always => true,
+        Force::Never => false,
+        Force::Within { bound, cut } => phi.re() - bound <= cut,
+    };
+    let mut f = Vec3::zeros();
+    if want {
+        let v = x.velocity_at(p) - y.velocity_at(p);
+        for (&i, wi) in idx.iter().zip(w.iter()) {
+            if wi.re() == 0.0 {
+                continue;
+            }
+            let n = &y.normals[i];
+            let phi_i = n.dot(&(p - y.points[i]));
+            f += point_plane(k, phi_i, n, &v, mu) * *wi;
+        }
+    }
+    (phi, f, want)
+}
+
+/// Whether [`point_entry`] evaluates the force.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Force {
+    /// Always.
+    Always,
+    /// Never (the SSDF only).
+    Never,
+    /// When `φ̂ − bound ≤ cut` (primal values): with `bound` at least the
+    /// separation field's minimum and `cut = 60 ε₂`, every entry whose
+    /// field weight is not zeroed.
+    Within {
+        /// An upper bound of the field's minimum.
+        bound: f64,
+        /// The softmin's cut.
+        cut: f64,
+    },
 }
 
 /// The point entry against a half-space `n·x ≤ d` (a one-point cloud: the
