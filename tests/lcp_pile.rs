@@ -130,7 +130,11 @@ fn pile_ift_on_q_is_refused_with_the_reason() {
     let nv = w.model.nv;
     let ps: Vec<Param> = (0..nv).map(Param::Q).collect();
     let ift = step_jacobian(&w, &x, &u, &ps, Method::Ift, &DiffOptions::default());
-    assert!(matches!(ift, Err(DiffError::Singular(_))), "{:?}", ift.err());
+    assert!(
+        matches!(ift, Err(DiffError::Singular(_))),
+        "{:?}",
+        ift.err()
+    );
 }
 
 /// The settled pile's step is solved by Dantzig pivoting and then the
