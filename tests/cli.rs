@@ -313,7 +313,11 @@ fn scratch(tag: &str) -> PathBuf {
 fn failed_step_keeps_the_completed_steps() {
     let dir = scratch("capped");
     let src = std::fs::read_to_string(example("box_toss.toml")).unwrap();
-    let src = src.replace("rho = 1e-6", "rho = 1e-6\nmax_iterations = 2");
+    let src = src.replace(
+        "rho = 1e-6",
+        // (and without the continuation in ρ that would solve it again)
+        "rho = 1e-6\nmax_iterations = 2\ncontinuation_iterations = 0",
+    );
     assert!(src.contains("max_iterations = 2"));
     let scene = dir.join("toss.toml");
     std::fs::write(&scene, src).unwrap();
@@ -1203,7 +1207,11 @@ fn run_out_streams_the_in_memory_document() {
     );
     // a failing run: the box toss with the iteration cap at 2
     let src = std::fs::read_to_string(example("box_toss.toml")).unwrap();
-    let src = src.replace("rho = 1e-6", "rho = 1e-6\nmax_iterations = 2");
+    let src = src.replace(
+        "rho = 1e-6",
+        // (and without the continuation in ρ that would solve it again)
+        "rho = 1e-6\nmax_iterations = 2\ncontinuation_iterations = 0",
+    );
     let file = dir.join("toss.toml");
     std::fs::write(&file, &src).unwrap();
     let out_dir = dir.join("failed");
