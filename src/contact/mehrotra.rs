@@ -1787,28 +1787,19 @@ fn continue_failed<T: Scalar>(
                     }
                     None => start = Some((w.cur.v.clone(), w.cur.xs.clone())),
                 }
-                if start.is_some() && next < from {
+                if next < from {
                     reduction = (reduction * reduction).max(1e-2);
                 }
             }
-            Err(SolveError::MaxIterations { iters, .. }) => {
-                used += iters;
-                if start.is_none() {
-                    // not even the first stage converged
-                    return Err(failed);
-                }
+            Err(e) => {
+                used += match e {
+                    SolveError::MaxIterations { iters, .. } => iters,
+                    _ => cap,
+                };
+                // Not even the first stage converged, or the reduction
+                // is back near 1: give up.
                 reduction = reduction.sqrt();
-                if reduction > CONT_MIN_REDUCTION {
-                    return Err(failed);
-                }
-            }
-            Err(_) => {
-                used += cap;
-                if start.is_none() {
-                    return Err(failed);
-                }
-                reduction = reduction.sqrt();
-                if reduction > CONT_MIN_REDUCTION {
+                if start.is_none() || reduction > CONT_MIN_REDUCTION {
                     return Err(failed);
                 }
             }
