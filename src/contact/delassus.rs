@@ -133,6 +133,14 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
         Ok(y)
     }
 
+    /// Whether the contact unknowns `z` and contact-space velocities `ŷ`
+    /// (restitution bias included) lie where the formulation's contact
+    /// rows are defined (default: everywhere). `convex` needs its
+    /// barriers' arguments positive.
+    fn admissible(&self, _yhat: &[Vector3<f64>], _z: &[Vector3<f64>]) -> bool {
+        true
+    }
+
     /// The smooth piece of each contact at the root, for
     /// [`ContactBackend::same_structure`] (empty: one piece).
     fn pieces(&self, _mu: &[f64], _z: &[Vector3<f64>]) -> Vec<u8> {
@@ -591,6 +599,10 @@ fn solve_island<F: Formulation>(
     let mut last = f64::INFINITY;
     let mut best: Option<IslandSolution> = None;
     let mut polish = 4;
+    // The point of lowest exact residual, where the fallback starts.
+    let mut lowest: Option<(DVec<f64>, DVec<f64>, f64)> = None;
+    let mut inner_error = None;
+    let mut stalled = 0;
     let bias = restitution_bias(form, p, island)?;
     for it in 0..=dp.max_outer {
         let zs: Vec<Vector3<f64>> = match &z {
@@ -602,6 +614,15 @@ fn solve_island<F: Formulation>(
         if scale.is_empty() {
             *scale = scales(p, island)?;
         }
+        let biased = |ev: &Eval<f64>| {
+            let mut yhat = contact_velocities(ev, p.h);
+            if let Some(b) = &bias {
+                for (y, b) in yhat.iter_mut().zip(b) {
+                    y[0] += *b;
+                }
+            }
+            yhat
+        };
         let ev = if z.is_some() {
             let (rd, rows, ev, _) =
                 island_residual(form, p, island, scale, &v, &zs, bias.as_deref())?;
@@ -621,6 +642,18 @@ fn solve_island<F: Formulation>(
                 if res >= b.residual {
                     stats.outer += it;
                     return Ok(best.take().expect("checked"));
+                }
+            }
+            if lowest.as_ref().is_none_or(|l| res < l.2) && form.admissible(&biased(&ev), &zs) {
+                lowest = z.as_ref().map(|z| (v.clone(), z.clone(), res));
+                stalled = 0;
+            } else if lowest.is_some() && res > p.params.tolerance {
+                // Not below the lowest residual: the loop cycles (typically
+                // between the vertices of a face standing behind one conic
+                // contact point); hand over to the fallback.
+                stalled += 1;
+                if stalled == STALL_OUTER {
+                    break;
                 }
             }
             let shrinking = res <= 0.25 * last;
@@ -668,7 +701,13 @@ fn solve_island<F: Formulation>(
         // for this linearization; the floor shrinks with the outer
         // residual, and convergence is tested on the exact residual.
         let accept = (0.1 * p.params.tolerance).max(1e-3 * last.min(c.amax()));
-        let znew = form.solve_linear(&a, &c, &mus, scale, z.as_ref(), accept, stats)?;
+        let znew = match form.solve_linear(&a, &c, &mus, scale, z.as_ref(), accept, stats) {
+            Ok(z) => z,
+            Err(e) => {
+                inner_error = Some(e);
+                break;
+            }
+        };
         stats.solves += 1;
         let f: Vec<Vector3<f64>> = (0..m)
             .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))
@@ -680,41 +719,160 @@ fn solve_island<F: Formulation>(
         stats.outer += dp.max_outer;
         return Ok(b);
     }
-    Err(SolveError::MaxIterations {
+    stats.outer += dp.max_outer;
+    if let Some((v, z, res)) = lowest {
+        if let Some(sol) = newton_fallback(form, p, island, scale, bias.as_deref(), v, z, res) {
+            return Ok(sol);
+        }
+    }
+    Err(inner_error.unwrap_or(SolveError::MaxIterations {
         iters: dp.max_outer,
         residual: last,
         complementarity: 0.0,
+    }))
+}
+
+/// Outer iterations without a new lowest exact residual after which an
+/// island's linearization loop hands over to [`newton_fallback`].
+const STALL_OUTER: usize = 8;
+
+/// Largest island (`dim + 3 × contacts` unknowns) that
+/// [`newton_fallback`] takes on (each iteration evaluates the island's
+/// residual twice per unknown).
+const FALLBACK_MAX_UNKNOWNS: usize = 120;
+
+/// Iteration cap of [`newton_fallback`].
+const FALLBACK_ITERATIONS: usize = 40;
+
+/// The island's exact residual at `(v, z)` stacked as one vector
+/// (dynamics rows, then three contact rows per contact), with the
+/// contact-space velocities `ŷ` (restitution bias included) for
+/// [`Formulation::admissible`]; `None` where it cannot be evaluated.
+fn stacked_island_residual<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    y: &DVec<f64>,
+) -> Option<(DVec<f64>, Vec<Vector3<f64>>, Vec<Vector3<f64>>)> {
+    let n = island.dim();
+    let m = island.contacts.len();
+    let v = y.rows(0, n).into_owned();
+    let z: Vec<Vector3<f64>> = (0..m)
+        .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
+        .collect();
+    let (rd, rows, ev, _) = island_residual(form, p, island, scale, &v, &z, bias).ok()?;
+    let mut r = DVec::zeros(n + Z * m);
+    r.rows_mut(0, n).copy_from(&rd);
+    for (k, row) in rows.iter().enumerate() {
+        r.fixed_rows_mut::<Z>(n + Z * k).copy_from(row);
+    }
+    let mut yhat = contact_velocities(&ev, p.h);
+    if let Some(b) = bias {
+        for (y, b) in yhat.iter_mut().zip(b) {
+            y[0] += *b;
+        }
+    }
+    r.iter().all(|x| x.is_finite()).then_some((r, yhat, z))
+}
+
+/// The fallback of an island whose linearization loop did not converge:
+/// damped Newton steps on the island's exact residual `r(v⁺, z)` from the
+/// loop's best point, with `∂r/∂(v⁺, z)` by central differences (the
+/// linearization loop leaves out how the contact points, normals and lever
+/// arms move with `v⁺`; where that matters — one contact point standing for
+/// a face of a polytope, whose conic witness point slides across the face
+/// as it tilts — the loop cycles between the faces' vertices). The step is
+/// the least-squares solution (SVD: redundant contacts make `∂r/∂y`
+/// singular) and is halved until the residual's 2-norm decreases. Returns
+/// a point whose exact residual (∞-norm) is within the step's tolerance,
+/// or `None`. Runs in f64 only; the root it returns is the exact
+/// residual's, so the derivative methods are unchanged.
+#[allow(clippy::too_many_arguments)]
+fn newton_fallback<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    v: DVec<f64>,
+    z: DVec<f64>,
+    res: f64,
+) -> Option<IslandSolution> {
+    let n = island.dim();
+    let m = island.contacts.len();
+    let dim = n + Z * m;
+    if dim > FALLBACK_MAX_UNKNOWNS || !res.is_finite() {
+        return None;
+    }
+    let mut y = DVec::zeros(dim);
+    y.rows_mut(0, n).copy_from(&v);
+    y.rows_mut(n, Z * m).copy_from(&z);
+    let eval = |y: &DVec<f64>| {
+        stacked_island_residual(form, p, island, scale, bias, y)
+            .filter(|(_, yhat, z)| form.admissible(yhat, z))
+    };
+    let (mut r, _, _) = eval(&y)?;
+    for _ in 0..FALLBACK_ITERATIONS {
+        if r.amax() <= p.params.tolerance {
+            break;
+        }
+        let mut jac = DMat::zeros(dim, dim);
+        for k in 0..dim {
+            let eps = 1e-7 * y[k].abs().max(1.0);
+            let (mut yp, mut ym) = (y.clone(), y.clone());
+            yp[k] += eps;
+            ym[k] -= eps;
+            let (rp, _, _) = stacked_island_residual(form, p, island, scale, bias, &yp)?;
+            let (rm, _, _) = stacked_island_residual(form, p, island, scale, bias, &ym)?;
+            jac.set_column(k, &((rp - rm) / (2.0 * eps)));
+        }
+        let step = jac.svd(true, true).solve(&r, 1e-12).ok()?;
+        let norm = r.norm();
+        let mut lambda = 1.0;
+        let mut next = None;
+        while lambda > 1e-6 {
+            let trial = &y - &step * lambda;
+            if let Some((rt, _, _)) = eval(&trial) {
+                if rt.norm() < (1.0 - 1e-4 * lambda) * norm {
+                    next = Some((trial, rt));
+                    break;
+                }
+            }
+            lambda *= 0.5;
+        }
+        let (yn, rn) = next?;
+        y = yn;
+        r = rn;
+    }
+    let residual = r.amax();
+    (residual <= p.params.tolerance).then(|| IslandSolution {
+        v: y.rows(0, n).into_owned(),
+        z: (0..m)
+            .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
+            .collect(),
+        residual,
     })
 }
 
-/// Refuses a candidate of a shape pair without a closed form (a conic
-/// candidate, `parts` set: any pair with a cylinder, cone, ellipsoid,
-/// polytope, padded polygon or bundle, or two capsules within 5.7° of
-/// parallel). Its gap is the conic program's scaling `α* − 1`, not a
-/// distance, while the contact-space linearization takes the normal row
-/// of `W` (the contact point's velocity along the normal) as the gap's
-/// rate: `ŷ_N = φ/h` and `A f + c` then disagree by the factor between
-/// the two, and the linearization loop does not converge (residual 3–30
-/// on `bundles`, `peg_in_hole`, `polytope_drop`).
-pub fn refuse_conic<F: Formulation>(
-    p: &StepProblem<'_, f64>,
-    cands: &[Candidate<f64>],
-) -> Result<(), SolveError> {
-    let Some(c) = cands.iter().find(|c| c.parts.is_some()) else {
-        return Ok(());
-    };
-    let name = |b: Partner| match b {
-        Partner::Body(j) => p.model.bodies[j].name.clone(),
-        Partner::Static(j) => p.statics[j].name.clone(),
-    };
-    let a = name(Partner::Body(c.a));
-    Err(SolveError::UnsupportedPair {
-        backend: F::NAME,
-        what: "a shape pair without a closed-form contact (its gap is the conic collision \
-               program's scaling, not a distance; closed-form pairs: sphere, capsule and box \
-               against the plane and each other, capsules not within 5.7° of parallel)",
-        pair: Box::new([a, name(c.b)]),
-    })
+/// Marks every conic candidate (a shape pair without a closed form,
+/// `parts` set: any pair with a cylinder, cone, ellipsoid, polytope, padded
+/// polygon or bundle, or two capsules within 5.7° of parallel) to have its
+/// gap in metres ([`metric_gap`](crate::contact::space::metric_gap)). The
+/// conic program's gap is the scaling `α* − 1`, while the contact-space
+/// linearization takes the normal row of `W` (the witness point's velocity
+/// along the normal) as the rate of the gap: with the scaling, `ŷ_N = φ/h`
+/// and `A f + c` disagree by the factor between the two and the
+/// linearization loop does not converge (measured before the conversion:
+/// residual 3–30 after 30 iterations on `bundles`, `peg_in_hole`,
+/// `polytope_drop`).
+pub fn metric_conic<T: Scalar>(cands: &mut [Candidate<T>]) {
+    for c in cands {
+        if let Some(parts) = &mut c.parts {
+            parts.metric = true;
+        }
+    }
 }
 
 /// The f64 step of a contact-space backend: `(solution, y*, structure)`.
@@ -737,7 +895,7 @@ pub fn solve_f64<F: Formulation>(
     let mut detect = DetectScratch::default();
     let mut cands = Vec::new();
     candidates_into(p, dp.margin, &mut detect, &mut cands);
-    refuse_conic::<F>(p, &cands)?;
+    metric_conic(&mut cands);
     let mut stats = InnerStats::default();
     // Candidate rounds: features penetrating at q⁺ that were no candidate
     // are added and the step solved again (as `ipm` does).
@@ -772,7 +930,7 @@ pub fn solve_f64<F: Formulation>(
         penetrating_into(p, &out.q_next, &mut detect, &mut found);
         found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
         if !found.is_empty() && round < 3 {
-            refuse_conic::<F>(p, &found)?;
+            metric_conic(&mut found);
             cands.extend(found);
             continue;
         }

@@ -86,6 +86,7 @@ impl Bilevel {
                     part_a: c.part_a,
                     part_b: c.part_b,
                     smoothing: inner_mu(p.params.rho),
+                    metric: false,
                 }),
             })
             .collect()

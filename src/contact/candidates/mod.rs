@@ -101,6 +101,13 @@ pub struct ConicParts {
     /// gap of a face-to-face contact a kink in the orientation, at which
     /// the step's Newton iteration stalls.
     pub smoothing: f64,
+    /// Whether the candidate's gap is converted to metres
+    /// ([`metric_gap`](crate::contact::space::metric_gap)): the
+    /// contact-space backends (`lcp`, `implicit_ncp`, `convex`) take the
+    /// normal row of the impulse map as the gap's rate, which holds for a
+    /// distance, not for the scaling `α* − 1`. `ipm`, `single_level` and
+    /// `bilevel` keep the scaling (their rows are position-level).
+    pub metric: bool,
 }
 
 /// The identity of a candidate across solves and candidate rounds.
@@ -342,6 +349,7 @@ pub fn detect_into<T: Scalar>(
                             part_a: pp.part_a,
                             part_b: pp.part_b,
                             smoothing,
+                            metric: false,
                         }),
                     });
                 }

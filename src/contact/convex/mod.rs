@@ -393,6 +393,12 @@ impl Formulation for Convex {
         Ok(y)
     }
 
+    /// The barriers' arguments: `ρ` (or a frictionless contact's `f_N`)
+    /// and every normal velocity `ŷ_N` positive.
+    fn admissible(&self, yhat: &[Vector3<f64>], z: &[Vector3<f64>]) -> bool {
+        yhat.iter().zip(z).all(|(y, z)| y[0] > 0.0 && z[0] > 0.0)
+    }
+
     fn contact_rows<T: Scalar>(
         &self,
         mu: &[T],
@@ -607,8 +613,9 @@ pub fn inverse<T: Scalar>(
     // Candidates and impulse scales as the forward step sets them (both
     // functions of the start of the step).
     let cands: Vec<Candidate<f64>> = with_primal(p, |pf| {
-        let cands = candidates(pf, backend.params.margin);
-        delassus::refuse_conic::<Convex>(pf, &cands).map(|_| cands)
+        let mut cands = candidates(pf, backend.params.margin);
+        delassus::metric_conic(&mut cands);
+        Ok::<_, SolveError>(cands)
     })?;
     let mut r_dyn = DVec::zeros(nv);
     momentum_residual(p.model, p.q, p.v, v_next, &zero_u, &p.gravity, p.h, &mut r_dyn)?;

@@ -455,6 +455,7 @@ fn impact<T: Scalar>(
         let mut detect = DetectScratch::default();
         let mut cands = Vec::new();
         candidates_into(pf, TOUCH, &mut detect, &mut cands);
+        delassus::metric_conic(&mut cands);
         let mut keep = Vec::new();
         for island in islands(pf.model, cands) {
             let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;

@@ -159,8 +159,8 @@ pub fn shape_pair_contact<S: Scalar>(
             };
             let (sa, qa) = part(shape_a, pa, cp.part_a)?;
             let (sb, qb) = part(sb, pb, cp.part_b)?;
-            if cp.smoothing == inner_params().tol_gap {
-                Ok(conic_contact(&sa, &qa, &sb, &qb)?)
+            let contact = if cp.smoothing == inner_params().tol_gap {
+                conic_contact(&sa, &qa, &sb, &qb)?
             } else {
                 // Residuals to 1e-12 and centred to 1e-10 μ: with the
                 // defaults (1e-10, 1e-6 μ) the noise of the witness point
@@ -172,10 +172,45 @@ pub fn shape_pair_contact<S: Scalar>(
                     centering_tolerance: 1e-10,
                     ..inner_params()
                 };
-                Ok(conic_contact_with(&sa, &qa, &sb, &qb, &params, true)?)
+                conic_contact_with(&sa, &qa, &sb, &qb, &params, true)?
+            };
+            if cp.metric {
+                metric_gap(contact, &qa.translation, &qb.translation)
+            } else {
+                Ok(contact)
             }
         }
     }
+}
+
+/// The conic contact of two convex parts with its gap in metres: with
+/// `α* = 1 + φ` the scaling about the parts' origins `r_a`, `r_b` at which
+/// they touch, at the witness point `p*` and normal `n` (from b to a),
+/// `n·p* = n·r_a − α* ρ_a = n·r_b + α* ρ_b` with `ρ_a`, `ρ_b` the depths of
+/// the unscaled parts below their origins along `∓n`, so their separation
+/// along `n` is
+///
+/// `d = n·(r_a − r_b) − (ρ_a + ρ_b) = (1 − 1/α*) n·(r_a − r_b)`.
+///
+/// At contact (`α* = 1`) its rate is the witness points' relative normal
+/// velocity (the change of `n` enters multiplied by `α* − 1 = 0`), the
+/// normal row of the contact-space backends' impulse map, which the scaling
+/// `α* − 1` is not (it is `d / (ρ_a + ρ_b)` to first order). Derivative
+/// parts flow through `α*`, `n` and the origins.
+pub fn metric_gap<S: Scalar>(
+    mut c: Contact<S>,
+    ra: &Vec3<S>,
+    rb: &Vec3<S>,
+) -> Result<Contact<S>, SolveError> {
+    let alpha = S::one() + c.gap;
+    let depth = c.normal.dot(&(ra - rb));
+    if !(alpha.re() > 0.0 && depth.re() > 0.0) {
+        return Err(SolveError::Singular(
+            "a conic contact whose parts' origins are not separated along its normal",
+        ));
+    }
+    c.gap = (S::one() - S::one() / alpha) * depth;
+    Ok(c)
 }
 
 /// Contact `feature` of body a (shape, `q`, `v⁺`) against `other` at
