@@ -339,7 +339,10 @@ fn finger_sums(
 }
 
 /// The squeeze (F = 5 N per finger, μ = 0.5, 2 μ F = 5 N > m g = 0.981 N)
-/// holds the plate: its velocity stays 0 and it does not move (1e-12);
+/// holds the plate: its velocity stays 0 (1e-11: its rotation about y
+/// and z is fixed only by the difference of the two pads' sticking rows
+/// over the plate's thickness, 0.01 m, which amplifies the step's
+/// tolerance, 1e-13) and it does not move (1e-12);
 /// each finger's normal impulses sum to F h (1e-12 N s), the vertical
 /// friction impulses of both fingers to the weight m g h (1e-12), each
 /// contact sticking strictly inside its box (|f_t| < μ f_n). The two
@@ -395,7 +398,7 @@ fn grasp_holds_the_plate_by_friction() {
         m * g * h,
         sc.steps
     );
-    assert!(still < 1e-12, "{still:e}");
+    assert!(still < 1e-11, "{still:e}");
     assert!(moved < 1e-12, "{moved:e}");
     assert!(fingers < 1e-12, "{fingers:e}");
     assert!(nerr < 1e-12, "{nerr:e}");
@@ -551,11 +554,7 @@ fn check_report(scene: &str) -> serde_json::Value {
 /// out as kinks).
 #[test]
 fn check_passes_on_the_new_lcp_scenes() {
-    for scene in [
-        "examples/scenes/lcp_cradle.toml",
-        PUSH,
-        GRASP,
-    ] {
+    for scene in ["examples/scenes/lcp_cradle.toml", PUSH, GRASP] {
         let r = check_report(scene);
         println!(
             "{scene}: {}, sample steps {}, fd skipped columns {}",
