@@ -1,7 +1,11 @@
 //! The `lcp` example scenes of issue 15 against known answers:
 //! Newton's cradle (`examples/scenes/lcp_cradle.toml`), a box pushed
 //! into a second box (`lcp_box_push.toml`) and a plate held by a gripper
-//! (`lcp_grasp.toml` + `gripper.urdf`), and `dualsim check` on each.
+//! (`lcp_grasp.toml` + `gripper.urdf`), and `dualsim check` on each;
+//! also what does not work: the box push has no derivative at a
+//! face-to-face state, and a gripper with box-faced fingers
+//! (`tests/data/lcp_grasp_box_fingers.toml`) lets the plate slip, then
+//! fails.
 //! Each assertion states its tolerance; the expected values are closed
 //! forms, not recorded runs.
 
@@ -346,9 +350,9 @@ fn finger_sums(
 /// each finger's normal impulses sum to F h (1e-12 N s), the vertical
 /// friction impulses of both fingers to the weight m g h (1e-12), each
 /// contact sticking strictly inside its box (|f_t| < μ f_n). The two
-/// fingers carry half the weight each: the split is statically
-/// indeterminate, and the LCP's minimum-norm impulse of a symmetric
-/// grasp is the symmetric one (1e-12).
+/// fingers carry half the weight each (1e-12): with one pad per finger on
+/// the line through the centre of mass, the balance of moments about y
+/// makes the two vertical frictions equal.
 #[test]
 fn grasp_holds_the_plate_by_friction() {
     let sc = load(GRASP);
