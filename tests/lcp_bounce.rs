@@ -684,7 +684,8 @@ fn check_report(scene: &str) -> serde_json::Value {
 }
 
 /// (h) `dualsim check` on the `lcp` scenes outside `examples/scenes`
-/// (those are run by tests/check_examples.rs). Newton's cradle (five
+/// (those are run by tests/check_examples.rs, which asks only for
+/// `passed`). Newton's cradle (`examples/scenes/lcp_cradle.toml`, five
 /// balls 1 mm apart, friction 0.1, four head-on frictional impacts in
 /// the first step) passes with no `fd` column skipped. The drone on the
 /// ground (`tests/data/nimble_drone.toml`, a box on its four corners)
@@ -694,7 +695,7 @@ fn check_report(scene: &str) -> serde_json::Value {
 /// corner).
 #[test]
 fn check_on_the_lcp_test_scenes() {
-    let cradle = check_report("tests/data/lcp_cradle.toml");
+    let cradle = check_report("examples/scenes/lcp_cradle.toml");
     assert_eq!(cradle["status"], "passed", "{cradle:#}");
     assert_eq!(cradle["fd_skipped_columns"], 0, "{cradle:#}");
     let drone = check_report("tests/data/nimble_drone.toml");
