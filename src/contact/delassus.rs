@@ -814,8 +814,13 @@ fn newton_fallback<F: Formulation>(
             .filter(|(_, yhat, z)| form.admissible(yhat, z))
     };
     let (mut r, _, _) = eval(&y)?;
+    // Below the tolerance, polish towards round-off while each step
+    // shrinks the residual 4-fold (as the linearization loop does: the
+    // derivative methods and finite differences need the root).
+    let mut polish = 4;
     for _ in 0..FALLBACK_ITERATIONS {
-        if r.amax() <= p.params.tolerance {
+        let converged = r.amax() <= p.params.tolerance;
+        if converged && polish == 0 {
             break;
         }
         let mut jac = DMat::zeros(dim, dim);
@@ -842,7 +847,21 @@ fn newton_fallback<F: Formulation>(
             }
             lambda *= 0.5;
         }
-        let (yn, rn) = next?;
+        let Some((yn, rn)) = next else {
+            if converged {
+                break;
+            }
+            return None;
+        };
+        if converged {
+            polish -= 1;
+            if rn.amax() > 0.25 * r.amax() {
+                if rn.amax() < r.amax() {
+                    (y, r) = (yn, rn);
+                }
+                break;
+            }
+        }
         y = yn;
         r = rn;
     }
