@@ -27,6 +27,7 @@ const PASS: &[(&str, &str)] = &[
     ("opt_sysid", "convex"),
     ("sliding_box", "convex"),
     ("sphere_drop", "convex"),
+    ("bundles", "convex"),
     ("box_incline", "implicit_ncp"),
     ("box_toss", "implicit_ncp"),
     ("double_pendulum", "implicit_ncp"),
@@ -35,6 +36,9 @@ const PASS: &[(&str, &str)] = &[
     ("opt_projectile", "implicit_ncp"),
     ("sliding_box", "implicit_ncp"),
     ("sphere_drop", "implicit_ncp"),
+    ("bundles", "implicit_ncp"),
+    ("peg_in_hole", "implicit_ncp"),
+    ("polytope_drop", "implicit_ncp"),
 ];
 
 /// `(scene, backend, words the refusal names)`: scenes that use what the
@@ -45,6 +49,9 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
     ("arm7_fall", "convex", &["pyramid"]),
     ("lcp_bounce", "convex", &["ccd"]),
     ("lcp_sliding_box", "convex", &["pyramid"]),
+    ("lcp_box_push", "convex", &["pyramid"]),
+    ("lcp_grasp", "convex", &["pyramid"]),
+    ("lcp_cradle", "convex", &["pyramid"]),
     ("nimble_ball", "convex", &["pyramid"]),
     ("opt_arm7", "convex", &["pyramid"]),
     ("quadruped_stand", "convex", &["pyramid"]),
@@ -63,12 +70,12 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         "convex",
         &["unknown key", "points_per_meter"],
     ),
-    ("bundles", "convex", &["closed-form"]),
-    ("peg_in_hole", "convex", &["closed-form"]),
-    ("polytope_drop", "convex", &["closed-form"]),
     ("arm7_fall", "implicit_ncp", &["pyramid"]),
     ("lcp_bounce", "implicit_ncp", &["ccd"]),
     ("lcp_sliding_box", "implicit_ncp", &["pyramid"]),
+    ("lcp_box_push", "implicit_ncp", &["pyramid"]),
+    ("lcp_grasp", "implicit_ncp", &["pyramid"]),
+    ("lcp_cradle", "implicit_ncp", &["pyramid"]),
     ("nimble_ball", "implicit_ncp", &["pyramid"]),
     ("opt_arm7", "implicit_ncp", &["pyramid"]),
     ("quadruped_stand", "implicit_ncp", &["pyramid"]),
@@ -87,9 +94,6 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
         "implicit_ncp",
         &["unknown key", "points_per_meter"],
     ),
-    ("bundles", "implicit_ncp", &["closed-form"]),
-    ("peg_in_hole", "implicit_ncp", &["closed-form"]),
-    ("polytope_drop", "implicit_ncp", &["closed-form"]),
 ];
 
 /// `(scene, backend, words the error names)`: scenes on which the

@@ -599,8 +599,9 @@ fn solve_island<F: Formulation>(
     let mut last = f64::INFINITY;
     let mut best: Option<IslandSolution> = None;
     let mut polish = 4;
-    // The point of lowest exact residual, where the fallback starts.
-    let mut lowest: Option<(DVec<f64>, DVec<f64>, f64)> = None;
+    // The point of lowest exact residual, where the fallback starts:
+    // `(v, z, residual, outside the formulation's domain)`.
+    let mut lowest: Option<(DVec<f64>, DVec<f64>, f64, bool)> = None;
     let mut inner_error = None;
     let mut stalled = 0;
     let bias = restitution_bias(form, p, island)?;
@@ -644,8 +645,10 @@ fn solve_island<F: Formulation>(
                     return Ok(best.take().expect("checked"));
                 }
             }
-            if lowest.as_ref().is_none_or(|l| res < l.2) && form.admissible(&biased(&ev), &zs) {
-                lowest = z.as_ref().map(|z| (v.clone(), z.clone(), res));
+            // Admissible points first, then the lowest residual.
+            let out = !form.admissible(&biased(&ev), &zs);
+            if lowest.as_ref().is_none_or(|l| (out, res) < (l.3, l.2)) {
+                lowest = z.as_ref().map(|z| (v.clone(), z.clone(), res, out));
                 stalled = 0;
             } else if lowest.is_some() && res > p.params.tolerance {
                 // Not below the lowest residual: the loop cycles (typically
@@ -720,7 +723,7 @@ fn solve_island<F: Formulation>(
         return Ok(b);
     }
     stats.outer += dp.max_outer;
-    if let Some((v, z, res)) = lowest {
+    if let Some((v, z, res, _)) = lowest {
         if let Some(sol) = newton_fallback(form, p, island, scale, bias.as_deref(), v, z, res) {
             return Ok(sol);
         }
@@ -813,7 +816,18 @@ fn newton_fallback<F: Formulation>(
         stacked_island_residual(form, p, island, scale, bias, y)
             .filter(|(_, yhat, z)| form.admissible(yhat, z))
     };
-    let (mut r, _, _) = eval(&y)?;
+    // A start outside the formulation's domain (`convex`: a normal
+    // velocity ≤ 0 at the exact geometry although the linearization's was
+    // positive) is pulled towards `v⁺ = 0`, where each gap is the one at
+    // the start of the step.
+    let mut start = eval(&y);
+    let mut t = 1.0;
+    while start.is_none() && t > 1e-6 {
+        t *= 0.5;
+        y.rows_mut(0, n).copy_from(&(&v * t));
+        start = eval(&y);
+    }
+    let (mut r, _, _) = start?;
     // Below the tolerance, polish towards round-off while each step
     // shrinks the residual 4-fold (as the linearization loop does: the
     // derivative methods and finite differences need the root).
