@@ -947,6 +947,37 @@ fn accept(p: &Problem<'_>, opts: &Options, ws: &mut Workspace) -> (bool, f64, bo
                 }
             }
         }
+        // The sticking set: besides, every friction row at a bound of a
+        // contact whose normal is (or was made) free made free as well,
+        // even where it slides. With redundant contacts the normal
+        // impulses are not unique, and neither is the velocity: a
+        // pivoting stage lands on a vertex of the solution set (the load
+        // of a face on one of its points) where the lightly loaded points
+        // slide at their bound (a plate squeezed between two box fingers on
+        // prismatic joints pivots about one corner, although every point
+        // sticking with the load shared solves the same LCP). The
+        // minimum-norm point of the sticking set is the limit of uniformly
+        // compliant contacts; where it verifies it is preferred. Where the
+        // velocity is unique (a single contact, fixed normal impulses) it
+        // verifies only if the slip was zero anyway.
+        let mut stick = wide.clone();
+        let mut sticking = false;
+        for i in 0..p.n() {
+            if let Some(k) = p.findex[i] {
+                if wide[k] == Status::Free && matches!(stick[i], Status::Lo | Status::Hi) {
+                    stick[i] = Status::Free;
+                    sticking = true;
+                }
+            }
+        }
+        if sticking && active_solve(p, &stick, ws, true).is_some() {
+            let rs = residual_w(p, &ws.x, &ws.w);
+            if rs <= opts.tolerance {
+                ws.status = stick;
+                return (true, rs, true);
+            }
+            ws.x.copy_from(&ws.best);
+        }
         if widened && active_solve(p, &wide, ws, true).is_some() {
             let rs = residual_w(p, &ws.x, &ws.w);
             if rs <= opts.tolerance {
