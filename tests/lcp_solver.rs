@@ -538,7 +538,7 @@ fn sticking_set_holds_a_plate_between_prismatic_fingers() {
     let w = DMatrix::from_fn(m, 8, |r, c| rows[r][c]);
     let a = &w * DMatrix::from_diagonal(&minv) * w.transpose();
     let b = &w * &v_free;
-    let mu = vec![0.5; 8];
+    let mu = [0.5; 8];
     let (mut lo, mut hi, mut fi) = (vec![0.0; m], vec![f64::INFINITY; m], vec![None; m]);
     for k in 0..8 {
         for d in 1..3 {
