@@ -68,14 +68,13 @@
 //! millionth of the box's width, under a positive normal: within the
 //! acceptance tolerance alone a contact whose slip is that small would
 //! stick with its friction a hair outside the box, and the step would not
-//! be smooth in its inputs). With
-//! redundant contacts the normal impulses, and through the friction
-//! bounds the velocity, need not be unique: a pivoting stage lands on a
-//! vertex of the solution set, a face's load on one of its points, where
-//! the lightly loaded points slide at their bound (a plate squeezed
-//! between two box fingers on prismatic joints pivoted about one corner,
-//! although every point sticking with the load shared solves the same
-//! LCP). The minimum-norm point of the sticking set is the limit of
+//! be smooth in its inputs). With redundant contacts the normal impulses,
+//! and through the friction bounds the velocity, need not be unique: a
+//! pivoting stage lands on a vertex of the solution set, a face's load on
+//! one of its points, where the lightly loaded points slide at their
+//! bound (a plate squeezed between two box fingers on prismatic joints
+//! pivoted about one corner, although every point sticking with the load
+//! shared solves the same LCP). The minimum-norm point of the sticking set is the limit of
 //! uniformly compliant contacts; where the velocity is unique it verifies
 //! only if the stage's slip was zero anyway. Then, the same set with the
 //! friction rows of the normals made free on the side their velocity
