@@ -474,3 +474,122 @@ fn malformed_problems_are_refused() {
         Err(LcpError::Invalid(_))
     ));
 }
+
+/// The sticking set of the stabilization (`solver` docs) on the first
+/// LCP of `tests/data/lcp_grasp_box_fingers.toml`, assembled here in
+/// closed form: a plate (0.1 kg, inertia diag(8.3333e-4, 7.5083e-4,
+/// 8.4167e-5)) between two fingers on prismatic joints along x (0.05 kg
+/// each), four contact points per face at x = ∓0.005, y, z = ±0.02; the
+/// free-flight velocity puts the fingers at 1 m/s inward (F h / m_f) and
+/// the plate at −g h = −0.0981 m/s, `b = W v_free`, `A = W M⁻¹ Wᵀ`
+/// (tangents: +z, +y on the left face, −z, +y on the right).
+/// Every point sticking with f_n = F h / 4 = 0.0125 (1e-12 relative) and
+/// f_z = m g h / 8 = 1.22625e-3 (1e-7) solves it, and the contact-space
+/// velocity `W (v_free + M⁻¹ Wᵀ f)` is then 0 to the solver's tolerance
+/// (1e-9 times ‖b‖∞ = 1 m/s). Without the stabilization the pivoting
+/// stage's vertex is returned: it solves the same LCP (residual ≤ 1e-9)
+/// with nearly all of each face's load on one corner, and the plate
+/// pivots about it (measured v_y = +3.7e-3, v_z = −3.7e-3 m/s,
+/// ω_x = −0.187 rad/s; asserted beyond 1e-3 m/s and 0.1 rad/s).
+#[test]
+fn sticking_set_holds_a_plate_between_prismatic_fingers() {
+    let (mp, mf, h, g, f) = (0.1, 0.05, 0.01, 9.81, 5.0);
+    let inertia = [0.00083333, 0.00075083, 0.000084167];
+    // Unknowns: plate (v, ω), finger_l, finger_r.
+    let minv = DVector::from_column_slice(&[
+        1.0 / mp,
+        1.0 / mp,
+        1.0 / mp,
+        1.0 / inertia[0],
+        1.0 / inertia[1],
+        1.0 / inertia[2],
+        1.0 / mf,
+        1.0 / mf,
+    ]);
+    let v_free =
+        DVector::from_column_slice(&[0.0, 0.0, -g * h, 0.0, 0.0, 0.0, f * h / mf, f * h / mf]);
+    let mut rows: Vec<[f64; 8]> = Vec::new();
+    for (side, sx) in [(0usize, -1.0f64), (1, 1.0)] {
+        // Normal from the plate to the finger (b → a, a the finger):
+        // the finger's gap rate is n·(v_finger − v_plate(point)).
+        let n = [sx, 0.0, 0.0];
+        let tangents = [[0.0, 0.0, -sx], [0.0, 1.0, 0.0]];
+        for (y, z) in [(-0.02, -0.02), (0.02, -0.02), (0.02, 0.02), (-0.02, 0.02)] {
+            let p = [0.005 * sx, y, z];
+            for d in std::iter::once(n).chain(tangents) {
+                let mut w = [0.0; 8];
+                // Plate side, negated: −(d, p × d).
+                let pxd = [
+                    p[1] * d[2] - p[2] * d[1],
+                    p[2] * d[0] - p[0] * d[2],
+                    p[0] * d[1] - p[1] * d[0],
+                ];
+                for k in 0..3 {
+                    w[k] = -d[k];
+                    w[3 + k] = -pxd[k];
+                }
+                // Finger: its joint moves it along −sx (towards the plate).
+                w[6 + side] = -sx * d[0];
+                rows.push(w);
+            }
+        }
+    }
+    let m = rows.len();
+    let w = DMatrix::from_fn(m, 8, |r, c| rows[r][c]);
+    let a = &w * DMatrix::from_diagonal(&minv) * w.transpose();
+    let b = &w * &v_free;
+    let mu = [0.5; 8];
+    let (mut lo, mut hi, mut fi) = (vec![0.0; m], vec![f64::INFINITY; m], vec![None; m]);
+    for k in 0..8 {
+        for d in 1..3 {
+            lo[3 * k + d] = -mu[k];
+            hi[3 * k + d] = mu[k];
+            fi[3 * k + d] = Some(3 * k);
+        }
+    }
+    let p = Problem {
+        a: &a,
+        b: &b,
+        lo: &lo,
+        hi: &hi,
+        findex: &fi,
+    };
+    let velocity = |x: &DVector<f64>| &v_free + minv.component_mul(&(w.transpose() * x));
+    let mut ws = Workspace::new(m);
+    let st = solve(&p, &Options::default(), None, &mut ws).unwrap();
+    let v = velocity(&ws.x);
+    let (mut share, mut vert): (f64, f64) = (0.0, 0.0);
+    for k in 0..8 {
+        share = share.max((ws.x[3 * k] / (f * h / 4.0) - 1.0).abs());
+        // Vertical friction on the plate: −(t1 · z) f_t1.
+        vert = vert.max((ws.x[3 * k + 1].abs() / (mp * g * h / 8.0) - 1.0).abs());
+    }
+    println!(
+        "sticking set: stage {:?}, stabilized {}, velocity ≤ {:.1e}, per-point normal error {share:.1e}, \
+         vertical friction error {vert:.1e}",
+        st.stage,
+        st.stabilized,
+        v.amax()
+    );
+    let slip = (&w * &v).amax();
+    println!("contact-space velocity ≤ {slip:.1e}");
+    assert!(st.stabilized);
+    assert!(slip < 1e-9, "{v}");
+    assert!(share < 1e-12, "{}", ws.x);
+    assert!(vert < 1e-7, "{}", ws.x);
+
+    let bare = Options {
+        stabilize: false,
+        ..Options::default()
+    };
+    let st = solve(&p, &bare, None, &mut ws).unwrap();
+    let v = velocity(&ws.x);
+    let loads: Vec<f64> = (0..8).map(|k| ws.x[3 * k]).collect();
+    println!(
+        "without stabilization: stage {:?}, plate velocity {:?}, normal impulses {loads:?}",
+        st.stage,
+        v.rows(0, 6).as_slice()
+    );
+    assert!(residual(&p, &ws.x) <= 1e-9, "a solution of the same LCP");
+    assert!(v[1] > 1e-3 && v[2] < -1e-3 && v[3] < -0.1, "{v}");
+}

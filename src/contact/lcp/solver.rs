@@ -59,11 +59,28 @@
 //! # Stabilization (Nimble App. B)
 //!
 //! With redundant rows (`(A T)_CC` singular) the solution is not unique.
-//! After any stage, the rows at a bound whose velocity is zero (within
-//! `1e-9` of the velocity scale: a redundant contact carrying nothing) are
-//! first made free and that larger clamping set is solved for its
-//! minimum-norm point (so that the four corners of a resting box share
-//! the load, whichever corner the stage left out); if it does not verify,
+//! After any stage, first the *sticking set*: the rows at a bound whose
+//! velocity is zero (within `1e-9` of the velocity scale: a redundant
+//! contact carrying nothing) made free, and so every friction row at a
+//! bound of a contact whose normal row is (or was made) free, even where
+//! it slides; its minimum-norm point is taken when it verifies with every
+//! friction row taken off its bound strictly inside its box (by a
+//! millionth of the box's width, under a positive normal: within the
+//! acceptance tolerance alone a contact whose slip is that small would
+//! stick with its friction a hair outside the box, and the step would not
+//! be smooth in its inputs). With redundant contacts the normal impulses,
+//! and through the friction bounds the velocity, need not be unique: a
+//! pivoting stage lands on a vertex of the solution set, a face's load on
+//! one of its points, where the lightly loaded points slide at their
+//! bound (a plate squeezed between two box fingers on prismatic joints
+//! pivoted about one corner, although every point sticking with the load
+//! shared solves the same LCP). The minimum-norm point of the sticking set is the limit of
+//! uniformly compliant contacts; where the velocity is unique it verifies
+//! only if the stage's slip was zero anyway. Then, the same set with the
+//! friction rows of the normals made free on the side their velocity
+//! points to, solved for its minimum-norm point (so that the four corners
+//! of a resting box share the load, whichever corner the stage left
+//! out); if it does not verify,
 //! the stage's own active set is solved again with the
 //! pseudo-inverse, `x_C = −(A T)_CC⁺ (b + A x_K)_C` (App. B's formula with
 //! the minus sign its printed version drops): the minimum-norm `x_C` among
@@ -946,6 +963,52 @@ fn accept(p: &Problem<'_>, opts: &Options, ws: &mut Workspace) -> (bool, f64, bo
                     };
                 }
             }
+        }
+        // The sticking set: besides, every friction row at a bound of a
+        // contact whose normal is (or was made) free made free as well,
+        // even where it slides. With redundant contacts the normal
+        // impulses are not unique, and neither is the velocity: a
+        // pivoting stage lands on a vertex of the solution set (the load
+        // of a face on one of its points) where the lightly loaded points
+        // slide at their bound (a plate squeezed between two box fingers on
+        // prismatic joints pivots about one corner, although every point
+        // sticking with the load shared solves the same LCP). The
+        // minimum-norm point of the sticking set is the limit of uniformly
+        // compliant contacts; where it verifies it is preferred. Where the
+        // velocity is unique (a single contact, fixed normal impulses) it
+        // verifies only if the slip was zero anyway.
+        let mut stick = wide.clone();
+        let mut sticking = false;
+        for i in 0..p.n() {
+            if let Some(k) = p.findex[i] {
+                if wide[k] == Status::Free && matches!(stick[i], Status::Lo | Status::Hi) {
+                    stick[i] = Status::Free;
+                    sticking = true;
+                }
+            }
+        }
+        if sticking && active_solve(p, &stick, ws, true).is_some() {
+            let rs = residual_w(p, &ws.x, &ws.w);
+            // Strictly inside: every friction row taken off its bound
+            // sticks with room (a millionth of its box) under a positive
+            // normal. The acceptance tolerance alone would let a contact
+            // whose slip is within it (a perturbed head-on impact, a
+            // touching contact with no normal impulse) stick with its
+            // friction a hair outside the box, and the step would stop
+            // being smooth in its inputs.
+            let inside = (0..p.n()).all(|i| {
+                if stick[i] != Status::Free || status[i] == Status::Free || p.findex[i].is_none() {
+                    return true;
+                }
+                let (l, h) = p.bounds(i, &ws.x);
+                let room = 1e-6 * (h - l);
+                h - l > 0.0 && ws.x[i] >= l + room && ws.x[i] <= h - room
+            });
+            if inside && rs <= opts.tolerance {
+                ws.status = stick;
+                return (true, rs, true);
+            }
+            ws.x.copy_from(&ws.best);
         }
         if widened && active_solve(p, &wide, ws, true).is_some() {
             let rs = residual_w(p, &ws.x, &ws.w);
