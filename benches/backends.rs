@@ -15,7 +15,10 @@
 //! Jacobian that fails at its state is reported on standard error and
 //! not timed (`lcp`'s `ift` on the pile: its redundant sticking contacts
 //! make `∂r/∂y` singular and `∂r/∂q` is outside its range, so the step
-//! has no `q` derivative on its active set; `tests/lcp_pile.rs`).
+//! has no `q` derivative on its active set; `tests/lcp_pile.rs`); the
+//! Jacobian with respect to `v` and `u` alone (`_step_ift_jacobian_vu`),
+//! which exists there, is timed for every backend. The robots run under
+//! `ipm` and under `lcp` (both with the scenes' pyramid).
 //!
 //! `cargo bench --bench backends -- --warm-up-time 1 --measurement-time 3`
 
@@ -91,7 +94,13 @@ fn sphere_pile() -> (World<f64>, Vec<[f64; 3]>) {
 
 fn params(nv: usize) -> Vec<Param> {
     let mut p: Vec<Param> = (0..nv).map(Param::Q).collect();
-    p.extend((0..nv).map(Param::V));
+    p.extend(params_vu(nv));
+    p
+}
+
+/// The velocity and control inputs only.
+fn params_vu(nv: usize) -> Vec<Param> {
+    let mut p: Vec<Param> = (0..nv).map(Param::V).collect();
     p.extend((0..nv).map(Param::U));
     p
 }
@@ -128,7 +137,6 @@ fn bench(c: &mut Criterion) {
         ] {
             let (w, x) = settled(make, solver, cone);
             let u = w.zero_control();
-            let ps = params(w.model.nv);
             g.bench_function(format!("{label}_step"), |b| {
                 b.iter_batched(
                     || x.clone(),
@@ -136,18 +144,20 @@ fn bench(c: &mut Criterion) {
                     BatchSize::SmallInput,
                 )
             });
-            // A Jacobian that fails at this state is reported, not timed.
-            if let Err(e) = step_jacobian(&w, &x, &u, &ps, Method::Ift, &o) {
-                eprintln!("{name}/{label}: ift fails at this state: {e}");
-                continue;
+            for (suffix, ps) in [("", params(w.model.nv)), ("_vu", params_vu(w.model.nv))] {
+                // A Jacobian that fails at this state is reported, not timed.
+                if let Err(e) = step_jacobian(&w, &x, &u, &ps, Method::Ift, &o) {
+                    eprintln!("{name}/{label}{suffix}: ift fails at this state: {e}");
+                    continue;
+                }
+                g.bench_function(format!("{label}_step_ift_jacobian{suffix}"), |b| {
+                    b.iter_batched(
+                        || x.clone(),
+                        |x| step_jacobian(&w, &x, &u, &ps, Method::Ift, &o).unwrap(),
+                        BatchSize::SmallInput,
+                    )
+                });
             }
-            g.bench_function(format!("{label}_step_ift_jacobian"), |b| {
-                b.iter_batched(
-                    || x.clone(),
-                    |x| step_jacobian(&w, &x, &u, &ps, Method::Ift, &o).unwrap(),
-                    BatchSize::SmallInput,
-                )
-            });
         }
         g.finish();
     }
@@ -157,34 +167,47 @@ fn bench(c: &mut Criterion) {
             .join("benches/data")
             .join(format!("{name}.toml"));
         let scene = dualsim::scene::load(&path).unwrap();
-        let w = scene.world;
-        let traj = rollout(&w, &scene.initial, &scene.controls, 10).unwrap();
-        let x = traj.last().clone();
-        let u = scene.controls.at(10).clone();
-        let ps = params(w.model.nv);
-        let contacts = step(&w, &x, &u).unwrap().contacts.len();
-        eprintln!(
-            "{name}: {} dofs, {contacts} contacts, {} parameters",
-            w.model.nv,
-            ps.len()
-        );
         let mut g = c.benchmark_group(format!("backends_{name}"));
         g.sample_size(10).sampling_mode(SamplingMode::Flat);
-        g.bench_function("ipm_step", |b| {
-            b.iter_batched(
-                || x.clone(),
-                |x| step(&w, &x, &u).unwrap(),
-                BatchSize::SmallInput,
-            )
-        });
-        for m in [Method::Ift, Method::Fd] {
-            g.bench_function(format!("ipm_step_{}_jacobian", m.name()), |b| {
+        for (label, solver) in [("ipm", SolverKind::Ipm), ("lcp", SolverKind::Lcp)] {
+            let mut w = scene.world.clone();
+            w.solver = solver;
+            let traj = match rollout(&w, &scene.initial, &scene.controls, 10) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("{name}/{label}: the settling run fails: {e}");
+                    continue;
+                }
+            };
+            let x = traj.last().clone();
+            let u = scene.controls.at(10).clone();
+            let ps = params(w.model.nv);
+            let contacts = step(&w, &x, &u).unwrap().contacts.len();
+            eprintln!(
+                "{name}/{label}: {} dofs, {contacts} contacts, {} parameters",
+                w.model.nv,
+                ps.len()
+            );
+            g.bench_function(format!("{label}_step"), |b| {
                 b.iter_batched(
                     || x.clone(),
-                    |x| step_jacobian(&w, &x, &u, &ps, m, &o).unwrap(),
+                    |x| step(&w, &x, &u).unwrap(),
                     BatchSize::SmallInput,
                 )
             });
+            for m in [Method::Ift, Method::Fd] {
+                if let Err(e) = step_jacobian(&w, &x, &u, &ps, m, &o) {
+                    eprintln!("{name}/{label}: {} fails at this state: {e}", m.name());
+                    continue;
+                }
+                g.bench_function(format!("{label}_step_{}_jacobian", m.name()), |b| {
+                    b.iter_batched(
+                        || x.clone(),
+                        |x| step_jacobian(&w, &x, &u, &ps, m, &o).unwrap(),
+                        BatchSize::SmallInput,
+                    )
+                });
+            }
         }
         g.finish();
     }

@@ -666,22 +666,9 @@ fn head_on_frictional_impact_jacobian_matches_the_closed_form_for_every_method()
     }
 }
 
-/// Runs `dualsim check --json` on a scene; its report.
-fn check_report(scene: &str) -> serde_json::Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(scene);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dualsim"))
-        .args(["check", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{scene}: no report ({e}), exit {:?}: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+#[path = "common/check_report.rs"]
+mod check_report;
+use check_report::check_report;
 
 /// (h) `dualsim check` on the `lcp` scenes outside `examples/scenes`
 /// (those are run by tests/check_examples.rs, which asks only for

@@ -609,22 +609,9 @@ fn grasp_with_free_box_fingers_falls_together() {
 
 // ---------------------------------------------------------------- check
 
-/// `dualsim check --json` on a scene; its report.
-fn check_report(scene: &str) -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(scene);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dualsim"))
-        .args(["check", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{scene}: no report ({e}), exit {:?}: {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+#[path = "common/check_report.rs"]
+mod check_report;
+use check_report::check_report;
 
 /// `dualsim check` passes on the three scenes (issue 15, point 7; also run
 /// by tests/check_examples.rs, here with the number of `fd` columns left

@@ -460,7 +460,8 @@ pub(crate) fn zero_xs<T: Scalar>(island: &Island<T>) -> Vec<DVec<T>> {
 }
 
 /// The exact island residual at `(v, z)` into `(dyn rows, contact rows)`,
-/// with the evaluation.
+/// with the evaluation and the contact-space velocities `ŷ` (restitution
+/// bias included).
 #[allow(clippy::type_complexity)]
 fn island_residual<T: Scalar, F: Formulation>(
     form: &F,
@@ -501,7 +502,7 @@ fn island_residual<T: Scalar, F: Formulation>(
     let at_times = |g: &[Vector3<T>]| del.apply_transpose(g);
     form.contact_rows(&mus, scale, &yhat, z, &at_times, &mut rows);
     drop(del);
-    Ok((rd, rows, ev, f))
+    Ok((rd, rows, ev, yhat))
 }
 
 /// The per-candidate friction coefficients in `T` from the materials
@@ -615,17 +616,8 @@ fn solve_island<F: Formulation>(
         if scale.is_empty() {
             *scale = scales(p, island)?;
         }
-        let biased = |ev: &Eval<f64>| {
-            let mut yhat = contact_velocities(ev, p.h);
-            if let Some(b) = &bias {
-                for (y, b) in yhat.iter_mut().zip(b) {
-                    y[0] += *b;
-                }
-            }
-            yhat
-        };
         let ev = if z.is_some() {
-            let (rd, rows, ev, _) =
+            let (rd, rows, ev, yhat) =
                 island_residual(form, p, island, scale, &v, &zs, bias.as_deref())?;
             let res = rd
                 .amax()
@@ -646,7 +638,7 @@ fn solve_island<F: Formulation>(
                 }
             }
             // Admissible points first, then the lowest residual.
-            let out = !form.admissible(&biased(&ev), &zs);
+            let out = !form.admissible(&yhat, &zs);
             if lowest.as_ref().is_none_or(|l| (out, res) < (l.3, l.2)) {
                 lowest = z.as_ref().map(|z| (v.clone(), z.clone(), res, out));
                 stalled = 0;
@@ -765,17 +757,11 @@ fn stacked_island_residual<F: Formulation>(
     let z: Vec<Vector3<f64>> = (0..m)
         .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
         .collect();
-    let (rd, rows, ev, _) = island_residual(form, p, island, scale, &v, &z, bias).ok()?;
+    let (rd, rows, _, yhat) = island_residual(form, p, island, scale, &v, &z, bias).ok()?;
     let mut r = DVec::zeros(n + Z * m);
     r.rows_mut(0, n).copy_from(&rd);
     for (k, row) in rows.iter().enumerate() {
         r.fixed_rows_mut::<Z>(n + Z * k).copy_from(row);
-    }
-    let mut yhat = contact_velocities(&ev, p.h);
-    if let Some(b) = bias {
-        for (y, b) in yhat.iter_mut().zip(b) {
-            y[0] += *b;
-        }
     }
     r.iter().all(|x| x.is_finite()).then_some((r, yhat, z))
 }
