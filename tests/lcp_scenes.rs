@@ -341,6 +341,56 @@ fn finger_sums(
     (nrm, tan, ratio)
 }
 
+/// What a held grasp is measured by, over every step of a run (maxima):
+/// the plate's velocity and displacement, the finger joints' positions
+/// and velocities, each finger's normal impulse against F h, both
+/// fingers' vertical friction against m g h, the left/right difference of
+/// that friction and the largest |f_t| / (μ f_n).
+#[derive(Debug, Default)]
+struct Held {
+    still: f64,
+    moved: f64,
+    joints_q: f64,
+    joints_v: f64,
+    nerr: f64,
+    terr: f64,
+    split: f64,
+    worst_ratio: f64,
+}
+
+/// [`Held`] of a run of `sc` (squeeze `f` per finger, plate of mass `m`).
+fn held(
+    sc: &Scene,
+    traj: &Trajectory<f64>,
+    contacts: &[Vec<ContactImpulse<f64>>],
+    (m, mu, f, g): (f64, f64, f64, f64),
+) -> Held {
+    let h = sc.world.dt;
+    let plate = body(sc, "plate");
+    let r = &sc.world.robots[0];
+    let x0 = pos(sc, &sc.initial, plate);
+    let mut o = Held::default();
+    for (k, x) in traj.states.iter().enumerate().skip(1) {
+        o.still = o
+            .still
+            .max(lin_v(sc, x, plate).amax())
+            .max(ang_v(sc, x, plate).amax());
+        o.moved = o.moved.max((pos(sc, x, plate) - x0).amax());
+        o.joints_q = o.joints_q.max(x.q.rows(r.idx_q, r.nq).amax());
+        o.joints_v = o.joints_v.max(x.v.rows(r.idx_v, r.nv).amax());
+        assert!(!contacts[k - 1].is_empty(), "step {}: no contact", k - 1);
+        let (nrm, tan, ratio) = finger_sums(sc, &contacts[k - 1], plate, mu);
+        o.nerr = o
+            .nerr
+            .max((nrm[0] - f * h).abs())
+            .max((nrm[1] - f * h).abs());
+        o.terr = o.terr.max((tan[0] + tan[1] - m * g * h).abs());
+        o.split = o.split.max((tan[0] - tan[1]).abs());
+        o.worst_ratio = o.worst_ratio.max(ratio);
+    }
+    o
+}
+
 /// The squeeze (F = 5 N per finger, μ = 0.5, 2 μ F = 5 N > m g = 0.981 N)
 /// holds the plate: its velocity stays 0 (1e-11: its rotation about y
 /// and z is fixed only by the difference of the two pads' sticking rows
@@ -363,33 +413,16 @@ fn grasp_holds_the_plate_by_friction() {
     assert_eq!(u.rows(r.idx_v, r.nv).as_slice(), [f, f]);
     assert_eq!(u.amax(), f, "only the squeeze");
     let (traj, contacts) = run(&sc, sc.steps);
-    let x0 = pos(&sc, &sc.initial, plate);
-    let (mut still, mut moved, mut nerr, mut terr, mut split, mut worst_ratio): (
-        f64,
-        f64,
-        f64,
-        f64,
-        f64,
-        f64,
-    ) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for k in 0..sc.steps {
-        let x = &traj.states[k + 1];
-        still = still
-            .max(lin_v(&sc, x, plate).amax())
-            .max(ang_v(&sc, x, plate).amax());
-        moved = moved.max((pos(&sc, x, plate) - x0).amax());
-        let (nrm, tan, ratio) = finger_sums(&sc, &contacts[k], plate, mu);
-        assert!(!contacts[k].is_empty(), "step {k}: no contact");
-        nerr = nerr.max((nrm[0] - f * h).abs()).max((nrm[1] - f * h).abs());
-        terr = terr.max((tan[0] + tan[1] - m * g * h).abs());
-        split = split.max((tan[0] - tan[1]).abs());
-        worst_ratio = worst_ratio.max(ratio);
-    }
-    let fingers = traj
-        .states
-        .iter()
-        .map(|x| x.q.rows(r.idx_q, r.nq).amax())
-        .fold(0.0, f64::max);
+    let Held {
+        still,
+        moved,
+        joints_q: fingers,
+        nerr,
+        terr,
+        split,
+        worst_ratio,
+        ..
+    } = held(&sc, &traj, &contacts, (m, mu, f, g));
     let (nrm, tan, _) = finger_sums(&sc, &contacts[sc.steps - 1], plate, mu);
     println!(
         "lcp_grasp (F = {f} N): plate |v|, |ω| ≤ {still:.1e}, moved ≤ {moved:.1e} m, finger joints \
@@ -476,13 +509,11 @@ const BOX_GRASP: &str = "tests/data/lcp_grasp_box_fingers.toml";
 /// and with them neither is the velocity: Dantzig's pivoting lands on a
 /// vertex of that set, 98–99.6 % of each face's load on one corner, where
 /// the lightly loaded points slide at the corner of their friction box and
-/// the plate pivots about the loaded corner (before the fix: v_y =
-/// +3.55e-3, v_z = −3.56e-3 m/s, ω_x = −0.178 rad/s after one step;
-/// 28° of rotation in 50 steps), although every point sticking with the
-/// load shared (f_n = F h / 4, f_z = m g h / 8, a fifth of μ f_n) solves
-/// the same LCP. The solver's stabilization now prefers the minimum-norm
-/// point of the sticking set when it verifies, so each point carries
-/// F h / 4 and m g h / 8 (1e-9 relative; the scene's step tolerance is
+/// the plate pivots about the loaded corner, although every point
+/// sticking with the load shared (f_n = F h / 4, f_z = m g h / 8, a fifth
+/// of μ f_n) solves the same LCP. The solver's stabilization prefers the
+/// minimum-norm point of the sticking set when it verifies, so each point
+/// carries F h / 4 and m g h / 8 (1e-9 relative; the scene's step tolerance is
 /// 1e-13, as `lcp_grasp.toml`'s: at the default 1e-8 the plate's angular
 /// velocity keeps 4.5e-8 rad/s of noise).
 #[test]
@@ -494,31 +525,20 @@ fn grasp_with_box_fingers_holds_the_plate() {
     let r = &sc.world.robots[0];
     assert_eq!(sc.controls.at(0).rows(r.idx_v, r.nv).as_slice(), [f, f]);
     let (traj, contacts) = run(&sc, sc.steps);
-    let x0 = pos(&sc, &sc.initial, plate);
-    let (mut still, mut moved, mut joints, mut nerr, mut terr, mut share, mut worst_ratio): (
-        f64,
-        f64,
-        f64,
-        f64,
-        f64,
-        f64,
-        f64,
-    ) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for k in 0..sc.steps {
-        let x = &traj.states[k + 1];
-        still = still
-            .max(lin_v(&sc, x, plate).amax())
-            .max(ang_v(&sc, x, plate).amax());
-        moved = moved.max((pos(&sc, x, plate) - x0).amax());
-        joints = joints
-            .max(x.v.rows(r.idx_v, r.nv).amax())
-            .max(x.q.rows(r.idx_q, r.nq).amax());
-        assert_eq!(contacts[k].len(), 8, "step {k}: four points per finger");
-        let (nrm, tan, ratio) = finger_sums(&sc, &contacts[k], plate, mu);
-        nerr = nerr.max((nrm[0] - f * h).abs()).max((nrm[1] - f * h).abs());
-        terr = terr.max((tan[0] + tan[1] - m * g * h).abs());
-        worst_ratio = worst_ratio.max(ratio);
-        for c in &contacts[k] {
+    let o = held(&sc, &traj, &contacts, (m, mu, f, g));
+    let Held {
+        still,
+        moved,
+        nerr,
+        terr,
+        worst_ratio,
+        ..
+    } = o;
+    let joints = o.joints_q.max(o.joints_v);
+    let mut share: f64 = 0.0;
+    for (k, cs) in contacts.iter().enumerate() {
+        assert_eq!(cs.len(), 8, "step {k}: four points per finger");
+        for c in cs {
             share = share
                 .max((c.normal_impulse / (f * h / 4.0) - 1.0).abs())
                 .max((impulse_on(c, plate).z / (m * g * h / 8.0) - 1.0).abs());
