@@ -5,10 +5,11 @@
 //!   pile (as `benches/jacobian.rs`), under `ipm` with the exact cone,
 //!   `ipm` with the pyramid and `lcp` (pyramid: `lcp`'s box friction);
 //! * two kneeling quadrupeds (`benches/data/two_quadrupeds.toml`: two
-//!   robots of 14 dofs, 28 in all) and a snake robot of 30 dofs lying on
-//!   the ground (`benches/data/snake.toml`, 25 contacts) under `ipm`: the
-//!   step, `ift` and central finite differences (`fd`), whose ratio is the
-//!   analytic Jacobian's speedup.
+//!   robots of 14 dofs, 28 in all), a snake robot of 30 dofs lying on
+//!   the ground (`benches/data/snake.toml`, 25 contacts) and a hexapod of
+//!   30 dofs standing on six feet (`benches/data/hexapod.toml`, 6
+//!   independent point contacts): the step, `ift` and central finite
+//!   differences (`fd`), whose ratio is the analytic Jacobian's speedup.
 //!
 //! Each input is a fixed settled state; every iteration starts from a
 //! fresh copy (`iter_batched`), so each step is cold (no warm start). A
@@ -162,7 +163,7 @@ fn bench(c: &mut Criterion) {
         g.finish();
     }
 
-    for name in ["two_quadrupeds", "snake"] {
+    for name in ["two_quadrupeds", "snake", "hexapod"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("benches/data")
             .join(format!("{name}.toml"));

@@ -4,7 +4,10 @@
 //! (`lcp_grasp.toml` + `gripper.urdf`; with box-faced fingers
 //! `tests/data/lcp_grasp_box_fingers.toml` + `gripper_box_fingers.urdf`),
 //! and `dualsim check` on each; also what does not work: the box push and
-//! the box-finger grasp have no derivative at a face-to-face state.
+//! the box-finger grasp have no derivative at a face-to-face state. And
+//! the 30-dof hexapod of the benchmarks (`benches/data/hexapod.toml`,
+//! the robot of issue 15's `fd` / `ift` speedup) under `lcp`: its
+//! static stance, and `check` with no `fd` column left out.
 //! Each assertion states its tolerance; the expected values are closed
 //! forms, not recorded runs.
 
@@ -631,7 +634,7 @@ fn grasp_with_free_box_fingers_falls_together() {
 
 #[path = "common/check_report.rs"]
 mod check_report;
-use check_report::check_report;
+use check_report::{check_report, check_report_with};
 
 /// `dualsim check` passes on the three scenes (issue 15, point 7; also run
 /// by tests/check_examples.rs, here with the number of `fd` columns left
@@ -646,4 +649,41 @@ fn check_passes_on_the_new_lcp_scenes() {
         );
         assert_eq!(r["status"], "passed", "{r:#}");
     }
+}
+
+/// The hexapod of `benches/data/hexapod.toml` (30 dofs, six feet), under
+/// `lcp`: its joint torques are the static ones of a stance where each
+/// foot carries a sixth of the weight with no horizontal force, so at
+/// the first step each foot's normal impulse is `m g h / 6` (relative
+/// 1e-3: the pose is an equilibrium of the continuous dynamics, the step
+/// sees it to O(h)) and its friction impulse vanishes (below 1e-5 of the
+/// normal); its 18 contact rows are independent, so the four derivative
+/// methods agree (`dualsim check`, every `fd` column compared).
+#[test]
+fn hexapod_stands_on_six_feet_and_check_passes_under_lcp() {
+    const HEX: &str = "benches/data/hexapod.toml";
+    let mut sc = load(HEX);
+    sc.world.solver = SolverKind::Lcp;
+    let mass: f64 = sc.world.model.bodies.iter().map(|b| b.inertia.mass).sum();
+    let h = sc.world.dt;
+    let (_, contacts) = run(&sc, 1);
+    assert_eq!(contacts[0].len(), 6, "{:?}", contacts[0]);
+    let share = mass * 9.81 * h / 6.0;
+    for c in &contacts[0] {
+        let rel = (c.normal_impulse - share).abs() / share;
+        assert!(
+            rel < 1e-3,
+            "normal impulse {} vs m g h / 6 = {share}",
+            c.normal_impulse
+        );
+        let ft = c.tangent_impulse.norm();
+        assert!(ft < 1e-5 * share, "friction impulse {ft:e}");
+    }
+    let r = check_report_with(HEX, &["--solver", "lcp"]);
+    println!(
+        "{HEX} under lcp: {}, fd skipped columns {}",
+        r["status"], r["fd_skipped_columns"]
+    );
+    assert_eq!(r["status"], "passed", "{r:#}");
+    assert_eq!(r["fd_skipped_columns"], 0, "{r:#}");
 }
