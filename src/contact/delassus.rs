@@ -54,7 +54,7 @@ use crate::contact::candidates::{
     candidates_into, pair_mu, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
 };
 use crate::contact::island::{islands, Island};
-use crate::contact::space::evaluate::{evaluate, Eval};
+use crate::contact::space::evaluate::{evaluate, evaluate_residual, Eval};
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution,
 };
@@ -70,6 +70,23 @@ pub const Z: usize = 3;
 
 /// What a contact-space backend supplies to the shared driver.
 pub trait Formulation: ContactBackend<Structure = Structure> {
+    /// Whether the root (the unknowns `z` or the impulses) moves with the
+    /// per-contact impulse scales ([`scales`]), so that the derivative
+    /// methods need the scales' own derivatives (default). Where the
+    /// scales only weigh rows that vanish at the root or choose pieces on
+    /// primal values (`lcp`), [`residual`] takes the forward solve's f64
+    /// scales ([`Structure::scale`]) as constants instead of recomputing
+    /// them in the scalar type for every evaluation (an articulated
+    /// Delassus operator and its factorization each time).
+    const SCALE_MOVES_ROOT: bool = true;
+
+    /// Whether [`contact_rows`](Formulation::contact_rows) calls its
+    /// `at_times` argument (`Aᵀ g`, `convex`). Where it does not, the
+    /// exact residual is evaluated without building the Delassus
+    /// operator (a factorization of the island's mass matrix in the
+    /// scalar type), and `at_times` must not be called.
+    const ROWS_USE_DELASSUS: bool = true;
+
     /// Candidate margin (m) at `q` and the cap of outer iterations.
     fn driver(&self) -> DriverParams;
 
@@ -471,8 +488,15 @@ fn island_residual<T: Scalar, F: Formulation>(
     v: &DVec<T>,
     z: &[Vector3<T>],
     bias: Option<&[T]>,
+    need_jac: bool,
 ) -> Result<(DVec<T>, Vec<Vector3<T>>, Eval<T>, Vec<Vector3<T>>), SolveError> {
-    let ev = evaluate(p, island, v, &zero_xs(island))?;
+    // The robots' mass matrices only where the caller linearizes or the
+    // contact rows apply the Delassus operator.
+    let ev = if need_jac || F::ROWS_USE_DELASSUS {
+        evaluate(p, island, v, &zero_xs(island))?
+    } else {
+        evaluate_residual(p, island, v, &zero_xs(island))?
+    };
     let mus: Vec<T> = island.contacts.iter().map(|c| c.mu).collect();
     let f: Vec<Vector3<T>> = island
         .contacts
@@ -480,7 +504,11 @@ fn island_residual<T: Scalar, F: Formulation>(
         .enumerate()
         .map(|(k, c)| form.impulse(c.mu, scale[k], &z[k]))
         .collect();
-    let del = Delassus::new(island, &ev)?;
+    let del = if F::ROWS_USE_DELASSUS {
+        Some(Delassus::new(island, &ev)?)
+    } else {
+        None
+    };
     // r_dyn − Σ Wᵀ f: the contact-free residual minus the generalized
     // impulses.
     let mut rd = ev.r_dyn.clone();
@@ -499,7 +527,10 @@ fn island_residual<T: Scalar, F: Formulation>(
         }
     }
     let mut rows = vec![Vector3::zeros(); z.len()];
-    let at_times = |g: &[Vector3<T>]| del.apply_transpose(g);
+    let at_times = |g: &[Vector3<T>]| match &del {
+        Some(del) => del.apply_transpose(g),
+        None => unreachable!("contact_rows of a formulation without ROWS_USE_DELASSUS"),
+    };
     form.contact_rows(&mus, scale, &yhat, z, &at_times, &mut rows);
     drop(del);
     Ok((rd, rows, ev, yhat))
@@ -563,11 +594,23 @@ pub fn residual<T: Scalar, F: Formulation>(
         // The impulse scales in T: a function of the start of the step
         // (and of masses, inertias, shapes), so their derivative parts
         // flow (`convex`'s R depends on them).
-        let scale = scales(p, &island)?;
+        let scale: Vec<T> = if F::SCALE_MOVES_ROOT {
+            scales(p, &island)?
+        } else {
+            idx.iter().map(|&i| T::from_re(s.scale[i])).collect()
+        };
         let bias = restitution_bias(form, p, &island)?;
         let v_local = island.gather(&v_next);
-        let (rd, rows, _, _) =
-            island_residual(form, p, &island, &scale, &v_local, &z, bias.as_deref())?;
+        let (rd, rows, _, _) = island_residual(
+            form,
+            p,
+            &island,
+            &scale,
+            &v_local,
+            &z,
+            bias.as_deref(),
+            false,
+        )?;
         island.scatter(&rd, &mut r_dyn);
         for (&i, row) in idx.iter().zip(&rows) {
             r.fixed_rows_mut::<Z>(nv + Z * i).copy_from(row);
@@ -621,7 +664,7 @@ fn solve_island<F: Formulation>(
         }
         let ev = if z.is_some() {
             let (rd, rows, ev, yhat) =
-                island_residual(form, p, island, scale, &v, &zs, bias.as_deref())?;
+                island_residual(form, p, island, scale, &v, &zs, bias.as_deref(), true)?;
             let res = rd
                 .amax()
                 .max(rows.iter().map(|r| r.amax()).fold(0.0, f64::max));
@@ -776,7 +819,7 @@ fn stacked_island_residual<F: Formulation>(
     let z: Vec<Vector3<f64>> = (0..m)
         .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
         .collect();
-    let (rd, rows, _, yhat) = island_residual(form, p, island, scale, &v, &z, bias).ok()?;
+    let (rd, rows, _, yhat) = island_residual(form, p, island, scale, &v, &z, bias, false).ok()?;
     let mut r = DVec::zeros(n + Z * m);
     r.rows_mut(0, n).copy_from(&rd);
     for (k, row) in rows.iter().enumerate() {
@@ -1018,11 +1061,18 @@ fn contacts_into<T: Scalar, F: Formulation>(
     for island in islands(p.model, candidates_in(p, &s.candidates)) {
         let v_local = island.gather(&v_next);
         let ev = evaluate(p, &island, &v_local, &zero_xs(&island))?;
-        let scale = scales(p, &island)?;
+        let scale = if F::SCALE_MOVES_ROOT {
+            Some(scales(p, &island)?)
+        } else {
+            None
+        };
         for (ci, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
             let i = index_of(&s.candidates, &cand.key())?;
             let z: Vector3<T> = y.fixed_rows::<Z>(nv + Z * i).into_owned();
-            let f = form.impulse(cand.mu, scale[ci], &z);
+            let sc = scale
+                .as_ref()
+                .map_or_else(|| T::from_re(s.scale[i]), |sc| sc[ci]);
+            let f = form.impulse(cand.mu, sc, &z);
             let (t1, t2) = ce.tangents;
             out.stats.max_penetration = out.stats.max_penetration.max(-ce.contact.gap.re());
             out.contacts.push(ContactImpulse {

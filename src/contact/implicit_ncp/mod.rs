@@ -120,6 +120,8 @@ pub fn hybrid<T: Scalar>(mu: T, x: &Vector3<T>) -> (Vector3<T>, Vector3<T>) {
 }
 
 impl Formulation for ImplicitNcp {
+    const ROWS_USE_DELASSUS: bool = false;
+
     fn driver(&self) -> DriverParams {
         DriverParams {
             margin: self.params.margin,

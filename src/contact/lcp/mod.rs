@@ -216,6 +216,11 @@ impl Lcp {
 }
 
 impl Formulation for Lcp {
+    /// The scales only choose pieces (on primal values) in
+    /// [`contact_rows`], and the impulses are the unknowns themselves.
+    const SCALE_MOVES_ROOT: bool = false;
+    const ROWS_USE_DELASSUS: bool = false;
+
     fn driver(&self) -> DriverParams {
         DriverParams {
             margin: self.params.margin,

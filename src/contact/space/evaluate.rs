@@ -116,6 +116,36 @@ pub fn evaluate_into<T: Scalar>(
     xs: &[DVec<T>],
     ev: &mut Eval<T>,
 ) -> Result<(), SolveError> {
+    evaluate_parts(p, island, v, xs, ev, true)
+}
+
+/// [`evaluate`] without the robots' `∂r_dyn/∂v⁺` (their mass matrices):
+/// for an exact residual alone. The robot units' [`Eval::jac`] blocks are
+/// zero, not the Jacobian (free bodies' blocks come with their residual
+/// and are filled).
+pub fn evaluate_residual<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+) -> Result<Eval<T>, SolveError> {
+    let mut ev = Eval {
+        r_dyn: DVec::zeros(0),
+        jac: Vec::new(),
+        contacts: Vec::new(),
+    };
+    evaluate_parts(p, island, v, xs, &mut ev, false)?;
+    Ok(ev)
+}
+
+fn evaluate_parts<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    v: &DVec<T>,
+    xs: &[DVec<T>],
+    ev: &mut Eval<T>,
+    need_jac: bool,
+) -> Result<(), SolveError> {
     let dim = island.dim();
     if ev.r_dyn.len() != dim {
         ev.r_dyn = DVec::zeros(dim);
@@ -136,9 +166,12 @@ pub fn evaluate_into<T: Scalar>(
                 ev.jac[k].copy_from(&j);
             }
             UnitKind::Robot(ru) => {
-                let (r, j) = robot_dynamics(p, ru, &v.as_slice()[u.offset..u.offset + n]);
+                let (r, j) = robot_dynamics(p, ru, &v.as_slice()[u.offset..u.offset + n], need_jac);
                 ev.r_dyn.rows_mut(u.offset, n).copy_from(&r);
-                ev.jac[k].copy_from(&j);
+                match j {
+                    Some(j) => ev.jac[k].copy_from(&j),
+                    None => ev.jac[k].fill(T::zero()),
+                }
             }
         }
     }

@@ -40,6 +40,9 @@
 //! ([`robot_contact_jacobian`], `DualSVec64<8>`, eight velocity columns
 //! per pass).
 
+use std::any::Any;
+use std::cell::RefCell;
+
 use super::{pose_after, shape_pair_contact, side, Other};
 use crate::collision::frame::tangent_basis_from;
 use crate::collision::Contact;
@@ -49,7 +52,7 @@ use crate::dynamics::crba::crba;
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::kinematics::{joint_transform, motion_subspace};
 use crate::dynamics::rnea::rnea;
-use crate::dynamics::{configuration, Joint, Model};
+use crate::dynamics::{configuration, Data, Joint, Model};
 use crate::geometry::AttachedShape;
 use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3, Vec6};
 use crate::Scalar;
@@ -110,25 +113,60 @@ pub fn robot_units<T: Scalar>(model: &Model<T>) -> Vec<RobotUnit> {
     out
 }
 
+thread_local! {
+    /// One dynamics workspace ([`Data`]) per scalar type and thread for
+    /// [`robot_dynamics`], replaced when the model's sizes change: the
+    /// contact-space residual is evaluated many times per step and per
+    /// derivative (in dual numbers, where a fresh `Data` of a 30-dof robot
+    /// is half a megabyte of zeroed matrices), and its caller
+    /// ([`StepProblem`]) borrows the model without a workspace.
+    static DATA: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's workspace for `model` in scalar `T`.
+fn with_data<T: Scalar, R>(model: &Model<T>, f: impl FnOnce(&mut Data<T>) -> R) -> R {
+    DATA.with(|cell| {
+        let mut all = cell.borrow_mut();
+        let i = match all.iter().position(|b| b.is::<Data<T>>()) {
+            Some(i) => i,
+            None => {
+                all.push(Box::new(model.data()));
+                all.len() - 1
+            }
+        };
+        let data = all[i].downcast_mut::<Data<T>>().expect("checked by is");
+        if data.mass_matrix.nrows() != model.nv || data.omi.len() != model.bodies.len() {
+            *data = model.data();
+        }
+        f(data)
+    })
+}
+
 /// Dynamics rows of a robot unit without contact impulses and their
 /// Jacobian: `r = h (RNEA(q, v, (v⁺ − v)/h) − u)` on the unit's
-/// coordinates, `∂r/∂v⁺ = M(q)` (module docs).
+/// coordinates, `∂r/∂v⁺ = M(q)` (module docs), the latter only with
+/// `need_jac`.
 pub fn robot_dynamics<T: Scalar>(
     p: &StepProblem<'_, T>,
     unit: &RobotUnit,
     v_unit: &[T],
-) -> (DVec<T>, DMat<T>) {
+    need_jac: bool,
+) -> (DVec<T>, Option<DMat<T>>) {
     let n = unit.dofs.len();
     let mut a = DVec::zeros(p.model.nv);
     for (l, &d) in unit.dofs.iter().enumerate() {
         a[d] = (v_unit[l] - p.v[d]) / p.h;
     }
-    let mut data = p.model.data();
-    let tau = rnea(p.model, &mut data, p.q, p.v, &a).clone();
-    let r = DVec::from_fn(n, |l, _| p.h * (tau[unit.dofs[l]] - p.u[unit.dofs[l]]));
-    let m = crba(p.model, &mut data, p.q);
-    let jac = DMat::from_fn(n, n, |i, j| m[(unit.dofs[i], unit.dofs[j])]);
-    (r, jac)
+    with_data(p.model, |data| {
+        let tau = rnea(p.model, data, p.q, p.v, &a);
+        let r = DVec::from_fn(n, |l, _| p.h * (tau[unit.dofs[l]] - p.u[unit.dofs[l]]));
+        if !need_jac {
+            return (r, None);
+        }
+        let m = crba(p.model, data, p.q);
+        let jac = DMat::from_fn(n, n, |i, j| m[(unit.dofs[i], unit.dofs[j])]);
+        (r, Some(jac))
+    })
 }
 
 /// A contact on a robot link evaluated at `q⁺`.
