@@ -375,7 +375,11 @@ pub(crate) fn with_cast<T: Scalar, R>(
     let materials: Vec<_> = p.materials.iter().map(|m| m.cast()).collect();
     let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
     let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
-    let (q, v, u) = (p.q.map(T::from_re), p.v.map(T::from_re), p.u.map(T::from_re));
+    let (q, v, u) = (
+        p.q.map(T::from_re),
+        p.v.map(T::from_re),
+        p.u.map(T::from_re),
+    );
     let pt = StepProblem {
         model: &model,
         shapes: &shapes,
@@ -417,7 +421,9 @@ pub(crate) fn dual_jacobian(
             return Ok(None);
         };
         if r.len() != n {
-            return Err(SolveError::Singular("a residual whose length is not the unknowns'"));
+            return Err(SolveError::Singular(
+                "a residual whose length is not the unknowns'",
+            ));
         }
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);

@@ -1037,7 +1037,10 @@ fn barrier_fallback<F: Formulation>(
     let mut v0 = v.clone();
     let (yhat, a) = loop {
         if let Some((yhat, a)) = point(&v0) {
-            if yhat.iter().all(|y| y[0] > 0.0 && y.iter().all(|x| x.is_finite())) {
+            if yhat
+                .iter()
+                .all(|y| y[0] > 0.0 && y.iter().all(|x| x.is_finite()))
+            {
                 break (yhat, a);
             }
         }
@@ -1047,10 +1050,7 @@ fn barrier_fallback<F: Formulation>(
         }
         v0 = &v * t;
     };
-    let s = yhat
-        .iter()
-        .map(|y| y.amax())
-        .fold(res, f64::max);
+    let s = yhat.iter().map(|y| y.amax()).fold(res, f64::max);
     let sigma = scale.iter().copied().fold(0.0, f64::max);
     let mut k = (s * s * sigma).max(kappa);
     let z = form.with_barrier(k)?.centred(&a, &yhat, &mus, scale)?;
