@@ -354,8 +354,20 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
     s: &B::Structure,
     y: &DVec<f64>,
 ) -> Result<DMat<f64>, SolveError> {
-    let model = p.model.cast::<D>();
-    let shapes: Vec<Option<Shape<D>>> = p
+    with_cast::<D, _>(p, |pd| {
+        dual_jacobian(y, |yd| b.residual(pd, s, yd).map(Some))
+            .map(|j| j.expect("the residual is evaluated"))
+    })
+}
+
+/// Runs `f` on a copy of the f64 problem `p` in the scalar `T` (every
+/// value's derivative part zero).
+pub(crate) fn with_cast<T: Scalar, R>(
+    p: &StepProblem<'_, f64>,
+    f: impl FnOnce(&StepProblem<'_, T>) -> R,
+) -> R {
+    let model = p.model.cast::<T>();
+    let shapes: Vec<Option<Shape<T>>> = p
         .shapes
         .iter()
         .map(|s| s.as_ref().map(|s| s.cast()))
@@ -364,11 +376,11 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
     let statics: Vec<_> = p.statics.iter().map(|s| s.cast()).collect();
     let link_shapes: Vec<_> = p.link_shapes.iter().map(|s| s.cast()).collect();
     let (q, v, u) = (
-        p.q.map(D::from_re),
-        p.v.map(D::from_re),
-        p.u.map(D::from_re),
+        p.q.map(T::from_re),
+        p.v.map(T::from_re),
+        p.u.map(T::from_re),
     );
-    let pd = StepProblem {
+    let pt = StepProblem {
         model: &model,
         shapes: &shapes,
         materials: &materials,
@@ -379,12 +391,24 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
         q: &q,
         v: &v,
         u: &u,
-        gravity: p.gravity.map(D::from_re),
-        h: D::from_re(p.h),
+        gravity: p.gravity.map(T::from_re),
+        h: T::from_re(p.h),
         friction_cone: p.friction_cone,
         params: p.params,
         ccd: p.ccd,
     };
+    f(&pt)
+}
+
+/// The dual-number scalar of [`dual_jacobian`].
+pub(crate) type JacobianDual = D;
+
+/// `∂r/∂y` at `y` of a residual `r` evaluated in dual numbers, in column
+/// blocks of 8 (`Ok(None)` when `r` returns `None`).
+pub(crate) fn dual_jacobian(
+    y: &DVec<f64>,
+    mut r: impl FnMut(&DVec<D>) -> Result<Option<DVec<D>>, SolveError>,
+) -> Result<Option<DMat<f64>>, SolveError> {
     let n = y.len();
     let mut jy = DMat::zeros(n, n);
     for start in (0..n).step_by(BLOCK) {
@@ -393,7 +417,14 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
         for j in 0..w {
             yd[start + j] = D::from_re(y[start + j]).derivative(j);
         }
-        let r = b.residual(&pd, s, &yd)?;
+        let Some(r) = r(&yd)? else {
+            return Ok(None);
+        };
+        if r.len() != n {
+            return Err(SolveError::Singular(
+                "a residual whose length is not the unknowns'",
+            ));
+        }
         for (i, ri) in r.iter().enumerate() {
             let g = ri.eps.unwrap_generic(Const::<BLOCK>, U1);
             for j in 0..w {
@@ -401,7 +432,7 @@ pub(crate) fn dense_jacobian<B: ContactBackend + ?Sized>(
             }
         }
     }
-    Ok(jy)
+    Ok(Some(jy))
 }
 
 /// The dense path of [`ContactBackend::solve_jacobian`] (its default, and

@@ -49,7 +49,9 @@
 
 use nalgebra::{Dyn, Matrix3xX, Vector3};
 
-use crate::contact::backend::{dense_jacobian, stacked_root};
+use crate::contact::backend::{
+    dense_jacobian, dual_jacobian, stacked_root, with_cast, JacobianDual,
+};
 use crate::contact::candidates::{
     candidates_into, pair_mu, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
 };
@@ -156,6 +158,38 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     /// barriers' arguments positive.
     fn admissible(&self, _yhat: &[Vector3<f64>], _z: &[Vector3<f64>]) -> bool {
         true
+    }
+
+    /// The weight κ of a barrier formulation's barriers (default `None`:
+    /// no barrier). [`newton_fallback`] then follows the barrier path
+    /// from a larger weight down to κ ([`Formulation::with_barrier`],
+    /// [`Formulation::centred`]).
+    fn barrier(&self) -> Option<f64> {
+        None
+    }
+
+    /// The formulation with barrier weight `kappa` (default `None`: no
+    /// barrier).
+    fn with_barrier(&self, _kappa: f64) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
+    /// The unknowns at which the contact rows vanish for the contact-space
+    /// velocities `yhat` (restitution bias included) and the Delassus
+    /// operator `a` at the point: a centred point of a barrier
+    /// formulation, where its fallback starts (default `None`: not
+    /// supplied; also `None` when `yhat` is outside the domain).
+    fn centred(
+        &self,
+        _a: &DMat<f64>,
+        _yhat: &[Vector3<f64>],
+        _mu: &[f64],
+        _scale: &[f64],
+    ) -> Option<Vec<Vector3<f64>>> {
+        None
     }
 
     /// The smooth piece of each contact at the root, for
@@ -830,16 +864,22 @@ fn stacked_island_residual<F: Formulation>(
 
 /// The fallback of an island whose linearization loop did not converge:
 /// damped Newton steps on the island's exact residual `r(v⁺, z)` from the
-/// loop's best point, with `∂r/∂(v⁺, z)` by central differences (the
+/// loop's best point, with the exact `∂r/∂(v⁺, z)` by dual numbers (the
 /// linearization loop leaves out how the contact points, normals and lever
 /// arms move with `v⁺`; where that matters — one contact point standing for
 /// a face of a polytope, whose conic witness point slides across the face
 /// as it tilts — the loop cycles between the faces' vertices). The step is
 /// the least-squares solution (SVD: redundant contacts make `∂r/∂y`
-/// singular) and is halved until the residual's 2-norm decreases. Returns
-/// a point whose exact residual (∞-norm) is within the step's tolerance,
-/// or `None`. Runs in f64 only; the root it returns is the exact
-/// residual's, so the derivative methods are unchanged.
+/// singular) and is halved until the residual's 2-norm decreases.
+///
+/// A barrier formulation ([`Formulation::barrier`]) instead follows its
+/// barrier path ([`barrier_fallback`]): Newton on a barrier's residual
+/// from an uncentred point (the loop's, whose impulses may sit at the
+/// cone's boundary) stalls.
+///
+/// Returns a point whose exact residual (∞-norm) is within the step's
+/// tolerance, or `None`. Runs in f64 only; the root it returns is the
+/// exact residual's, so the derivative methods are unchanged.
 #[allow(clippy::too_many_arguments)]
 fn newton_fallback<F: Formulation>(
     form: &F,
@@ -857,51 +897,135 @@ fn newton_fallback<F: Formulation>(
     if dim > FALLBACK_MAX_UNKNOWNS || !res.is_finite() {
         return None;
     }
+    if let Some(kappa) = form.barrier() {
+        return barrier_fallback(form, p, island, scale, bias, v, res, kappa);
+    }
     let mut y = DVec::zeros(dim);
     y.rows_mut(0, n).copy_from(&v);
     y.rows_mut(n, Z * m).copy_from(&z);
-    let eval = |y: &DVec<f64>| {
-        stacked_island_residual(form, p, island, scale, bias, y)
-            .filter(|(_, yhat, z)| form.admissible(yhat, z))
-    };
-    // A start outside the formulation's domain (`convex`: a normal
-    // velocity ≤ 0 at the exact geometry although the linearization's was
-    // positive) is pulled towards `v⁺ = 0`, where each gap is the one at
-    // the start of the step.
-    let mut start = eval(&y);
+    // A start outside the formulation's domain is pulled towards
+    // `v⁺ = 0`, where each gap is the one at the start of the step.
+    let mut start = admissible_residual(form, p, island, scale, bias, &y);
     let mut t = 1.0;
     while start.is_none() && t > 1e-6 {
         t *= 0.5;
         y.rows_mut(0, n).copy_from(&(&v * t));
-        start = eval(&y);
+        start = admissible_residual(form, p, island, scale, bias, &y);
     }
-    let (mut r, _, _) = start?;
-    // Below the tolerance, polish towards round-off while each step
-    // shrinks the residual 4-fold (as the linearization loop does: the
-    // derivative methods and finite differences need the root).
-    let mut polish = 4;
+    let (y, r) = damped_newton(form, p, island, scale, bias, y, start?, true)?;
+    Some(island_solution(n, m, &y, &r))
+}
+
+/// The island's stacked residual at `y` where `y` is in the formulation's
+/// domain ([`Formulation::admissible`]), else `None`.
+fn admissible_residual<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    y: &DVec<f64>,
+) -> Option<DVec<f64>> {
+    stacked_island_residual(form, p, island, scale, bias, y)
+        .filter(|(_, yhat, z)| form.admissible(yhat, z))
+        .map(|(r, _, _)| r)
+}
+
+fn island_solution(n: usize, m: usize, y: &DVec<f64>, r: &DVec<f64>) -> IslandSolution {
+    IslandSolution {
+        v: y.rows(0, n).into_owned(),
+        z: (0..m)
+            .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
+            .collect(),
+        residual: r.amax(),
+    }
+}
+
+/// The exact `∂r/∂y` of an island's stacked residual at `y` (dual
+/// numbers; `None` where the residual cannot be evaluated).
+fn island_jacobian<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    y: &DVec<f64>,
+) -> Option<DMat<f64>> {
+    type D = JacobianDual;
+    let n = island.dim();
+    let m = island.contacts.len();
+    with_cast::<D, _>(p, |pd| {
+        let isl = Island {
+            units: island.units.clone(),
+            contacts: island
+                .contacts
+                .iter()
+                .map(|c| Candidate {
+                    a: c.a,
+                    link: c.link,
+                    b: c.b,
+                    feature: c.feature,
+                    mu: D::from_re(c.mu),
+                    law: c.law,
+                    axis: c.axis,
+                    parts: c.parts,
+                })
+                .collect(),
+            local: island.local.clone(),
+        };
+        let sd: Vec<D> = scale.iter().map(|&x| D::from_re(x)).collect();
+        let bd: Option<Vec<D>> = bias.map(|b| b.iter().map(|&x| D::from_re(x)).collect());
+        dual_jacobian(y, |yd| {
+            let v = yd.rows(0, n).into_owned();
+            let z: Vec<Vector3<D>> = (0..m)
+                .map(|k| yd.fixed_rows::<Z>(n + Z * k).into_owned())
+                .collect();
+            let Ok((rd, rows, _, _)) = island_residual(form, pd, &isl, &sd, &v, &z, bd.as_deref())
+            else {
+                return Ok(None);
+            };
+            let mut r = DVec::zeros(n + Z * m);
+            r.rows_mut(0, n).copy_from(&rd);
+            for (k, row) in rows.iter().enumerate() {
+                r.fixed_rows_mut::<Z>(n + Z * k).copy_from(row);
+            }
+            Ok(Some(r))
+        })
+        .ok()
+        .flatten()
+        .filter(|j| j.iter().all(|x| x.is_finite()))
+    })
+}
+
+/// Damped Newton on an island's exact residual from `(y, r)` (module docs
+/// of [`newton_fallback`]); below the step's tolerance it polishes
+/// towards round-off while each step shrinks the residual 4-fold when
+/// `polish` is set. `Some((y, r))` within the tolerance, else `None`.
+#[allow(clippy::too_many_arguments)]
+fn damped_newton<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    mut y: DVec<f64>,
+    mut r: DVec<f64>,
+    polish: bool,
+) -> Option<(DVec<f64>, DVec<f64>)> {
+    let mut polish = if polish { 4 } else { 0 };
     for _ in 0..FALLBACK_ITERATIONS {
         let converged = r.amax() <= p.params.tolerance;
         if converged && polish == 0 {
             break;
         }
-        let mut jac = DMat::zeros(dim, dim);
-        for k in 0..dim {
-            let eps = 1e-7 * y[k].abs().max(1.0);
-            let (mut yp, mut ym) = (y.clone(), y.clone());
-            yp[k] += eps;
-            ym[k] -= eps;
-            let (rp, _, _) = stacked_island_residual(form, p, island, scale, bias, &yp)?;
-            let (rm, _, _) = stacked_island_residual(form, p, island, scale, bias, &ym)?;
-            jac.set_column(k, &((rp - rm) / (2.0 * eps)));
-        }
+        let jac = island_jacobian(form, p, island, scale, bias, &y)?;
         let step = jac.svd(true, true).solve(&r, 1e-12).ok()?;
         let norm = r.norm();
         let mut lambda = 1.0;
         let mut next = None;
         while lambda > 1e-6 {
             let trial = &y - &step * lambda;
-            if let Some((rt, _, _)) = eval(&trial) {
+            if let Some(rt) = admissible_residual(form, p, island, scale, bias, &trial) {
                 if rt.norm() < (1.0 - 1e-4 * lambda) * norm {
                     next = Some((trial, rt));
                     break;
@@ -927,15 +1051,109 @@ fn newton_fallback<F: Formulation>(
         y = yn;
         r = rn;
     }
-    let residual = r.amax();
-    (residual <= p.params.tolerance).then(|| IslandSolution {
-        v: y.rows(0, n).into_owned(),
-        z: (0..m)
-            .map(|k| y.fixed_rows::<Z>(n + Z * k).into_owned())
-            .collect(),
-        residual,
-    })
+    (r.amax() <= p.params.tolerance).then_some((y, r))
 }
+
+/// Barrier weight reduction per stage of [`barrier_fallback`].
+const BARRIER_REDUCTION: f64 = 10.0;
+
+/// The fallback of a barrier formulation: the barrier path from a centred
+/// point. At the loop's best velocity `v` (pulled towards `v⁺ = 0` until
+/// every contact-space velocity is in the domain), the unknowns are the
+/// centred ones ([`Formulation::centred`]) at the weight
+/// `κ₀ = s² max_c σ_c` (`s`: the velocity scale, the larger of the
+/// contact-space velocities there and the loop's residual; `σ_c`: the
+/// impulse scales), the problem's natural energy (as the inner solve's
+/// first stage). Then [`damped_newton`] on the exact residual at each
+/// weight to the step's tolerance, the weight divided by
+/// [`BARRIER_REDUCTION`] per stage (by its square root after a stage
+/// that fails, from that stage's start) down to κ, where the root is
+/// polished.
+#[allow(clippy::too_many_arguments)]
+fn barrier_fallback<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    scale: &[f64],
+    bias: Option<&[f64]>,
+    v: DVec<f64>,
+    res: f64,
+    kappa: f64,
+) -> Option<IslandSolution> {
+    let n = island.dim();
+    let m = island.contacts.len();
+    let mus: Vec<f64> = island.contacts.iter().map(|c| c.mu).collect();
+    // Contact-space velocities and Delassus operator at `v`.
+    let point = |v: &DVec<f64>| -> Option<(Vec<Vector3<f64>>, DMat<f64>)> {
+        let ev = evaluate(p, island, v, &zero_xs(island)).ok()?;
+        let mut yhat = contact_velocities(&ev, p.h);
+        if let Some(b) = bias {
+            for (y, b) in yhat.iter_mut().zip(b) {
+                y[0] += *b;
+            }
+        }
+        let a = Delassus::new(island, &ev).ok()?.matrix();
+        Some((yhat, a))
+    };
+    let mut t = 1.0;
+    let mut v0 = v.clone();
+    let (yhat, a) = loop {
+        if let Some((yhat, a)) = point(&v0) {
+            if yhat
+                .iter()
+                .all(|y| y[0] > 0.0 && y.iter().all(|x| x.is_finite()))
+            {
+                break (yhat, a);
+            }
+        }
+        t *= 0.5;
+        if t < 1e-6 {
+            return None;
+        }
+        v0 = &v * t;
+    };
+    let s = yhat.iter().map(|y| y.amax()).fold(res, f64::max);
+    let sigma = scale.iter().copied().fold(0.0, f64::max);
+    let mut k = (s * s * sigma).max(kappa);
+    let z = form.with_barrier(k)?.centred(&a, &yhat, &mus, scale)?;
+    let mut y = DVec::zeros(n + Z * m);
+    y.rows_mut(0, n).copy_from(&v0);
+    for (c, zc) in z.iter().enumerate() {
+        y.fixed_rows_mut::<Z>(n + Z * c).copy_from(zc);
+    }
+    let mut reduction = BARRIER_REDUCTION;
+    let mut stages = 0;
+    loop {
+        let fk = form.with_barrier(k)?;
+        let last = k <= kappa;
+        let r = admissible_residual(&fk, p, island, scale, bias, &y)?;
+        stages += 1;
+        match damped_newton(&fk, p, island, scale, bias, y.clone(), r, last) {
+            Some((yn, rn)) => {
+                if last {
+                    return Some(island_solution(n, m, &yn, &rn));
+                }
+                y = yn;
+                k = (k / reduction).max(kappa);
+            }
+            None => {
+                // Back to the last centred weight, a smaller reduction.
+                if stages > BARRIER_STAGES || reduction < 1.5 {
+                    return None;
+                }
+                k *= reduction;
+                reduction = reduction.sqrt();
+                k = (k / reduction).max(kappa);
+            }
+        }
+        if stages > BARRIER_STAGES {
+            return None;
+        }
+    }
+}
+
+/// Cap of [`barrier_fallback`]'s stages.
+const BARRIER_STAGES: usize = 40;
 
 /// Marks every conic candidate (a shape pair without a closed form,
 /// `parts` set: any pair with a cylinder, cone, ellipsoid, polytope, padded

@@ -393,6 +393,46 @@ impl Formulation for Convex {
         Ok(y)
     }
 
+    fn barrier(&self) -> Option<f64> {
+        Some(self.params.barrier)
+    }
+
+    fn with_barrier(&self, kappa: f64) -> Option<Self> {
+        let mut c = *self;
+        c.params.barrier = kappa;
+        Some(c)
+    }
+
+    /// The inverse problem at `ŷ` (module docs, *Inverse dynamics*): the
+    /// minimizer of `½ fᵀRf + fᵀr + d_F(f)`, `r = ŷ + Aᵀ ∇d_V(ŷ)`.
+    fn centred(
+        &self,
+        a: &DMat<f64>,
+        yhat: &[Vector3<f64>],
+        mu: &[f64],
+        scale: &[f64],
+    ) -> Option<Vec<Vector3<f64>>> {
+        let (dims, rows) = reduce(mu);
+        let n = rows.len();
+        let ar = DMat::from_fn(n, n, |i, j| a[(rows[i], rows[j])]);
+        let vr = DVec::from_fn(n, |i, _| yhat[rows[i] / 3][rows[i] % 3]);
+        let rr = DVec::from_fn(n, |i, _| self.r_of(scale[rows[i] / 3]));
+        let opts = solver::Options {
+            tolerance: self.params.inner_tolerance,
+            max_iterations: self.params.inner_max_iterations,
+        };
+        let (f, _, _) =
+            solver::inverse(&ar, &vr, mu, &dims, &rr, self.params.barrier, &opts).ok()?;
+        let mut full = vec![Vector3::zeros(); mu.len()];
+        for (i, r) in rows.iter().enumerate() {
+            full[r / 3][r % 3] = f[i];
+        }
+        full.iter()
+            .zip(mu)
+            .map(|(f, m)| unknowns_of(*m, f))
+            .collect()
+    }
+
     /// The barriers' arguments: `ρ` (or a frictionless contact's `f_N`)
     /// and every normal velocity `ŷ_N` positive.
     fn admissible(&self, yhat: &[Vector3<f64>], z: &[Vector3<f64>]) -> bool {
