@@ -980,7 +980,8 @@ fn island_jacobian<F: Formulation>(
             let z: Vec<Vector3<D>> = (0..m)
                 .map(|k| yd.fixed_rows::<Z>(n + Z * k).into_owned())
                 .collect();
-            let Ok((rd, rows, _, _)) = island_residual(form, pd, &isl, &sd, &v, &z, bd.as_deref())
+            let Ok((rd, rows, _, _)) =
+                island_residual(form, pd, &isl, &sd, &v, &z, bd.as_deref(), false)
             else {
                 return Ok(None);
             };
