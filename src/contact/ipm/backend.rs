@@ -15,13 +15,12 @@ use crate::contact::candidates::{Candidate, CandidateKey, Partner};
 use crate::contact::island::{islands, Island, UnitKind};
 use crate::contact::law::local_residual;
 use crate::contact::mehrotra::IslandJacobian;
-use crate::contact::space::evaluate::evaluate;
+use crate::contact::space::evaluate::{dynamics_rows, evaluate};
 use crate::contact::backend::{check_rows, free_body_solve, stacked_root};
 use crate::contact::space::partials::kernel_partials;
 use crate::contact::{ContactBackend, Feature, Param, SolveError, StepProblem, StepSolution};
 use crate::dynamics::articulated::{articulated_dofs, articulated_residual};
-use crate::dynamics::free::{body_residual, momentum_residual};
-use crate::dynamics::rnea::rnea;
+use crate::dynamics::free::momentum_residual;
 use crate::math::{DMat, DVec};
 use crate::Scalar;
 
@@ -326,68 +325,3 @@ impl ContactBackend for Ipm {
     }
 }
 
-/// The rows of the `ipm` residual that `v` and `u` enter: each unit's
-/// dynamics without contact impulses (for the units of an island the rows
-/// [`evaluate`] writes — `body_residual`, and for robots
-/// `h (RNEA(q, v, (v⁺ − v)/h) − u)` as `robot_dynamics` has them, one
-/// RNEA for all such robots, whose trees are independent — the momentum
-/// and articulated rows for the others), zero in the contact rows.
-fn dynamics_rows<T: Scalar>(
-    p: &StepProblem<'_, T>,
-    cands: &[Candidate<f64>],
-    y: &DVec<T>,
-) -> Result<DVec<T>, SolveError> {
-    let nv = p.model.nv;
-    let mut r = DVec::zeros(y.len());
-    let v_next = y.rows(0, nv).into_owned();
-    let mut r_dyn = DVec::zeros(nv);
-    momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
-    let cands_t: Vec<Candidate<T>> = cands
-        .iter()
-        .map(|c| Candidate {
-            a: c.a,
-            link: c.link,
-            b: c.b,
-            feature: c.feature,
-            mu: T::from_re(c.mu),
-            law: c.law,
-            axis: c.axis,
-            parts: c.parts,
-        })
-        .collect();
-    let mut robot_dofs = Vec::new();
-    for island in islands(p.model, cands_t) {
-        for u in &island.units {
-            match &u.kind {
-                UnitKind::Body(g) => {
-                    let vb = nalgebra::Vector6::from_fn(|k, _| v_next[u.dofs[k]]);
-                    let rb = body_residual(p.model, *g, p.q, p.v, &vb, p.u, &p.gravity, p.h)?;
-                    for (k, &d) in u.dofs.iter().enumerate() {
-                        r_dyn[d] = rb[k];
-                    }
-                }
-                UnitKind::Robot(_) => robot_dofs.extend_from_slice(&u.dofs),
-            }
-        }
-    }
-    // Articulated joints in no island (ABA form), only if there are any.
-    if articulated_dofs(p.model)
-        .iter()
-        .any(|d| !robot_dofs.contains(d))
-    {
-        articulated_residual(p.model, p.q, p.v, &v_next, p.u, p.h, &mut r_dyn);
-    }
-    if !robot_dofs.is_empty() {
-        let mut a = DVec::zeros(nv);
-        for &d in &robot_dofs {
-            a[d] = (v_next[d] - p.v[d]) / p.h;
-        }
-        let mut data = p.model.data();
-        let tau = rnea(p.model, &mut data, p.q, p.v, &a);
-        for &d in &robot_dofs {
-            r_dyn[d] = p.h * (tau[d] - p.u[d]);
-        }
-    }
-    r.rows_mut(0, nv).copy_from(&r_dyn);
-    Ok(r)
-}

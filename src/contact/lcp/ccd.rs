@@ -546,9 +546,13 @@ fn impact<T: Scalar>(
         let st = match solver::solve(&prob, &lcp.options(), None, &mut ws) {
             Ok(st) => st,
             Err(LcpError::Invalid(what)) => return Err(SolveError::Singular(what)),
-            Err(LcpError::Unsolved { residual, .. }) => {
+            Err(LcpError::Unsolved {
+                residual,
+                iterations,
+                ..
+            }) => {
                 return Err(SolveError::MaxIterations {
-                    iters: 0,
+                    iters: iterations,
                     residual,
                     complementarity: residual,
                 })

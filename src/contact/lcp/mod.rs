@@ -274,8 +274,12 @@ impl Formulation for Lcp {
                 Ok(ws.x)
             }
             Err(LcpError::Invalid(what)) => Err(SolveError::Singular(what)),
-            Err(LcpError::Unsolved { residual, .. }) => Err(SolveError::MaxIterations {
-                iters: 0,
+            Err(LcpError::Unsolved {
+                residual,
+                iterations,
+                ..
+            }) => Err(SolveError::MaxIterations {
+                iters: iterations,
                 residual,
                 complementarity: residual,
             }),
@@ -406,6 +410,17 @@ impl ContactBackend for Lcp {
 
     fn same_structure(a: &Structure, b: &Structure) -> bool {
         Structure::same(a, b)
+    }
+
+    /// The contact-free dynamics rows, without restitution
+    /// ([`delassus::velocity_control_residual`]).
+    fn velocity_control_residual<T: Scalar>(
+        &self,
+        p: &StepProblem<'_, T>,
+        s: &Structure,
+        y: &DVec<T>,
+    ) -> Option<Result<DVec<T>, SolveError>> {
+        delassus::velocity_control_residual(self, p, s, y)
     }
 
     /// The pseudo-inverse solve (redundant contacts make `∂r/∂y`

@@ -295,6 +295,9 @@ pub enum LcpError {
         residual: f64,
         /// Why Dantzig failed (when it ran).
         dantzig: Option<DantzigFailure>,
+        /// Iterations spent over all stages: pivots, active sets tried
+        /// and PGS sweeps.
+        iterations: usize,
     },
 }
 
@@ -303,10 +306,13 @@ impl std::fmt::Display for LcpError {
         match self {
             LcpError::Invalid(s) => write!(f, "invalid boxed LCP: {s}"),
             LcpError::Unsolved {
-                stage, residual, ..
+                stage,
+                residual,
+                iterations,
+                ..
             } => write!(
                 f,
-                "boxed LCP not solved (last stage {stage:?}, residual {residual:e})"
+                "boxed LCP not solved after {iterations} iterations (last stage {stage:?}, residual {residual:e})"
             ),
         }
     }
@@ -1159,6 +1165,7 @@ pub fn solve(
         stage: last,
         residual: best_r,
         dantzig: stats.dantzig_failure,
+        iterations: stats.pivots + stats.exhaustive_tried + stats.pgs_sweeps,
     })
 }
 
