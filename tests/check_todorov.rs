@@ -30,7 +30,6 @@ const PASS: &[(&str, &str)] = &[
     ("bundles", "convex"),
     ("peg_in_hole", "convex"),
     ("polytope_drop", "convex"),
-    ("soft_quadruped", "convex"),
     ("box_incline", "implicit_ncp"),
     ("box_toss", "implicit_ncp"),
     ("double_pendulum", "implicit_ncp"),
