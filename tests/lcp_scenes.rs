@@ -679,7 +679,7 @@ fn hexapod_stands_on_six_feet_and_check_passes_under_lcp() {
         let ft = c.tangent_impulse.norm();
         assert!(ft < 1e-5 * share, "friction impulse {ft:e}");
     }
-    let r = check_report_with(HEX, &["--solver", "lcp"]);
+    let r = check_report_with(HEX, &["--solver", "lcp", "--fd-eps", "1e-5"]);
     println!(
         "{HEX} under lcp: {}, fd skipped columns {}",
         r["status"], r["fd_skipped_columns"]

@@ -676,10 +676,7 @@ fn solve_island<F: Formulation>(
     let mut z: Option<DVec<f64>> = None;
     let mut last = f64::INFINITY;
     let mut best: Option<IslandSolution> = None;
-    let mut polish = POLISH_OUTER;
-    // ∞-norms of the last two outer updates of `v`: polishing goes on
-    // while they shrink even where the residual sits at round-off (below).
-    let (mut step_prev, mut step_now) = (f64::INFINITY, f64::INFINITY);
+    let mut polish = 4;
     // The point of lowest exact residual, where the fallback starts:
     // `(v, z, residual, outside the formulation's domain)`.
     let mut lowest: Option<(DVec<f64>, DVec<f64>, f64, bool)> = None;
@@ -710,18 +707,9 @@ fn solve_island<F: Formulation>(
             // Converged: polish towards round-off (the derivative methods
             // and finite differences need the root, not a point within
             // the tolerance): go on while each linearization shrinks the
-            // residual or the update of `v` at least 4-fold, keep the
-            // best point. The update matters where the residual cannot
-            // see the error: a mode of light links that no contact row
-            // holds (a leg moving on its resting foot) is weighted by its
-            // small inertia in the dynamics rows, so a residual at
-            // round-off (1e-15) leaves `v` 1e-11 off there, and the
-            // linearization (without geometric stiffness) shrinks that
-            // error only linearly; central differences of the step would
-            // see it as noise of that size.
-            let step_shrinks = step_now <= 0.25 * step_prev;
+            // residual at least 4-fold, keep the best point.
             if let Some(b) = &best {
-                if res > p.params.tolerance || (res >= b.residual && !step_shrinks) {
+                if res >= b.residual {
                     stats.outer += it;
                     return Ok(best.take().expect("checked"));
                 }
@@ -740,7 +728,7 @@ fn solve_island<F: Formulation>(
                     break;
                 }
             }
-            let shrinking = res <= 0.25 * last || step_shrinks;
+            let shrinking = res <= 0.25 * last;
             last = res;
             if res <= p.params.tolerance {
                 let sol = IslandSolution {
@@ -796,10 +784,7 @@ fn solve_island<F: Formulation>(
         let f: Vec<Vector3<f64>> = (0..m)
             .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))
             .collect();
-        let dv = del.velocity(&f, Some(&(-&ev.r_dyn)));
-        step_prev = step_now;
-        step_now = dv.amax();
-        v += dv;
+        v += del.velocity(&f, Some(&(-&ev.r_dyn)));
         z = Some(znew);
     }
     if let Some(b) = best {
@@ -818,10 +803,6 @@ fn solve_island<F: Formulation>(
         complementarity: 0.0,
     }))
 }
-
-/// Outer iterations past the tolerance spent polishing the root towards
-/// round-off ([`solve_island`]).
-const POLISH_OUTER: usize = 8;
 
 /// Outer iterations without a new lowest exact residual after which an
 /// island's linearization loop hands over to [`newton_fallback`].

@@ -412,17 +412,6 @@ impl ContactBackend for Lcp {
         Structure::same(a, b)
     }
 
-    /// The contact-free dynamics rows, without restitution
-    /// ([`delassus::velocity_control_residual`]).
-    fn velocity_control_residual<T: Scalar>(
-        &self,
-        p: &StepProblem<'_, T>,
-        s: &Structure,
-        y: &DVec<T>,
-    ) -> Option<Result<DVec<T>, SolveError>> {
-        delassus::velocity_control_residual(self, p, s, y)
-    }
-
     /// The pseudo-inverse solve (redundant contacts make `∂r/∂y`
     /// singular; module docs).
     fn solve_jacobian(
