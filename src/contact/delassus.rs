@@ -161,7 +161,7 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     }
 
     /// The weight κ of a barrier formulation's barriers (default `None`:
-    /// no barrier). [`newton_fallback`] then follows the barrier path
+    /// no barrier). `newton_fallback` then follows the barrier path
     /// from a larger weight down to κ ([`Formulation::with_barrier`],
     /// [`Formulation::centred`]).
     fn barrier(&self) -> Option<f64> {
