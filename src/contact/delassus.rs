@@ -56,7 +56,7 @@ use crate::contact::candidates::{
     candidates_into, pair_mu, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
 };
 use crate::contact::island::{islands, Island};
-use crate::contact::space::evaluate::{dynamics_rows, evaluate, evaluate_residual, Eval};
+use crate::contact::space::evaluate::{evaluate, evaluate_residual, Eval};
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution,
 };
@@ -1389,32 +1389,6 @@ pub fn pinv_unique(j: &DMat<f64>, nv: usize) -> Result<DMat<f64>, SolveError> {
 /// `∂r/∂y` taken as round-off of a rank-deficient but velocity-determined
 /// system.
 pub const NOT_UNIQUE: f64 = 1e-8;
-
-/// The part of the residual that the previous velocity and the control
-/// enter ([`ContactBackend::velocity_control_residual`]): the contact-free
-/// dynamics rows ([`dynamics_rows`]), for a formulation whose contact
-/// rows and impulses depend on `q`, `v⁺` and `z` only — its impulse
-/// scales held constant (not [`Formulation::SCALE_MOVES_ROOT`]; the
-/// scales are computed at `v⁺ = 0` from the start of the step) and no
-/// restitution bias (`e v_n⁻` reads `v`). `None` otherwise.
-pub fn velocity_control_residual<T: Scalar, F: Formulation>(
-    form: &F,
-    p: &StepProblem<'_, T>,
-    s: &Structure,
-    y: &DVec<T>,
-) -> Option<Result<DVec<T>, SolveError>> {
-    if F::SCALE_MOVES_ROOT {
-        return None;
-    }
-    let bounces = form.bounce_gap(p.ccd).is_some()
-        && s.candidates
-            .iter()
-            .any(|c| pair_restitution(p, c.a, c.b).re() > 0.0);
-    if bounces {
-        return None;
-    }
-    Some(dynamics_rows(p, &s.candidates, y))
-}
 
 /// `(∂r/∂y) X = rhs` by the pseudo-inverse (module docs).
 pub fn pinv_solve<F: Formulation>(
