@@ -64,6 +64,7 @@ use crate::dynamics::articulated::{articulated_residual, articulated_velocity};
 use crate::dynamics::free::{
     free_flight_velocity, integrate_model, momentum_residual, NewtonParams,
 };
+use crate::linalg::{inverse_by_blocks, BlockSvd};
 use crate::math::{DMat, DVec};
 use crate::Scalar;
 
@@ -1348,18 +1349,19 @@ pub fn with_primal<T: Scalar, R>(
 }
 
 /// Pseudo-inverse of a square matrix (SVD, singular values below
-/// `1e-12 σ_max` dropped).
+/// `1e-12 σ_max` dropped), block by block over the independent blocks of
+/// its nonzero pattern ([`BlockSvd`]: the contact islands of `∂r/∂y`).
 pub fn pinv(j: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, 0));
     }
-    let svd = j.clone().svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = BlockSvd::new(j);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     svd.pseudo_inverse(1e-12 * smax)
-        .map_err(|_| SolveError::Singular("residual Jacobian"))
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// The pseudo-inverse of `∂r/∂y` (as [`pinv`]) when it determines the
@@ -1376,32 +1378,21 @@ pub fn pinv_unique(j: &DMat<f64>, nv: usize) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, 0));
     }
-    let svd = j.clone().svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = BlockSvd::new(j);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     let cut = 1e-12 * smax;
-    if let Some(vt) = &svd.v_t {
-        // ‖V_null[..nv, :]‖_F: independent of the null space's basis.
-        let mut part = 0.0f64;
-        let mut dim = 0;
-        for (k, &sk) in svd.singular_values.iter().enumerate() {
-            if sk <= cut {
-                dim += 1;
-                part += vt.row(k).columns(0, nv.min(j.ncols())).norm_squared();
-            }
-        }
-        let part = part.sqrt();
-        if part > NOT_UNIQUE {
-            return Err(SolveError::NotUnique {
-                null_dims: dim,
-                velocity_part: part,
-            });
-        }
+    let (dim, part) = svd.null_part(cut, nv.min(j.ncols()));
+    if part > NOT_UNIQUE {
+        return Err(SolveError::NotUnique {
+            null_dims: dim,
+            velocity_part: part,
+        });
     }
     svd.pseudo_inverse(cut)
-        .map_err(|_| SolveError::Singular("residual Jacobian"))
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// Largest velocity part ([`pinv_unique`]) of the unit null space of
@@ -1454,8 +1445,7 @@ pub fn solve<T: Scalar, F: Formulation>(
             Some(if F::REDUNDANT {
                 pinv_unique(&j, pf.model.nv)?
             } else {
-                j.try_inverse()
-                    .ok_or(SolveError::Singular("residual Jacobian"))?
+                inverse_by_blocks(&j).ok_or(SolveError::Singular("residual Jacobian"))?
             })
         } else {
             None
@@ -1474,8 +1464,10 @@ pub fn solve<T: Scalar, F: Formulation>(
             let n = r.len();
             for i in 0..n {
                 let mut acc = T::zero();
-                for j in 0..n {
-                    acc += T::from_re(jinv[(i, j)]) * r[j];
+                for (j, &a) in jinv.row(i).iter().enumerate() {
+                    if a != 0.0 {
+                        acc += T::from_re(a) * r[j];
+                    }
                 }
                 yt[i] -= acc;
             }
