@@ -425,6 +425,33 @@ impl<'a, T: Scalar> Delassus<'a, T> {
             .collect()
     }
 
+    /// `A_cc[0, 0] = e_Nᵀ W_c K⁻¹ W_cᵀ e_N`: per unit `u` the contact
+    /// touches, `g_uᵀ K_u⁻¹ g_u` with `g_u` the sum of its normal rows of
+    /// `W_c` on `u` (the normal entry of `A e_N` without applying `A`).
+    pub fn normal_diagonal(&self, c: usize) -> T {
+        let ce = &self.ev.contacts[c];
+        let mut d = T::zero();
+        for (i, (u, _)) in ce.blocks.iter().enumerate() {
+            if ce.blocks[..i].iter().any(|(v, _)| v == u) {
+                continue;
+            }
+            let n = self.island.units[*u].size();
+            let mut g = DVec::zeros(n);
+            for (v, w) in &ce.blocks {
+                if v == u {
+                    for k in 0..w.ncols() {
+                        g[k] += w[(0, k)];
+                    }
+                }
+            }
+            let x = self.lus[*u].solve(&g).unwrap_or_else(|| DVec::zeros(n));
+            for k in 0..n {
+                d += g[k] * x[k];
+            }
+        }
+        d
+    }
+
     /// `A g = W K⁻¹ Wᵀ g`.
     pub fn apply(&self, g: &[Vector3<T>]) -> Vec<Vector3<T>> {
         self.contact_velocity(&self.velocity(g, None))
@@ -481,9 +508,7 @@ pub fn scales<T: Scalar>(p: &StepProblem<'_, T>, island: &Island<T>) -> Result<V
     let m = island.contacts.len();
     Ok((0..m)
         .map(|k| {
-            let mut e = vec![Vector3::zeros(); m];
-            e[k] = Vector3::new(T::one(), T::zero(), T::zero());
-            let d = del.apply(&e)[k][0];
+            let d = del.normal_diagonal(k);
             if d.re() > 0.0 && d.re().is_finite() {
                 T::one() / d
             } else {
@@ -653,6 +678,35 @@ pub fn residual<T: Scalar, F: Formulation>(
     }
     r.rows_mut(0, nv).copy_from(&r_dyn);
     Ok(r)
+}
+
+/// The unknowns of `y` by contact island (each island's velocities and
+/// impulses), the velocities of the bodies in no island last: the groups
+/// of [`ContactBackend::jacobian_groups`](crate::contact::ContactBackend::jacobian_groups)
+/// for the residual of [`residual`].
+pub fn jacobian_groups(p: &StepProblem<'_, f64>, s: &Structure) -> Option<Vec<Vec<usize>>> {
+    let nv = p.model.nv;
+    let mut seen = vec![false; nv];
+    let mut groups = Vec::new();
+    for island in islands(p.model, s.candidates.clone()) {
+        let mut g = Vec::new();
+        for u in &island.units {
+            for &d in &u.dofs {
+                *seen.get_mut(d)? = true;
+                g.push(d);
+            }
+        }
+        for c in &island.contacts {
+            let i = index_of(&s.candidates, &c.key()).ok()?;
+            g.extend((0..Z).map(|k| nv + Z * i + k));
+        }
+        groups.push(g);
+    }
+    let rest: Vec<usize> = (0..nv).filter(|&d| !seen[d]).collect();
+    if !rest.is_empty() {
+        groups.push(rest);
+    }
+    Some(groups)
 }
 
 /// One island's f64 solve.

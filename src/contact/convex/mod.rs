@@ -563,6 +563,14 @@ impl ContactBackend for Convex {
         Convex { params: *params }
     }
 
+    fn jacobian_groups(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+    ) -> Option<Vec<Vec<usize>>> {
+        crate::contact::delassus::jacobian_groups(p, s)
+    }
+
     fn check_params(p: &Params) -> Result<(), String> {
         crate::contact::implicit_ncp::check_common(
             p.margin,
