@@ -88,8 +88,30 @@ pub fn components(a: &DMat<f64>) -> Vec<Block> {
     blocks
 }
 
+/// The blocks of `a` ([`components`]) where it splits into at least two
+/// blocks with both rows and columns; else one block of all its rows and
+/// columns: zero rows and columns alone do not split a matrix (the
+/// block-wise SVD or LU would be the whole matrix's up to round-off, at
+/// no gain), so the whole matrix's is used, bit for bit the dense path.
+fn split(a: &DMat<f64>) -> Vec<Block> {
+    let blocks = components(a);
+    let proper = blocks
+        .iter()
+        .filter(|b| !b.rows.is_empty() && !b.cols.is_empty())
+        .count();
+    if proper >= 2 {
+        blocks
+    } else {
+        vec![Block {
+            rows: (0..a.nrows()).collect(),
+            cols: (0..a.ncols()).collect(),
+        }]
+    }
+}
+
 /// `x[block.cols, :] = f(A[block.rows, block.cols], rhs[block.rows, :])`
-/// for every block of `a`: a solve with `a` block by block. A block that
+/// for every block of `a` (`f(a, rhs)` where it does not split into two
+/// blocks with rows and columns): a solve with `a` block by block. A block that
 /// is not square makes `a` singular: `Err(singular)` (as does any error
 /// of `f`).
 pub fn solve_by_blocks<E>(
@@ -99,7 +121,7 @@ pub fn solve_by_blocks<E>(
     mut f: impl FnMut(&DMat<f64>, &DMat<f64>) -> Result<DMat<f64>, E>,
 ) -> Result<DMat<f64>, E> {
     let mut x = DMat::zeros(a.ncols(), rhs.ncols());
-    let blocks = components(a);
+    let blocks = split(a);
     if blocks.iter().any(|b| b.rows.len() != b.cols.len()) {
         return Err(singular);
     }
@@ -114,12 +136,13 @@ pub fn solve_by_blocks<E>(
     Ok(x)
 }
 
-/// The inverse of a square `a`, block by block (`None` when singular: a
+/// The inverse of a square `a`, block by block (the whole matrix's where
+/// it does not split into two blocks with rows and columns; `None` when singular: a
 /// block that is not square, or whose LU has a zero pivot).
 pub fn inverse_by_blocks(a: &DMat<f64>) -> Option<DMat<f64>> {
     let n = a.nrows();
     let mut inv = DMat::zeros(n, n);
-    for b in components(a) {
+    for b in split(a) {
         if b.rows.len() != b.cols.len() {
             return None;
         }
@@ -135,16 +158,20 @@ pub fn inverse_by_blocks(a: &DMat<f64>) -> Option<DMat<f64>> {
 
 /// The SVD of each block of `a` (padded with zero rows to square where it
 /// has more columns than rows, so that `V` spans all its columns): the
-/// SVD of `a`, block by block.
+/// SVD of `a`, block by block (the whole matrix's SVD where it does not
+/// split into two blocks with rows and columns).
 pub struct BlockSvd {
-    blocks: Vec<(Block, Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>)>,
+    blocks: Vec<(
+        Block,
+        Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>,
+    )>,
     shape: (usize, usize),
 }
 
 impl BlockSvd {
     /// The blocks' SVDs.
     pub fn new(a: &DMat<f64>) -> Self {
-        let blocks = components(a)
+        let blocks = split(a)
             .into_iter()
             .map(|b| {
                 if b.rows.is_empty() || b.cols.is_empty() {
