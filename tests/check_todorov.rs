@@ -9,8 +9,8 @@
 //! typed error naming the step and why its derivative does not exist.
 //! The scenes in none of the lists are the documented limits of
 //! `docs/backends.md` (`check` on the example scenes). Two scenes
-//! run at a time; the slowest (`sliding_box` and `opt_box_push` under
-//! `convex`) take a few seconds each in a release build.
+//! run at a time; the slowest (`sphere_pile` under `convex`, 125 spheres)
+//! takes about 50 s in a release build, the others at most 20 s.
 
 use std::path::Path;
 use std::process::Command;
@@ -101,8 +101,10 @@ const REFUSED: &[(&str, &str, &[&str])] = &[
 /// derivative does not exist at a sampled step, reported as a typed error
 /// that names the step and why (never a number): `opt_sysid` slides and
 /// spins flat on four corners (set-valued step map: the impulse
-/// distribution moves `v⁺`); `capsule_pile` and `soft_quadruped` have
-/// redundant contacts that an input moves off the range of `∂r/∂y`.
+/// distribution moves `v⁺`); `capsule_pile`, `sphere_pile` and
+/// `soft_quadruped` have redundant contacts that an input moves off the
+/// range of `∂r/∂y` (a resting capsule on four crossings, a sphere on four
+/// spheres: one support's radius lifts the body off the others).
 const UNDEFINED: &[(&str, &str, &[&str])] = &[
     ("opt_sysid", "implicit_ncp", &["step 29", "set-valued"]),
     (
@@ -113,7 +115,12 @@ const UNDEFINED: &[(&str, &str, &[&str])] = &[
     (
         "capsule_pile",
         "implicit_ncp",
-        &["step 0", "no derivative with respect to"],
+        &["step 149", "no derivative with respect to Shape("],
+    ),
+    (
+        "sphere_pile",
+        "implicit_ncp",
+        &["step 149", "no derivative with respect to Shape("],
     ),
 ];
 

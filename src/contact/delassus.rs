@@ -64,6 +64,7 @@ use crate::dynamics::articulated::{articulated_residual, articulated_velocity};
 use crate::dynamics::free::{
     free_flight_velocity, integrate_model, momentum_residual, NewtonParams,
 };
+use crate::linalg::{inverse_by_blocks, BlockSvd};
 use crate::math::{DMat, DVec};
 use crate::Scalar;
 
@@ -424,6 +425,33 @@ impl<'a, T: Scalar> Delassus<'a, T> {
             .collect()
     }
 
+    /// `A_cc[0, 0] = e_Nᵀ W_c K⁻¹ W_cᵀ e_N`: per unit `u` the contact
+    /// touches, `g_uᵀ K_u⁻¹ g_u` with `g_u` the sum of its normal rows of
+    /// `W_c` on `u` (the normal entry of `A e_N` without applying `A`).
+    pub fn normal_diagonal(&self, c: usize) -> T {
+        let ce = &self.ev.contacts[c];
+        let mut d = T::zero();
+        for (i, (u, _)) in ce.blocks.iter().enumerate() {
+            if ce.blocks[..i].iter().any(|(v, _)| v == u) {
+                continue;
+            }
+            let n = self.island.units[*u].size();
+            let mut g = DVec::zeros(n);
+            for (v, w) in &ce.blocks {
+                if v == u {
+                    for k in 0..w.ncols() {
+                        g[k] += w[(0, k)];
+                    }
+                }
+            }
+            let x = self.lus[*u].solve(&g).unwrap_or_else(|| DVec::zeros(n));
+            for k in 0..n {
+                d += g[k] * x[k];
+            }
+        }
+        d
+    }
+
     /// `A g = W K⁻¹ Wᵀ g`.
     pub fn apply(&self, g: &[Vector3<T>]) -> Vec<Vector3<T>> {
         self.contact_velocity(&self.velocity(g, None))
@@ -480,9 +508,7 @@ pub fn scales<T: Scalar>(p: &StepProblem<'_, T>, island: &Island<T>) -> Result<V
     let m = island.contacts.len();
     Ok((0..m)
         .map(|k| {
-            let mut e = vec![Vector3::zeros(); m];
-            e[k] = Vector3::new(T::one(), T::zero(), T::zero());
-            let d = del.apply(&e)[k][0];
+            let d = del.normal_diagonal(k);
             if d.re() > 0.0 && d.re().is_finite() {
                 T::one() / d
             } else {
@@ -652,6 +678,35 @@ pub fn residual<T: Scalar, F: Formulation>(
     }
     r.rows_mut(0, nv).copy_from(&r_dyn);
     Ok(r)
+}
+
+/// The unknowns of `y` by contact island (each island's velocities and
+/// impulses), the velocities of the bodies in no island last: the groups
+/// of [`ContactBackend::jacobian_groups`](crate::contact::ContactBackend::jacobian_groups)
+/// for the residual of [`residual`].
+pub fn jacobian_groups(p: &StepProblem<'_, f64>, s: &Structure) -> Option<Vec<Vec<usize>>> {
+    let nv = p.model.nv;
+    let mut seen = vec![false; nv];
+    let mut groups = Vec::new();
+    for island in islands(p.model, s.candidates.clone()) {
+        let mut g = Vec::new();
+        for u in &island.units {
+            for &d in &u.dofs {
+                *seen.get_mut(d)? = true;
+                g.push(d);
+            }
+        }
+        for c in &island.contacts {
+            let i = index_of(&s.candidates, &c.key()).ok()?;
+            g.extend((0..Z).map(|k| nv + Z * i + k));
+        }
+        groups.push(g);
+    }
+    let rest: Vec<usize> = (0..nv).filter(|&d| !seen[d]).collect();
+    if !rest.is_empty() {
+        groups.push(rest);
+    }
+    Some(groups)
 }
 
 /// One island's f64 solve.
@@ -1329,18 +1384,19 @@ pub fn with_primal<T: Scalar, R>(
 }
 
 /// Pseudo-inverse of a square matrix (SVD, singular values below
-/// `1e-12 σ_max` dropped).
+/// `1e-12 σ_max` dropped), block by block over the independent blocks of
+/// its nonzero pattern ([`BlockSvd`]: the contact islands of `∂r/∂y`).
 pub fn pinv(j: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, 0));
     }
-    let svd = j.clone().svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = BlockSvd::new(j);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     svd.pseudo_inverse(1e-12 * smax)
-        .map_err(|_| SolveError::Singular("residual Jacobian"))
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// The pseudo-inverse of `∂r/∂y` (as [`pinv`]) when it determines the
@@ -1357,32 +1413,21 @@ pub fn pinv_unique(j: &DMat<f64>, nv: usize) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, 0));
     }
-    let svd = j.clone().svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = BlockSvd::new(j);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     let cut = 1e-12 * smax;
-    if let Some(vt) = &svd.v_t {
-        // ‖V_null[..nv, :]‖_F: independent of the null space's basis.
-        let mut part = 0.0f64;
-        let mut dim = 0;
-        for (k, &sk) in svd.singular_values.iter().enumerate() {
-            if sk <= cut {
-                dim += 1;
-                part += vt.row(k).columns(0, nv.min(j.ncols())).norm_squared();
-            }
-        }
-        let part = part.sqrt();
-        if part > NOT_UNIQUE {
-            return Err(SolveError::NotUnique {
-                null_dims: dim,
-                velocity_part: part,
-            });
-        }
+    let (dim, part) = svd.null_part(cut, nv.min(j.ncols()));
+    if part > NOT_UNIQUE {
+        return Err(SolveError::NotUnique {
+            null_dims: dim,
+            velocity_part: part,
+        });
     }
     svd.pseudo_inverse(cut)
-        .map_err(|_| SolveError::Singular("residual Jacobian"))
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// Largest velocity part ([`pinv_unique`]) of the unit null space of
@@ -1435,8 +1480,7 @@ pub fn solve<T: Scalar, F: Formulation>(
             Some(if F::REDUNDANT {
                 pinv_unique(&j, pf.model.nv)?
             } else {
-                j.try_inverse()
-                    .ok_or(SolveError::Singular("residual Jacobian"))?
+                inverse_by_blocks(&j).ok_or(SolveError::Singular("residual Jacobian"))?
             })
         } else {
             None
@@ -1455,8 +1499,10 @@ pub fn solve<T: Scalar, F: Formulation>(
             let n = r.len();
             for i in 0..n {
                 let mut acc = T::zero();
-                for j in 0..n {
-                    acc += T::from_re(jinv[(i, j)]) * r[j];
+                for (j, &a) in jinv.row(i).iter().enumerate() {
+                    if a != 0.0 {
+                        acc += T::from_re(a) * r[j];
+                    }
                 }
                 yt[i] -= acc;
             }

@@ -20,11 +20,17 @@
 //!   block pattern (faer's AMD order of the blocks, static pivoting between
 //!   blocks, dense blocks), verified by its backward error; the reduced
 //!   system's first choice, with [`SparseLu`] as the fallback.
+//! * [`components`]: the independent blocks of a dense matrix (connected
+//!   components of its nonzero pattern), and the SVD ([`BlockSvd`]),
+//!   inverse and solves of a matrix block by block: the step's `∂r/∂y`
+//!   on a scene of many contact islands.
 
 mod block_lu;
+mod components;
 mod sparse;
 
 pub use block_lu::BlockLu;
+pub use components::{components, inverse_by_blocks, solve_by_blocks, Block, BlockSvd};
 pub use sparse::{BlockCsc, BlockRef, SparseLu};
 
 use crate::math::{DMat, DVec};

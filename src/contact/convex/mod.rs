@@ -503,6 +503,18 @@ fn residual_twice_precise(j: &DMat<f64>, x: &DMat<f64>, rhs: &DMat<f64>) -> DMat
 /// `J X = rhs` by LU and iterative refinement with residuals in twice
 /// the working precision (module docs, *Derivatives*).
 pub(crate) fn refined_solve(j: &DMat<f64>, rhs: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
+    // Block by block over the independent blocks of `J` (its contact
+    // islands): the same solve, one small LU per island.
+    crate::linalg::solve_by_blocks(
+        j,
+        rhs,
+        SolveError::Singular("residual Jacobian"),
+        refined_solve_dense,
+    )
+}
+
+/// [`refined_solve`] of one block.
+fn refined_solve_dense(j: &DMat<f64>, rhs: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, rhs.ncols()));
     }
@@ -549,6 +561,14 @@ impl ContactBackend for Convex {
 
     fn new(params: &Params) -> Self {
         Convex { params: *params }
+    }
+
+    fn jacobian_groups(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+    ) -> Option<Vec<Vec<usize>>> {
+        crate::contact::delassus::jacobian_groups(p, s)
     }
 
     fn check_params(p: &Params) -> Result<(), String> {

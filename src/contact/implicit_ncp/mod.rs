@@ -221,6 +221,14 @@ impl ContactBackend for ImplicitNcp {
         ImplicitNcp { params: *params }
     }
 
+    fn jacobian_groups(
+        &self,
+        p: &StepProblem<'_, f64>,
+        s: &Structure,
+    ) -> Option<Vec<Vec<usize>>> {
+        crate::contact::delassus::jacobian_groups(p, s)
+    }
+
     fn check_params(p: &Params) -> Result<(), String> {
         check_common(
             p.margin,
