@@ -29,6 +29,7 @@ const PASS: &[(&str, &str)] = &[
     ("sphere_drop", "convex"),
     ("bundles", "convex"),
     ("polytope_drop", "convex"),
+    ("soft_quadruped", "convex"),
     ("box_incline", "implicit_ncp"),
     ("box_toss", "implicit_ncp"),
     ("double_pendulum", "implicit_ncp"),

@@ -21,9 +21,10 @@
 //! counted per block ([`BlockReport::fd_skipped`]) and in total
 //! ([`CheckReport::fd_skipped_columns`]); `ift`, `lift` and `unrolled` are
 //! still compared there. A column whose second differences at ε/2, ε and
-//! 2ε grow as a smooth map's (`1 : 4 : 16`: a barrier's curvature at the
-//! scale of ε, not a kink) is compared, with the column taken from the
-//! Richardson extrapolation of the central differences at ε/2 and ε
+//! 2ε, or else at ε/4, ε/2 and ε, grow as a smooth map's (`1 : 4 : 16`: a
+//! barrier's curvature at the scale of ε, not a kink) is compared, with
+//! the column taken from the Richardson extrapolation of the central
+//! differences at the two smaller steps
 //! ([`second_difference_is_quadratic`](super::second_difference_is_quadratic)).
 //! A block whose `fd` comparison has no column left,
 //! or more than [`CheckOptions::max_fd_skipped_share`] of its columns

@@ -813,24 +813,47 @@ fn fd<B: ImplicitStep>(
                     }
                     if !candidate || !grows {
                         false
-                    } else if !quadratic_ratio(&s1, &s2) {
-                        true
                     } else {
-                        // Grows 4-fold: a smooth map's curvature at the scale
-                        // of ε, or a kink at ε/3? Measure at ε/2 (see
-                        // `second_difference_is_quadratic`).
+                        // Grows: a kink within ±2ε, or a smooth map's
+                        // curvature at the scale of ε (a barrier's)? The
+                        // second differences at (ε/2, ε, 2ε), else one
+                        // scale finer at (ε/4, ε/2, ε), must grow as a
+                        // smooth map's (`second_difference_is_quadratic`:
+                        // a kink's do at no scale); the column is then
+                        // extrapolated from the central differences at that
+                        // scale.
                         match pair(0.5 * eps) {
+                            Err(_) => true,
                             Ok((ph, mh)) => {
                                 let sh = &ph + &mh - &zero * 2.0;
+                                let half = (&ph - &mh) / eps;
                                 if second_difference_is_quadratic(&sh, &s1, &s2) {
-                                    let half = (&ph - &mh) / eps;
-                                    column = (half * 4.0 - &central) / 3.0;
+                                    column = (&half * 4.0 - &central) / 3.0;
                                     false
                                 } else {
-                                    true
+                                    match pair(0.25 * eps) {
+                                        Ok((pq, mq))
+                                            if second_difference_is_quadratic(
+                                                &(&pq + &mq - &zero * 2.0),
+                                                &sh,
+                                                &s1,
+                                            ) =>
+                                        {
+                                            // Two Richardson levels: where
+                                            // the scale of ε is not fine
+                                            // enough, the `ε⁴` term of the
+                                            // central differences is not
+                                            // negligible either.
+                                            let quarter = (&pq - &mq) / (0.5 * eps);
+                                            let r_half = (&quarter * 4.0 - &half) / 3.0;
+                                            let r_eps = (&half * 4.0 - &central) / 3.0;
+                                            column = (r_half * 16.0 - r_eps) / 15.0;
+                                            false
+                                        }
+                                        _ => true,
+                                    }
                                 }
                             }
-                            Err(_) => true,
                         }
                     }
                 }
