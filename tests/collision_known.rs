@@ -428,6 +428,53 @@ fn box_box_face_offset_equal_boxes() {
     }
 }
 
+/// Faces flush within the clip tolerance (`box_tower`'s boxes: the upper
+/// box offset 0.02 along x, its y faces flush with the lower box's up to
+/// `d`): as `d` sweeps across ±4 times the tolerance (1e-6 × 0.2 m) in
+/// steps of 1/8 of it, the contact points move continuously, each at most
+/// `|Δd|` (plus round-off) from one of the previous sweep point's and back.
+/// Keeping the first of two coincident clip points made a point jump by
+/// the tolerance (2e-7 m) where `d` passed it: an incident vertex up to
+/// `tol` outside the rectangle was kept, one further out gave way to the
+/// crossing of its edge with the side.
+#[test]
+fn box_box_flush_faces_move_the_contact_points_continuously() {
+    let bx = Shape::Box {
+        half_extents: v(0.2, 0.2, 0.1),
+    };
+    let tol = 1e-6 * 0.2;
+    let step = tol / 8.0;
+    let points = |d: f64| -> Vec<Vec3<f64>> {
+        all(&bx, &at(0.02, d, 0.1999), &bx, &Pose::identity())
+            .into_iter()
+            .map(|c| c.point_b)
+            .collect()
+    };
+    // largest distance from a point of `p` to the nearest point of `q`
+    let far = |p: &[Vec3<f64>], q: &[Vec3<f64>]| {
+        p.iter()
+            .map(|x| {
+                q.iter()
+                    .map(|y| (x - y).norm())
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .fold(0.0, f64::max)
+    };
+    let mut prev = points(-4.0 * tol);
+    let mut worst: f64 = 0.0;
+    for k in 1..=64 {
+        let d = -4.0 * tol + k as f64 * step;
+        let now = points(d);
+        assert_eq!(now.len(), 4, "d = {d:e}: {now:?}");
+        worst = worst.max(far(&now, &prev)).max(far(&prev, &now));
+        prev = now;
+    }
+    assert!(
+        worst <= step + 1e-15,
+        "a contact point jumped by {worst:.3e} (sweep step {step:.3e})"
+    );
+}
+
 #[test]
 fn box_box_face_rotated_incident_gives_eight_points() {
     // A 0.2 m cube turned 45° about z on a 0.2 m

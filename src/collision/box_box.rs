@@ -15,7 +15,10 @@
 //!   incident quad is clipped against the reference rectangle: its
 //!   vertices inside the rectangle, the reference corners inside the quad,
 //!   and the crossings of its edges with the rectangle's sides, at most 8
-//!   points (coincident points kept once).
+//!   points. Each test accepts a point up to a tolerance `tol` outside
+//!   (1e-6 of the larger box's largest half extent); of two points within
+//!   `2 tol` the one nearer the true clipped polygon is kept, so that the
+//!   points move continuously with the poses where faces are flush.
 //!
 //! Each point is returned as a contact **feature** with a fixed identity,
 //! evaluated in closed form at any poses by [`box_box_feature`] (the
@@ -404,20 +407,29 @@ fn face_contacts<T: Scalar>(
 
     // Feature ids in (a, b) order.
     let vf = |vertex_of_a: bool, v: usize, f: usize| (usize::from(!vertex_of_a) * 8 + v) * 6 + f;
-    let mut pts: Vec<[f64; 2]> = Vec::with_capacity(8);
-    let mut out = Vec::with_capacity(8);
-    let mut add = |p: [f64; 2], feature: usize, out: &mut Vec<(usize, Contact<T>)>| {
-        if pts
-            .iter()
-            .any(|q| (q[0] - p[0]).abs() <= tol && (q[1] - p[1]).abs() <= tol)
-        {
-            return;
-        }
-        pts.push(p);
-        if let Some(c) = evaluate(a, b, feature) {
-            out.push((feature, c));
-        }
+    // Clip points (2-D, on the reference face), each with its excess: how
+    // far (≤ tol) it lies outside the true clipped polygon, and its
+    // feature. Of two points within `merge` (twice the tests' tolerance,
+    // so that a point accepted at its edge still finds its partner
+    // through round-off) of each other the one of
+    // smaller excess is kept (the first of equal excess): a point
+    // accepted by the tolerance of a test (an incident vertex up to `tol`
+    // outside the rectangle) gives way to the point on the polygon next
+    // to it (the crossing of its edge with the side). Keeping the first
+    // instead made the contact point jump by `tol` where the excess
+    // passes `tol` (faces flush within `tol`: `box_tower`'s boxes), a
+    // jump of the step map that finite differences see.
+    let merge = 2.0 * tol;
+    let mut pts: Vec<([f64; 2], f64, usize)> = Vec::with_capacity(8);
+    let mut add = |p: [f64; 2], excess: f64, feature: usize| match pts
+        .iter_mut()
+        .find(|(q, _, _)| (q[0] - p[0]).abs() <= merge && (q[1] - p[1]).abs() <= merge)
+    {
+        Some(kept) if excess < kept.1 => *kept = (p, excess, feature),
+        Some(_) => {}
+        None => pts.push((p, excess, feature)),
     };
+    let outside = |p: [f64; 2], h1: f64, h2: f64| (p[0].abs() - h1).max(p[1].abs() - h2).max(0.0);
     let mut signs = [0.0; 3];
     // Incident vertices inside the reference rectangle.
     signs[j] = si;
@@ -427,7 +439,11 @@ fn face_contacts<T: Scalar>(
         let v = vertex_id(signs);
         let p = proj(&i.vertex(v));
         if p[0].abs() <= r.h[k1] + tol && p[1].abs() <= r.h[k2] + tol {
-            add(p, vf(!ref_a, v, face_id(k, sr)), &mut out);
+            add(
+                p,
+                outside(p, r.h[k1], r.h[k2]),
+                vf(!ref_a, v, face_id(k, sr)),
+            );
         }
     }
     // Reference corners inside the incident quad.
@@ -440,7 +456,11 @@ fn face_contacts<T: Scalar>(
         let x = r.vertex(v);
         let q = [i.axes[j1].dot(&(x - ci)), i.axes[j2].dot(&(x - ci))];
         if q[0].abs() <= i.h[j1] + tol && q[1].abs() <= i.h[j2] + tol {
-            add(proj(&x), vf(ref_a, v, face_id(j, si)), &mut out);
+            add(
+                proj(&x),
+                outside(q, i.h[j1], i.h[j2]),
+                vf(ref_a, v, face_id(j, si)),
+            );
         }
     }
     // Incident edges crossing the reference rectangle's sides.
@@ -472,9 +492,14 @@ fn face_contacts<T: Scalar>(
                 continue;
             }
             let t = (so * r.h[across] - p0[c]) / den;
-            if !(-REL_TOL..=1.0 + REL_TOL).contains(&t) {
+            // Up to `tol` beyond the edge's ends (the same tolerance as
+            // the merging below, so that such a point merges with the
+            // end vertex next to it instead of standing beside it) …
+            let t_tol = tol / (2.0 * l);
+            if !(-t_tol..=1.0 + t_tol).contains(&t) {
                 continue;
             }
+            let beyond = (t - t.clamp(0.0, 1.0)).abs() * 2.0 * l;
             let t = t.clamp(0.0, 1.0);
             let y = p0[o] + t * (p1[o] - p0[o]);
             if y.abs() > along_h + tol {
@@ -495,8 +520,11 @@ fn face_contacts<T: Scalar>(
                 let o = usize::from(ref_a);
                 EDGE_POINT + ((o * 12 + ei) * 6 + face_id(k, sr)) * T_LEVELS + tq
             };
-            add(p, feature, &mut out);
+            // … or beyond the side's end
+            add(p, beyond.max(y.abs() - along_h).max(0.0), feature);
         }
     }
-    out
+    pts.into_iter()
+        .filter_map(|(_, _, feature)| evaluate(a, b, feature).map(|c| (feature, c)))
+        .collect()
 }
