@@ -780,8 +780,8 @@ fn cylinder_box_distance(q: &[f64], r: f64, hl: f64, c: [f64; 3], he: [f64; 3]) 
 /// touched. `implicit_ncp` and `ipm` keep x = 0.005 (within 1e-4 m).
 #[test]
 fn convex_peg_glides_off_a_wall_it_passes() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/scenes/peg_in_hole.toml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/peg_in_hole.toml");
     let scene = dualsim::scene::load(&path).expect("scene");
     for kind in [SolverKind::ImplicitNcp, SolverKind::Ipm] {
         let mut w = scene.world.clone();
@@ -806,7 +806,11 @@ fn convex_peg_glides_off_a_wall_it_passes() {
         panic!("wall_px is a box")
     };
     let (c, he) = (
-        [wall.pose.translation.x, wall.pose.translation.y, wall.pose.translation.z],
+        [
+            wall.pose.translation.x,
+            wall.pose.translation.y,
+            wall.pose.translation.z,
+        ],
         [half_extents.x, half_extents.y, half_extents.z],
     );
     let mut x = scene.initial.clone();
@@ -846,9 +850,20 @@ fn convex_peg_glides_off_a_wall_it_passes() {
         glide,
         cone
     );
-    assert!((ci.gap - dist).abs() < 1e-5, "gap {} vs distance {dist}", ci.gap);
-    assert!(ci.gap > 4e-3, "the candidate does not touch: gap {}", ci.gap);
-    assert!((yn - glide).abs() < 1e-3 * glide, "phi/h {yn} vs mu |v_t| {glide}");
+    assert!(
+        (ci.gap - dist).abs() < 1e-5,
+        "gap {} vs distance {dist}",
+        ci.gap
+    );
+    assert!(
+        ci.gap > 4e-3,
+        "the candidate does not touch: gap {}",
+        ci.gap
+    );
+    assert!(
+        (yn - glide).abs() < 1e-3 * glide,
+        "phi/h {yn} vs mu |v_t| {glide}"
+    );
     assert!((cone - 1.0).abs() < 1e-3, "|f_T| / (mu f_N) = {cone}");
     assert!(v[0] < -0.02, "the peg is pushed along -x: v_x = {}", v[0]);
 }
