@@ -867,3 +867,48 @@ fn convex_peg_glides_off_a_wall_it_passes() {
     assert!((cone - 1.0).abs() < 1e-3, "|f_T| / (mu f_N) = {cone}");
     assert!(v[0] < -0.02, "the peg is pushed along -x: v_x = {}", v[0]);
 }
+
+/// `peg_in_hole` under `convex` from state 7 (the peg falls between the
+/// hole's four walls, every wall contact gliding, symmetric in y): the
+/// linearization loop diverges there and the barrier-path fallback finds
+/// the root. Perturbations that break the symmetry (`fd`'s solves of
+/// `dualsim check --samples 5`) can make the fallback's first stages
+/// fail; it then went on at a reduction of 1.33 per stage, which it never
+/// grew back, and ran out of stages ("no convergence after 30
+/// iterations", residual 7.5e-2 or 1.2e-1) on these four. Each must now
+/// solve, within 100 |δ| (∞-norm; the step's largest slope is 1/h = 50)
+/// of the unperturbed `v⁺`. Not yet solved (docs/backends.md): the
+/// perturbations of the y position (±2e-7), of the x angular velocity
+/// (±2e-7) and of the x torque (±1e-7).
+#[test]
+fn convex_peg_squeeze_perturbed_steps_solve() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/peg_in_hole.toml");
+    let mut scene = dualsim::scene::load(&path).expect("scene");
+    scene.world.solver = SolverKind::Convex;
+    let w = &scene.world;
+    let u0 = w.zero_control();
+    let mut x = scene.initial.clone();
+    for _ in 0..7 {
+        x = step(w, &x, &u0).expect("step").state;
+    }
+    let nominal = step(w, &x, &u0).expect("nominal step 7").state.v;
+    // (v or u, index, δ): v1 the y velocity, v5 the z angular velocity,
+    // u5 the z torque
+    let cases: [(char, usize, f64); 4] = [
+        ('v', 1, 1e-7),
+        ('v', 5, -2e-7),
+        ('u', 5, 1e-7),
+        ('u', 5, -1e-7),
+    ];
+    for (kind, i, d) in cases {
+        let (mut y, mut u) = (x.clone(), u0.clone());
+        match kind {
+            'v' => y.v[i] += d,
+            _ => u[i] += d,
+        }
+        let out = step(w, &y, &u).unwrap_or_else(|e| panic!("{kind}{i} {d:+e}: {e}"));
+        let dv = (&out.state.v - &nominal).amax();
+        assert!(dv <= 100.0 * d.abs(), "{kind}{i} {d:+e}: |dv+| = {dv:e}");
+    }
+}
