@@ -28,6 +28,7 @@ const PASS: &[(&str, &str)] = &[
     ("sliding_box", "convex"),
     ("sphere_drop", "convex"),
     ("bundles", "convex"),
+    ("peg_in_hole", "convex"),
     ("polytope_drop", "convex"),
     ("soft_quadruped", "convex"),
     ("box_incline", "implicit_ncp"),

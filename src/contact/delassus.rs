@@ -1134,8 +1134,9 @@ const BARRIER_REDUCTION: f64 = 10.0;
 /// first stage). Then [`damped_newton`] on the exact residual at each
 /// weight to the step's tolerance, the weight divided by
 /// [`BARRIER_REDUCTION`] per stage (by its square root after a stage
-/// that fails, from that stage's start) down to κ, where the root is
-/// polished.
+/// that fails, from that stage's start; squared again, up to
+/// [`BARRIER_REDUCTION`], after each stage that succeeds) down to κ,
+/// where the root is polished.
 #[allow(clippy::too_many_arguments)]
 fn barrier_fallback<F: Formulation>(
     form: &F,
@@ -1201,10 +1202,19 @@ fn barrier_fallback<F: Formulation>(
                     return Some(island_solution(n, m, &yn, &rn));
                 }
                 y = yn;
+                // After a success the reduction grows back (squared, up
+                // to BARRIER_REDUCTION): a reduction shrunk for good
+                // left some of `peg_in_hole`'s perturbed steps among the
+                // four gliding walls at 1.33 per stage after their first
+                // stages failed, 71 stages from there to κ, beyond
+                // BARRIER_STAGES.
+                reduction = (reduction * reduction).min(BARRIER_REDUCTION);
                 k = (k / reduction).max(kappa);
             }
             None => {
-                // Back to the last centred weight, a smaller reduction.
+                // Back to the last centred weight (above the first one
+                // when the first stage fails: a larger weight is a
+                // smoother problem), a smaller reduction.
                 if stages > BARRIER_STAGES || reduction < 1.5 {
                     return None;
                 }
