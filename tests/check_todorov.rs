@@ -31,6 +31,7 @@ const PASS: &[(&str, &str)] = &[
     ("peg_in_hole", "convex"),
     ("polytope_drop", "convex"),
     ("soft_quadruped", "convex"),
+    ("sphere_pile", "convex"),
     ("box_incline", "implicit_ncp"),
     ("box_toss", "implicit_ncp"),
     ("double_pendulum", "implicit_ncp"),
