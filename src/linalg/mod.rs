@@ -20,7 +20,7 @@
 //!   block pattern (faer's AMD order of the blocks, static pivoting between
 //!   blocks, dense blocks), verified by its backward error; the reduced
 //!   system's first choice, with [`SparseLu`] as the fallback.
-//! * [`components`]: the independent blocks of a dense matrix (connected
+//! * [`components`](fn@components): the independent blocks of a dense matrix (connected
 //!   components of its nonzero pattern), and the SVD ([`BlockSvd`]),
 //!   inverse and solves of a matrix block by block: the step's `∂r/∂y`
 //!   on a scene of many contact islands.
