@@ -281,6 +281,8 @@ impl Convex {
 }
 
 impl Formulation for Convex {
+    const POLISH_UPDATE: bool = true;
+
     fn driver(&self) -> DriverParams {
         DriverParams {
             margin: self.params.margin,
