@@ -619,16 +619,7 @@ pub(crate) fn candidates_in<T: Scalar>(
 ) -> Vec<Candidate<T>> {
     cands
         .iter()
-        .map(|c| Candidate {
-            a: c.a,
-            link: c.link,
-            b: c.b,
-            feature: c.feature,
-            mu: pair_mu(p, c.a, c.b),
-            law: c.law,
-            axis: c.axis,
-            parts: c.parts,
-        })
+        .map(|c| c.with_mu(pair_mu(p, c.a, c.b)))
         .collect()
 }
 
@@ -1059,16 +1050,7 @@ fn island_jacobian<F: Formulation>(
             contacts: island
                 .contacts
                 .iter()
-                .map(|c| Candidate {
-                    a: c.a,
-                    link: c.link,
-                    b: c.b,
-                    feature: c.feature,
-                    mu: D::from_re(c.mu),
-                    law: c.law,
-                    axis: c.axis,
-                    parts: c.parts,
-                })
+                .map(|c| c.with_mu(D::from_re(c.mu)))
                 .collect(),
             local: island.local.clone(),
         };

@@ -82,6 +82,24 @@ pub struct Candidate<T: Scalar> {
     pub parts: Option<ConicParts>,
 }
 
+impl Candidate<f64> {
+    /// The same candidate in the scalar `T` with the friction coefficient
+    /// `mu` (typically [`pair_mu`], recomputed from the materials so that
+    /// derivatives with respect to friction flow).
+    pub fn with_mu<T: Scalar>(&self, mu: T) -> Candidate<T> {
+        Candidate {
+            a: self.a,
+            link: self.link,
+            b: self.b,
+            feature: self.feature,
+            mu,
+            law: self.law,
+            axis: self.axis,
+            parts: self.parts,
+        }
+    }
+}
+
 /// The convex parts of a conic candidate and how its conic program is
 /// solved.
 #[derive(Clone, Copy, Debug, PartialEq)]

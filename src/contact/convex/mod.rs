@@ -696,16 +696,7 @@ pub fn inverse<T: Scalar>(
     let mut impulses = vec![Vector3::zeros(); cands.len()];
     let cands_t: Vec<Candidate<T>> = cands
         .iter()
-        .map(|c| Candidate {
-            a: c.a,
-            link: c.link,
-            b: c.b,
-            feature: c.feature,
-            mu: crate::contact::candidates::pair_mu(p, c.a, c.b),
-            law: c.law,
-            axis: c.axis,
-            parts: c.parts,
-        })
+        .map(|c| c.with_mu(crate::contact::candidates::pair_mu(p, c.a, c.b)))
         .collect();
     for island in islands(p.model, cands_t) {
         let v_local = island.gather(v_next);

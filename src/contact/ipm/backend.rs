@@ -11,7 +11,7 @@
 //! 3.7 ms where the dense dual-number `∂r/∂y` took 12.6 ms.
 
 use super::{check_params, Ipm, Params};
-use crate::contact::candidates::{Candidate, CandidateKey, Partner};
+use crate::contact::candidates::{pair_mu, Candidate, CandidateKey};
 use crate::contact::island::{islands, Island, UnitKind};
 use crate::contact::law::local_residual;
 use crate::contact::mehrotra::IslandJacobian;
@@ -212,26 +212,7 @@ impl ContactBackend for Ipm {
         // the materials (so that derivatives with respect to friction flow).
         let cands_t: Vec<Candidate<T>> = cands
             .iter()
-            .map(|c| {
-                let mu = match c.b {
-                    Partner::Body(j) => p
-                        .friction_combine
-                        .apply(p.materials[c.a].friction, p.materials[j].friction),
-                    Partner::Static(j) => p
-                        .friction_combine
-                        .apply(p.materials[c.a].friction, p.statics[j].material.friction),
-                };
-                Candidate {
-                    a: c.a,
-                    link: c.link,
-                    b: c.b,
-                    feature: c.feature,
-                    mu,
-                    law: c.law,
-                    axis: c.axis,
-                    parts: c.parts,
-                }
-            })
+            .map(|c| c.with_mu(pair_mu(p, c.a, c.b)))
             .collect();
         let kappa = T::from_re(p.params.rho);
         let islands = islands(p.model, cands_t);

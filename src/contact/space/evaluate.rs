@@ -324,19 +324,7 @@ pub fn dynamics_rows<T: Scalar>(
     let v_next = y.rows(0, nv).into_owned();
     let mut r_dyn = DVec::zeros(nv);
     momentum_residual(p.model, p.q, p.v, &v_next, p.u, &p.gravity, p.h, &mut r_dyn)?;
-    let cands_t: Vec<Candidate<T>> = cands
-        .iter()
-        .map(|c| Candidate {
-            a: c.a,
-            link: c.link,
-            b: c.b,
-            feature: c.feature,
-            mu: T::from_re(c.mu),
-            law: c.law,
-            axis: c.axis,
-            parts: c.parts,
-        })
-        .collect();
+    let cands_t: Vec<Candidate<T>> = cands.iter().map(|c| c.with_mu(T::from_re(c.mu))).collect();
     let mut robot_dofs = Vec::new();
     for island in islands(p.model, cands_t) {
         for u in &island.units {
