@@ -1140,19 +1140,17 @@ fn damped_newton<F: Formulation>(
 /// Barrier weight reduction per stage of [`barrier_fallback`].
 const BARRIER_REDUCTION: f64 = 10.0;
 
-/// The fallback of a barrier formulation: the barrier path from a centred
-/// point. At the loop's best velocity `v` (pulled towards `v⁺ = 0` until
-/// every contact-space velocity is in the domain), the unknowns are the
-/// centred ones ([`Formulation::centred`]) at the weight
-/// `κ₀ = s² max_c σ_c` (`s`: the velocity scale, the larger of the
+/// The fallback of a barrier formulation: the barrier path
+/// ([`barrier_path`]) from two starts in turn. First the loop's point of
+/// lowest residual `(v, z)` itself, at the weight among `κ 10^j`
+/// (`j = 0 … 8`) where its exact residual is lowest. Then, if that path
+/// fails, a centred point: at the loop's best velocity `v` (pulled
+/// towards `v⁺ = 0` until every contact-space velocity is in the domain),
+/// the unknowns are the centred ones ([`Formulation::centred`]) at the
+/// weight `κ₀ = s² max_c σ_c` (`s`: the velocity scale, the larger of the
 /// contact-space velocities there and the loop's residual; `σ_c`: the
 /// impulse scales), the problem's natural energy (as the inner solve's
-/// first stage). Then [`damped_newton`] on the exact residual at each
-/// weight to the step's tolerance, the weight divided by
-/// [`BARRIER_REDUCTION`] per stage (by its square root after a stage
-/// that fails, from that stage's start; squared again, up to
-/// [`BARRIER_REDUCTION`], after each stage that succeeds) down to κ,
-/// where the root is polished.
+/// first stage).
 #[allow(clippy::too_many_arguments)]
 fn barrier_fallback<F: Formulation>(
     form: &F,
@@ -1240,7 +1238,11 @@ fn barrier_fallback<F: Formulation>(
 }
 
 /// [`barrier_fallback`]'s continuation from `y` at the weight `k` down to
-/// `kappa`.
+/// `kappa`: [`damped_newton`] on the exact residual at each weight to the
+/// step's tolerance, the weight divided by [`BARRIER_REDUCTION`] per stage
+/// (by its square root after a stage that fails, from that stage's start;
+/// squared again, up to [`BARRIER_REDUCTION`], after each stage that
+/// succeeds) down to κ, where the root is polished.
 #[allow(clippy::too_many_arguments)]
 fn barrier_path<F: Formulation>(
     form: &F,
