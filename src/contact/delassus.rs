@@ -892,6 +892,19 @@ const FALLBACK_MAX_UNKNOWNS: usize = 120;
 /// Iteration cap of [`newton_fallback`].
 const FALLBACK_ITERATIONS: usize = 40;
 
+/// What the fallbacks evaluate an island's exact residual with: the
+/// step, the island, its impulse scales, the restitution bias, and the
+/// contact normals at `q` ([`normals_at_start`]) that no point
+/// [`admissible_residual`] accepts may turn by 90° or more.
+#[derive(Clone, Copy)]
+struct FallbackIsland<'a> {
+    p: &'a StepProblem<'a, f64>,
+    island: &'a Island<f64>,
+    scale: &'a [f64],
+    bias: Option<&'a [f64]>,
+    reference: &'a [Vector3<f64>],
+}
+
 /// The island's exact residual at `(v, z)` stacked as one vector
 /// (dynamics rows, then three contact rows per contact), with the
 /// contact-space velocities `ŷ` (restitution bias included) for
@@ -900,10 +913,7 @@ const FALLBACK_ITERATIONS: usize = 40;
 #[allow(clippy::type_complexity)]
 fn stacked_island_residual<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
+    fi: &FallbackIsland<'_>,
     y: &DVec<f64>,
 ) -> Option<(
     DVec<f64>,
@@ -911,6 +921,13 @@ fn stacked_island_residual<F: Formulation>(
     Vec<Vector3<f64>>,
     Vec<Vector3<f64>>,
 )> {
+    let FallbackIsland {
+        p,
+        island,
+        scale,
+        bias,
+        ..
+    } = *fi;
     let n = island.dim();
     let m = island.contacts.len();
     let v = y.rows(0, n).into_owned();
@@ -972,22 +989,29 @@ fn newton_fallback<F: Formulation>(
         return None;
     }
     let reference = normals_at_start(p, island)?;
+    let fi = FallbackIsland {
+        p,
+        island,
+        scale,
+        bias,
+        reference: &reference,
+    };
     if let Some(kappa) = form.barrier() {
-        return barrier_fallback(form, p, island, scale, bias, &reference, v, z, res, kappa);
+        return barrier_fallback(form, &fi, v, z, res, kappa);
     }
     let mut y = DVec::zeros(dim);
     y.rows_mut(0, n).copy_from(&v);
     y.rows_mut(n, Z * m).copy_from(&z);
     // A start outside the formulation's domain is pulled towards
     // `v⁺ = 0`, where each gap is the one at the start of the step.
-    let mut start = admissible_residual(form, p, island, scale, bias, &reference, &y);
+    let mut start = admissible_residual(form, &fi, &y);
     let mut t = 1.0;
     while start.is_none() && t > 1e-6 {
         t *= 0.5;
         y.rows_mut(0, n).copy_from(&(&v * t));
-        start = admissible_residual(form, p, island, scale, bias, &reference, &y);
+        start = admissible_residual(form, &fi, &y);
     }
-    let (y, r) = damped_newton(form, p, island, scale, bias, &reference, y, start?, true)?;
+    let (y, r) = damped_newton(form, &fi, y, start?, true)?;
     Some(island_solution(n, m, &y, &r))
 }
 
@@ -1007,14 +1031,11 @@ fn newton_fallback<F: Formulation>(
 /// `check`'s central differences divided that by ε.
 fn admissible_residual<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
-    reference: &[Vector3<f64>],
+    fi: &FallbackIsland<'_>,
     y: &DVec<f64>,
 ) -> Option<DVec<f64>> {
-    stacked_island_residual(form, p, island, scale, bias, y)
+    let reference = fi.reference;
+    stacked_island_residual(form, fi, y)
         .filter(|(_, yhat, z, normals)| {
             form.admissible(yhat, z) && normals.iter().zip(reference).all(|(n, n0)| n.dot(n0) > 0.0)
         })
@@ -1035,12 +1056,16 @@ fn island_solution(n: usize, m: usize, y: &DVec<f64>, r: &DVec<f64>) -> IslandSo
 /// numbers; `None` where the residual cannot be evaluated).
 fn island_jacobian<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
+    fi: &FallbackIsland<'_>,
     y: &DVec<f64>,
 ) -> Option<DMat<f64>> {
+    let FallbackIsland {
+        p,
+        island,
+        scale,
+        bias,
+        ..
+    } = *fi;
     type D = JacobianDual;
     let n = island.dim();
     let m = island.contacts.len();
@@ -1086,29 +1111,26 @@ fn island_jacobian<F: Formulation>(
 #[allow(clippy::too_many_arguments)]
 fn damped_newton<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
-    reference: &[Vector3<f64>],
+    fi: &FallbackIsland<'_>,
     mut y: DVec<f64>,
     mut r: DVec<f64>,
     polish: bool,
 ) -> Option<(DVec<f64>, DVec<f64>)> {
+    let p = fi.p;
     let mut polish = if polish { 4 } else { 0 };
     for _ in 0..FALLBACK_ITERATIONS {
         let converged = r.amax() <= p.params.tolerance;
         if converged && polish == 0 {
             break;
         }
-        let jac = island_jacobian(form, p, island, scale, bias, &y)?;
+        let jac = island_jacobian(form, fi, &y)?;
         let step = jac.svd(true, true).solve(&r, 1e-12).ok()?;
         let norm = r.norm();
         let mut lambda = 1.0;
         let mut next = None;
         while lambda > 1e-6 {
             let trial = &y - &step * lambda;
-            if let Some(rt) = admissible_residual(form, p, island, scale, bias, reference, &trial) {
+            if let Some(rt) = admissible_residual(form, fi, &trial) {
                 if rt.norm() < (1.0 - 1e-4 * lambda) * norm {
                     next = Some((trial, rt));
                     break;
@@ -1154,16 +1176,19 @@ const BARRIER_REDUCTION: f64 = 10.0;
 #[allow(clippy::too_many_arguments)]
 fn barrier_fallback<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
-    reference: &[Vector3<f64>],
+    fi: &FallbackIsland<'_>,
     v: DVec<f64>,
     z: DVec<f64>,
     res: f64,
     kappa: f64,
 ) -> Option<IslandSolution> {
+    let FallbackIsland {
+        p,
+        island,
+        scale,
+        bias,
+        ..
+    } = *fi;
     let n = island.dim();
     let m = island.contacts.len();
     let mus: Vec<f64> = island.contacts.iter().map(|c| c.mu).collect();
@@ -1179,20 +1204,12 @@ fn barrier_fallback<F: Formulation>(
     let start = (0..=8)
         .map(|j| kappa * 10f64.powi(j))
         .filter_map(|k| {
-            let r = admissible_residual(
-                &form.with_barrier(k)?,
-                p,
-                island,
-                scale,
-                bias,
-                reference,
-                &y,
-            )?;
+            let r = admissible_residual(&form.with_barrier(k)?, fi, &y)?;
             Some((r.amax(), k))
         })
         .min_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((_, k)) = start {
-        if let Some(sol) = barrier_path(form, p, island, scale, bias, reference, y, k, kappa) {
+        if let Some(sol) = barrier_path(form, fi, y, k, kappa) {
             return Some(sol);
         }
     }
@@ -1234,7 +1251,7 @@ fn barrier_fallback<F: Formulation>(
     for (c, zc) in z.iter().enumerate() {
         y.fixed_rows_mut::<Z>(n + Z * c).copy_from(zc);
     }
-    barrier_path(form, p, island, scale, bias, reference, y, k, kappa)
+    barrier_path(form, fi, y, k, kappa)
 }
 
 /// [`barrier_fallback`]'s continuation from `y` at the weight `k` down to
@@ -1246,15 +1263,12 @@ fn barrier_fallback<F: Formulation>(
 #[allow(clippy::too_many_arguments)]
 fn barrier_path<F: Formulation>(
     form: &F,
-    p: &StepProblem<'_, f64>,
-    island: &Island<f64>,
-    scale: &[f64],
-    bias: Option<&[f64]>,
-    reference: &[Vector3<f64>],
+    fi: &FallbackIsland<'_>,
     mut y: DVec<f64>,
     mut k: f64,
     kappa: f64,
 ) -> Option<IslandSolution> {
+    let island = fi.island;
     let n = island.dim();
     let m = island.contacts.len();
     let mut reduction = BARRIER_REDUCTION;
@@ -1262,9 +1276,9 @@ fn barrier_path<F: Formulation>(
     loop {
         let fk = form.with_barrier(k)?;
         let last = k <= kappa;
-        let r = admissible_residual(&fk, p, island, scale, bias, reference, &y)?;
+        let r = admissible_residual(&fk, fi, &y)?;
         stages += 1;
-        match damped_newton(&fk, p, island, scale, bias, reference, y.clone(), r, last) {
+        match damped_newton(&fk, fi, y.clone(), r, last) {
             Some((yn, rn)) => {
                 if last {
                     return Some(island_solution(n, m, &yn, &rn));
