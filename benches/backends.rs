@@ -16,7 +16,7 @@
 //! Jacobian that fails at its state is reported on standard error and
 //! not timed (`lcp`'s `ift` on the pile: its redundant sticking contacts
 //! make `∂r/∂y` singular and `∂r/∂q` is outside its range, so the step
-//! has no `q` derivative on its active set; `tests/lcp_pile.rs`); the
+//! has no `q` derivative on its active set; `tests/all/contact/lcp_pile.rs`); the
 //! Jacobian with respect to `v` and `u` alone (`_step_ift_jacobian_vu`),
 //! which exists there, is timed for every backend. The robots run under
 //! `ipm` and under `lcp` (both with the scenes' pyramid).

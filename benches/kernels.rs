@@ -17,7 +17,7 @@ use num_dual::{Dual2SVec64, DualSVec64};
 use std::hint::black_box;
 
 #[allow(dead_code)]
-#[path = "../tests/kernel_defs/mod.rs"]
+#[path = "../tests/all/macros/kernel_defs.rs"]
 mod kernel_defs;
 use kernel_defs::*;
 

@@ -1,8 +1,8 @@
 //! The API in thirty lines: the README's "API" section is this file's
-//! `main` (tests/docs.rs checks that they are the same text).
+//! `main` (tests/all/cli/docs.rs checks that they are the same text).
 //!
 //! ```text
-//! cargo run --release --example api_tour
+//! cargo run --release --features examples --example api_tour
 //! ```
 
 // README begin

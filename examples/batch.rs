@@ -6,7 +6,7 @@
 //! of 5 runs, and the batched results are checked bitwise against the
 //! serial ones before timing is reported.
 //!
-//! `cargo run --release --example batch -- [N] [STEPS] [THREADS]`
+//! `cargo run --release --features examples --example batch -- [N] [STEPS] [THREADS]`
 //! (defaults 16 rollouts, 200 steps, 2 threads; Jacobians over 30 steps
 //! with respect to the initial state).
 

@@ -3,7 +3,7 @@
 //! rest with its bottom face `GAP` m above the ground, simulated 1 s;
 //! prints each step's iterations, height and error.
 //!
-//! `cargo run --release --example bilevel_face -- [HZ] [RHO] [GAP] [TILT] [single_level|bilevel] [CAP] [BACKTRACKS]`
+//! `cargo run --release --features examples --example bilevel_face -- [HZ] [RHO] [GAP] [TILT] [single_level|bilevel] [CAP] [BACKTRACKS]`
 //! (defaults 100, 1e-6, 0.03, 0, bilevel, 30, the library's line-search
 //! halvings; `TILT` rad about the x axis, the box then lands on an edge
 //! before its face).

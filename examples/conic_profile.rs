@@ -2,7 +2,7 @@
 //! case of `benches/conic.rs` (same seeded poses) a fixed number of times,
 //! for instruction counts under callgrind.
 //!
-//! `cargo build --release --example conic_profile`
+//! `cargo build --release --features examples --example conic_profile`
 //! `valgrind --tool=callgrind target/release/examples/conic_profile box_box 1000`
 //! (instructions per solve = (total − total with 0 solves) / 1000).
 

@@ -20,11 +20,11 @@
 //! is below `--tol` (default 1e-6) or `--iters` (default 1000) iterations.
 //!
 //! ```text
-//! cargo run --release --example jade_two_ball
-//! cargo run --release --example jade_two_ball -- --tol 1e-5 --iters 200
+//! cargo run --release --features examples --example jade_two_ball
+//! cargo run --release --features examples --example jade_two_ball -- --tol 1e-5 --iters 200
 //! ```
 //!
-//! `tests/jade_two_ball.rs` runs the same code.
+//! `tests/all/contact/jade_two_ball.rs` runs the same code.
 
 use dualsim::contact::{FrictionCone, SolverKind};
 use dualsim::diff::{rollout_jacobian, DiffOptions, Input, Method};

@@ -2,7 +2,7 @@
 //! compile time, checked here against num-dual.
 //!
 //! ```text
-//! cargo run --release --example kernel
+//! cargo run --release --features examples --example kernel
 //! ```
 //!
 //! Exits with status 1 if the generated Jacobian or Hessian disagrees with

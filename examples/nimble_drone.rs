@@ -18,7 +18,7 @@
 //! falls to the target.
 //!
 //! ```text
-//! cargo run --release --example nimble_drone
+//! cargo run --release --features examples --example nimble_drone
 //! ```
 
 use dualsim::diff::{

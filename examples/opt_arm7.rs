@@ -6,12 +6,12 @@
 //! writing a convergence plot (cost against iteration and wall time).
 //!
 //! ```text
-//! cargo run --release --example opt_arm7                 # full size (10 steps, 70 variables; several minutes: Newton's exact Hessian is 45 hyper-dual rollouts)
-//! cargo run --release --example opt_arm7 -- --steps 3    # reduced
+//! cargo run --release --features examples --example opt_arm7                 # full size (10 steps, 70 variables; several minutes: Newton's exact Hessian is 45 hyper-dual rollouts)
+//! cargo run --release --features examples --example opt_arm7 -- --steps 3    # reduced
 //! ```
 //!
 //! Writes `dualsim-out/opt_arm7/{convergence.svg, results.md,
-//! results.json}` (or `--out DIR`). `tests/opt_examples.rs` runs the same
+//! results.json}` (or `--out DIR`). `tests/all/opt/examples.rs` runs the same
 //! code at a reduced size.
 
 use std::path::PathBuf;

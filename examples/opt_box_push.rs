@@ -5,12 +5,12 @@
 //! convergence plot (cost against iteration and against wall time).
 //!
 //! ```text
-//! cargo run --release --example opt_box_push                 # the full size (8 steps, 48 variables)
-//! cargo run --release --example opt_box_push -- --steps 4    # reduced
+//! cargo run --release --features examples --example opt_box_push                 # the full size (8 steps, 48 variables)
+//! cargo run --release --features examples --example opt_box_push -- --steps 4    # reduced
 //! ```
 //!
 //! Writes `dualsim-out/opt_box_push/{convergence.svg, results.md,
-//! results.json}` (or `--out DIR`). `tests/opt_examples.rs` runs the same
+//! results.json}` (or `--out DIR`). `tests/all/opt/examples.rs` runs the same
 //! code at a reduced size.
 
 use std::path::PathBuf;

@@ -7,8 +7,8 @@
 //! the convergence plot of both fits.
 //!
 //! ```text
-//! cargo run --release --example opt_sysid               # 60 steps
-//! cargo run --release --example opt_sysid -- --steps 40 # reduced
+//! cargo run --release --features examples --example opt_sysid               # 60 steps
+//! cargo run --release --features examples --example opt_sysid -- --steps 40 # reduced
 //! ```
 
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! penetration, failed steps, `τ` / `q̈` of the tree).
 //!
 //! ```text
-//! cargo run --release --example peers_dualsim -- --scenes bench/peers/scenes.json \
+//! cargo run --release --features examples --example peers_dualsim -- --scenes bench/peers/scenes.json \
 //!     [--only box,box_jacobian,pile120,sphere_pile,humanoid] [--reps 200] [--budget 20]
 //! ```
 //!

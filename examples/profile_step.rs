@@ -14,7 +14,7 @@
 //! the previous step's solution); with `chained`, chained the same way
 //! with every contact started cold.
 //!
-//! `cargo run --release --example profile_step -- [box|pile N|scene FILE] [jac|jacfd] [warm|chained] [STEPS]`
+//! `cargo run --release --features examples --example profile_step -- [box|pile N|scene FILE] [jac|jacfd] [warm|chained] [STEPS]`
 
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;

@@ -23,7 +23,7 @@
 //! largest penetration reported by the solver are printed with each row.
 //!
 //! ```text
-//! cargo run --release --example scaling -- [--min-contacts 0] [--max-contacts 1100]
+//! cargo run --release --features examples --example scaling -- [--min-contacts 0] [--max-contacts 1100]
 //!     [--settle 30] [--steps 10]
 //!     [--only apart|layer|pyramid] [--cold] [--trace] [--warm-attempt N]
 //!     [--mu 0.5] [--rho 1e-6] [--max-iterations 50] [--ipm 'KEY = VALUE, ...']

@@ -1,6 +1,6 @@
 //! Prints the per-step iterations, height, speed, spin and energy (kinetic
 //! plus potential, J) of one polytope-drop run (debugging aid):
-//! `cargo run --release --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar] [KEY=VALUE …]`.
+//! `cargo run --release --features examples --example silico_debug -- HZ RHO SEED [single_level|bilevel] [chamfered|planar] [KEY=VALUE …]`.
 //!
 //! `KEY=VALUE` overrides: `cap` (iteration cap, default 30), `mu` (the
 //! friction coefficient of the box and the ground, default the scene's) and the

@@ -3,7 +3,7 @@
 //! Silico drop (h = 0.01 s, ρ = 1e-6) settled on a face for 20 steps,
 //! then `STEPS` independent steps from that state.
 //!
-//! `cargo run --release --example silico_profile -- [single_level|bilevel] STEPS`
+//! `cargo run --release --features examples --example silico_profile -- [single_level|bilevel] STEPS`
 //!
 //! Instructions per step = (instructions with `STEPS` − with 0) / `STEPS`.
 use dualsim::contact::SolverKind;

@@ -3,7 +3,7 @@
 //! boxes. Scenes and measures: `dualsim::experiments::silico`.
 //!
 //! ```text
-//! cargo run --release --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
+//! cargo run --release --features examples --example silico_robustness -- [--runs N] [--backend single_level|bilevel|both]
 //!     [--experiment drop|stack|all] [--drop planar|chamfered|both] [--stack planar|towers|both]
 //!     [--threads T] [--hz RATE] [--settle STEPS] [--continue-at-cap]
 //!     [--restart-after K] [--restart-step A] [--continuation N]

@@ -3,7 +3,7 @@
 //! ∂x⁺/∂F jumps from 0 (sticking, F < μmg = 1) to h²/m = 0.01 (sliding);
 //! differentiating at a larger relaxation ρ gives a smooth monotone curve.
 //!
-//! `cargo run --release --example smoothing` writes
+//! `cargo run --release --features examples --example smoothing` writes
 //! `dualsim-out/smoothing.svg` and prints the curves.
 
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! the curvature jumps from 0 to ½ at v_n = 0 and back at 2 v_d) and the
 //! smoothed one (C²).
 //!
-//! `cargo run --release --example soft_damping_hessian [-- --svg PATH]`
+//! `cargo run --release --features examples --example soft_damping_hessian [-- --svg PATH]`
 //! prints the curves and the jumps at v₀ = 0 and writes the plot
 //! (default `dualsim-out/soft_damping_hessian.svg`; the one in
 //! `docs/images/` is written by this example).

@@ -6,7 +6,7 @@
 //! `e^{−g₀/ε₃}`) and exactly zero with `ipm` (no contact force outside
 //! contact).
 //!
-//! `cargo run --release --example soft_near_miss [-- --svg PATH]` prints
+//! `cargo run --release --features examples --example soft_near_miss [-- --svg PATH]` prints
 //! the derivative at `g₀` = 4 cm and over `g₀` ∈ [1, 8] cm for both
 //! backends, and writes the plot (default
 //! `dualsim-out/soft_near_miss.svg`; the one in `docs/images/` is written

@@ -10,7 +10,7 @@
 //! time and as the process's CPU time (user + system, every thread, from
 //! `/proc/self/stat`; the wall time is noisy on a shared machine).
 //!
-//! `cargo run --release --example soft_t_push`
+//! `cargo run --release --features examples --example soft_t_push`
 //!
 //! `ipm` has no bundle–sphere closed form; it runs the conic pairs of the
 //! bundle's parts.

@@ -8,7 +8,7 @@
 //! summed over them.
 //!
 //! ```text
-//! cargo run --release --example todorov_table [-- --method levenberg_marquardt] [--steps N]
+//! cargo run --release --features examples --example todorov_table [-- --method levenberg_marquardt] [--steps N]
 //! ```
 
 use dualsim::contact::implicit_ncp::{ImplicitNcp, MethodName, Params};

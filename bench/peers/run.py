@@ -208,7 +208,7 @@ def main():
 
     env = dict(os.environ)
     if not a.no_build:
-        sh(["cargo", "build", "--release", "--example", "peers_dualsim"], cwd=ROOT, env=env)
+        sh(["cargo", "build", "--release", "--features", "examples", "--example", "peers_dualsim"], cwd=ROOT, env=env)
     target = env.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     exe = os.path.join(target, "release", "examples", "peers_dualsim")
     scenes_json = os.path.join(HERE, "scenes.json")

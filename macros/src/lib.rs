@@ -37,7 +37,7 @@
 //! assert_eq!(hess[0][0][4], 1.0); // ∂²g/∂n₀∂p₀
 //! ```
 //! (Compiled and checked against num-dual in dualsim's
-//! `tests/kernel_macro.rs`; the example is `ignore`d here because a
+//! `tests/all/macros/kernel_macro.rs`; the example is `ignore`d here because a
 //! proc-macro crate cannot depend on the crate that re-exports it.)
 //!
 //! # The kernel language

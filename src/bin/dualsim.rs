@@ -639,7 +639,7 @@ fn write_json(dir: &Path, name: &str, value: &serde_json::Value) -> std::io::Res
 }
 
 /// What the demonstration suggests trying next (commands that work from a
-/// clone of the repository; `tests/docs.rs` runs each of them).
+/// clone of the repository; `tests/all/cli/docs.rs` runs each of them).
 const NEXT_STEPS: &str = "\
 what to try next (from the repository; `dualsim ARGS` once installed with `cargo install --path .`):
   cargo run --release -- view dualsim-out/trajectory.json      # a 3-D viewer of this run (HTML)

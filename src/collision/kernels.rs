@@ -15,7 +15,7 @@
 //! so that a kernel's value is the pair function's (to rounding) and its
 //! Jacobian is the derivative of the pair function on the branch taken.
 //!
-//! Tested against the pair functions and num-dual in `tests/diff_kernels.rs`.
+//! Tested against the pair functions and num-dual in `tests/all/diff/kernels.rs`.
 
 use crate::geometry::Shape;
 use crate::math::{Pose, Vec3};

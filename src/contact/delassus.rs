@@ -1507,7 +1507,7 @@ pub fn with_primal<T: Scalar, R>(
 
 /// Pseudo-inverse of a square matrix (SVD of the whole matrix, singular
 /// values below `1e-12 σ_max` dropped). Not block by block as
-/// [`pinv_unique`]: on the drone of `tests/complementarity.rs` (a box on
+/// [`pinv_unique`]: on the drone of `tests/all/diff/complementarity.rs` (a box on
 /// four corners under `lcp`, whose complementarity-aware gradient solves
 /// with this pseudo-inverse) the block-wise one differed from the whole
 /// matrix's by 1.2e-2 (entries of 70) on a 6 × 6 matrix of blocks 1, 1,

@@ -1,5 +1,5 @@
 //! Scene files (TOML) → [`Scene`]. The user's reference of the format is
-//! `docs/scene-format.md`; `tests/docs.rs` checks that it documents every
+//! `docs/scene-format.md`; `tests/all/cli/docs.rs` checks that it documents every
 //! key and value this parser accepts.
 //!
 //! The file is parsed into toml's spanned document tree and walked by hand,
@@ -395,7 +395,7 @@ fn choose<T: Copy>(
 // The scene-file schema: the keys of every table and the names of every
 // enumerated value. The parser reads only these keys (`Tab::get`) and
 // accepts only these names (`choose`), and `docs/scene-format.md` must
-// document each of them (`tests/docs.rs`, through `accepted_keys` and
+// document each of them (`tests/all/cli/docs.rs`, through `accepted_keys` and
 // `accepted_values`). A new key goes into its list here, then the docs.
 
 const ROOT_KEYS: &[&str] = &[
@@ -483,7 +483,7 @@ const BUNDLE_OPS: &[(&str, BundleOp)] = &[
 ];
 
 /// The keys each table of a scene file accepts, from the lists the parser
-/// reads (for `tests/docs.rs`): `(table, keys)` with table `""` (the top
+/// reads (for `tests/all/cli/docs.rs`): `(table, keys)` with table `""` (the top
 /// level), `sim`, `solver_params` (the keys every backend reads),
 /// `body`, `static`, `robot`, `control`, `shape.<type>` (one per shape
 /// type), `part` (an entry of a bundle's `parts`) and
@@ -515,7 +515,7 @@ pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
 }
 
 /// The names each enumerated key accepts, from the lists the parser
-/// matches against (for `tests/docs.rs`): `sim.solver` (every backend
+/// matches against (for `tests/all/cli/docs.rs`): `sim.solver` (every backend
 /// name, including those not available in this build),
 /// `sim.friction_cone`, `sim.friction_combine`, `sim.restitution_combine`,
 /// `robot.base`, `shape.type` and `shape.bundle.op`.

@@ -22,7 +22,7 @@
 //! factorizations are sequential (faer without its parallel feature), and
 //! no floating-point reduction is split across threads. So every number of
 //! a batched rollout is bitwise equal to that of the same rollout run
-//! alone, whatever the thread count or scheduling (`tests/batch.rs`
+//! alone, whatever the thread count or scheduling (`tests/all/sim/batch.rs`
 //! compares the bits of every `q`, `v` at every step with 1 and 2
 //! threads). The only process-wide mutable state is a set of diagnostic
 //! counters of the conic solver, which it only increments, never reads.

@@ -531,7 +531,7 @@ pub fn step_with<T: Scalar>(
 /// [`step_with`] into `out`, reusing its storage: with the workspace and
 /// the output of the previous step, a steady-state `f64` step allocates
 /// nothing (the `ipm` backend on free bodies with closed-form pairs; see
-/// `tests/alloc_step.rs`). On an error `out` holds no valid state.
+/// `tests/all/sim/alloc_step.rs`). On an error `out` holds no valid state.
 ///
 /// ```
 /// use dualsim::prelude::*;

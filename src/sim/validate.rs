@@ -25,7 +25,7 @@
 //! Values outside these ranges are not physical for the engine's units
 //! (SI) and make the step fail inside the solver (mass 1e300, dt 1e10,
 //! gravity 1e300 overflow the reduced system) or lose all precision. The
-//! bounds are generous: the edges are simulated in `tests/validation.rs`.
+//! bounds are generous: the edges are simulated in `tests/all/sim/validation.rs`.
 //!
 //! | quantity | range |
 //! |---|---|

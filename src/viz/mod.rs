@@ -330,7 +330,7 @@ fn frame_json(
 /// byte for byte the same for a run that succeeds; for a failed run
 /// ([`TrajectoryWriter::finish`] with an [`ErrorReport`]) the `"error"`
 /// entry comes last instead of in key order (the same JSON value as
-/// [`partial_trajectory_json_with`]); `tests/cli.rs` checks both.
+/// [`partial_trajectory_json_with`]); `tests/all/cli/commands.rs` checks both.
 pub struct TrajectoryWriter {
     target: PathBuf,
     tmp: PathBuf,

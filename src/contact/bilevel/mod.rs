@@ -24,7 +24,7 @@
 //! level orientation (Silico §V-B, Fig. 5): the upper-level residual is
 //! discontinuous there. The central-path point is unique and smooth, but
 //! it crosses the face within a tilt of O(μ) rad: for the 0.5 m face of
-//! the drop box, `∂p/∂ω = −0.0976 / μ` m/rad (`tests/bilevel_face.rs`,
+//! the drop box, `∂p/∂ω = −0.0976 / μ` m/rad (`tests/all/contact/bilevel_face.rs`,
 //! which checks it against finite differences for μ = 1e-2 … 1e-10, so
 //! the derivative itself is right). The step's Newton iteration has to
 //! land the orientation inside that window; with the inner programs

@@ -34,7 +34,7 @@ use crate::math::Pose;
 /// `10 ρ`. The gap `α_μ − 1` of the central point is smooth in the poses
 /// (a face on a face has no kink) and lies above the exact one by `O(μ)`,
 /// so a resting contact sits slightly into its support. Measured with
-/// ρ = 1e-6 (`tests/ipm_pairs.rs` and the example scenes): with μ = ρ two
+/// ρ = 1e-6 (`tests/all/contact/ipm_pairs.rs` and the example scenes): with μ = ρ two
 /// of the 55 drops of pairs of shape types reach the 50-iteration cap,
 /// with 3ρ none but `peg_in_hole` needs 47 iterations, with 10ρ at most 20
 /// and 29. At 10ρ the `polytope_drop` polytope rests 3e-6 m into the

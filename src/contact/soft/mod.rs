@@ -158,7 +158,7 @@
 //!   (not reached by the argument above) would be evaluated afterwards.
 //!
 //! Both decisions are on primal values and the skipped terms are exact
-//! zeros, so the dual parts agree too (`tests/contact_soft_prune.rs`).
+//! zeros, so the dual parts agree too (`tests/all/contact/soft_prune.rs`).
 //! The per-point buffers ([`model::Scratch`]) are reused across the points
 //! of a side (one per thread); the trees and the clouds are rebuilt at each
 //! step with the scene (allocations per step, not per point).

@@ -9,7 +9,7 @@
 //! The functions are the same maths as `residual.rs` (`local_residual`
 //! with `nt = false` and no corrector), `dynamics::free::body_residual`
 //! and `kinematics.rs` (`contact_kinematics` at `q⁺ = (q ⊕ δ) ⊕ h v⁺`);
-//! `tests/diff_kernels.rs` checks values and Jacobians against them.
+//! `tests/all/diff/kernels.rs` checks values and Jacobians against them.
 //!
 //! Layouts: a configuration is `[p (3), r (4)]` (quaternion `[w, x, y, z]`),
 //! a velocity `[ṗ (3), ω (3)]` (world frame), `δ = [δp (3), δθ (3)]`

@@ -1,0 +1,5 @@
+//! Collision detection: closed-form pairs, the conic solver, symmetry.
+
+mod conic;
+mod known;
+mod pairs;

@@ -1,0 +1,8 @@
+//! Derivative methods and `check`.
+
+mod check_examples;
+mod check_todorov;
+mod complementarity;
+mod contact;
+mod kernels;
+mod methods;

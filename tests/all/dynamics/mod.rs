@@ -1,0 +1,5 @@
+//! Articulated and free-body dynamics, URDF robots.
+
+mod articulated;
+mod robots;
+mod robots_floating;

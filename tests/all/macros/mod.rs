@@ -1,0 +1,4 @@
+//! The `#[kernel]` macro.
+
+mod kernel_defs;
+mod kernel_macro;

@@ -1,0 +1,4 @@
+//! Rollout objectives and optimizers.
+
+mod examples;
+mod objectives;

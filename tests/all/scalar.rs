@@ -1,0 +1,241 @@
+//! One generic test body instantiated for every scalar type (nalgebra's
+//! `gen_tests!` pattern), and the zero-safe operations at exactly zero.
+
+use crate::common::counted::{self, Counted};
+use dualsim::math::{so3, Mat3, Vec3};
+use dualsim::prelude::*;
+use dualsim::scalar::{safe_norm, safe_normalize};
+use nalgebra::{Const, U1};
+use num_dual::{Dual2_64, Dual64, DualSVec64, HyperDual64};
+
+/// A world with a tumbling asymmetric body and a projectile under an
+/// applied force, built in f64.
+fn world() -> (World<f64>, State<f64>, DVec<f64>) {
+    let mut w = World::<f64>::new(0.01);
+    let i = Mat3::from_diagonal(&Vec3::new(0.4, 0.9, 1.2));
+    w.add_body("tumbler", 1.0, i, None, Material::default())
+        .unwrap();
+    w.add_body(
+        "ball",
+        0.5,
+        Mat3::identity() * 0.008,
+        None,
+        Material::default(),
+    )
+    .unwrap();
+    let mut x = State::at_rest(&w.model, &[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]);
+    x.v.copy_from_slice(&[
+        0.3, 0.0, 2.0, 0.05, 3.0, 0.02, 1.0, -1.0, 4.0, 0.0, 0.0, 0.5,
+    ]);
+    let mut u = w.zero_control();
+    u[6] = 0.2; // force on the ball along x
+    u[11] = 0.01; // torque on the ball about z
+    (w, x, u)
+}
+
+/// Steps the same world in `T` and returns the primal final state.
+fn run_in<T: Scalar>(steps: usize) -> (Vec<f64>, Vec<f64>) {
+    let (w, x, u) = world();
+    let wt = w.cast::<T>();
+    let xt = x.cast::<T>();
+    let ut = u.map(T::from_re);
+    let traj = rollout(&wt, &xt, &Controls::Constant(ut), steps).expect("free flight steps");
+    let last = traj.last();
+    (
+        last.q.iter().map(|e| e.re()).collect(),
+        last.v.iter().map(|e| e.re()).collect(),
+    )
+}
+
+fn reference(steps: usize) -> (Vec<f64>, Vec<f64>) {
+    run_in::<f64>(steps)
+}
+
+fn max_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+macro_rules! gen_tests {
+    ($($name:ident: $t:ty, $tol:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            let steps = 200;
+            let (q, v) = run_in::<$t>(steps);
+            let (qr, vr) = reference(steps);
+            let dq = max_diff(&q, &qr);
+            let dv = max_diff(&v, &vr);
+            assert!(dq <= $tol && dv <= $tol, "{}: |Δq| = {dq:e}, |Δv| = {dv:e}", stringify!($t));
+            // and the run did something: the ball moved
+            assert!((q[7] - 1.0).abs() > 1.0);
+        }
+    )*};
+}
+
+gen_tests! {
+    steps_f64: f64, 0.0;
+    steps_f32: f32, 2e-3;
+    steps_dual64: Dual64, 1e-13;
+    steps_dualsvec3: DualSVec64<3>, 1e-13;
+    steps_hyperdual64: HyperDual64, 1e-13;
+    steps_dual2_64: Dual2_64, 1e-13;
+    steps_custom_counted: Counted, 1e-13;
+}
+
+#[test]
+fn custom_scalar_counts_its_operations() {
+    let before = counted::ops();
+    let _ = run_in::<Counted>(10);
+    let n = counted::ops() - before;
+    // Two bodies, ten steps, a few Newton iterations each: thousands of flops.
+    assert!(n > 1_000, "counted {n} operations");
+}
+
+// ---- zero-safe operations at exactly zero ----
+
+#[test]
+fn safe_norm_gradient_at_zero_is_finite_and_zero() {
+    // d‖x‖ at 0 is the subdifferential (unit ball); safe_norm returns its
+    // minimum-norm element, 0.
+    for i in 0..3 {
+        let mut x = Vec3::<Dual64>::zeros();
+        x[i] = Dual64::new(0.0, 1.0);
+        let n = safe_norm(&x);
+        assert_eq!((n.re, n.eps), (0.0, 0.0));
+        let mut xh = Vec3::<HyperDual64>::zeros();
+        xh[i] = HyperDual64::new(0.0, 1.0, 1.0, 0.0);
+        let nh = safe_norm(&xh);
+        assert!(nh.is_all_finite());
+        assert_eq!((nh.eps1, nh.eps2, nh.eps1eps2), (0.0, 0.0, 0.0));
+    }
+    assert!(safe_normalize(&Vec3::<Dual64>::zeros()).is_none());
+    // Away from zero it is the norm with the usual gradient x/‖x‖.
+    let x = Vec3::new(Dual64::new(3.0, 1.0), Dual64::from(4.0), Dual64::from(0.0));
+    let n = safe_norm(&x);
+    assert_eq!(n.re, 5.0);
+    assert!((n.eps - 0.6).abs() < 1e-15);
+}
+
+/// Quaternion exp: d exp(ω)/dω at 0 = [0; ½ I]; second derivative of the
+/// scalar part: ∂² cos(‖ω‖/2)/∂ωᵢ∂ωⱼ = −δᵢⱼ/4.
+#[test]
+fn exp_derivatives_at_zero_are_the_analytic_limits() {
+    for i in 0..3 {
+        let mut w = Vec3::<Dual64>::zeros();
+        w[i] = Dual64::new(0.0, 1.0);
+        let q = so3::exp(&w);
+        assert_eq!(q.w.eps, 0.0);
+        let v = q.imag();
+        for j in 0..3 {
+            let expect = if i == j { 0.5 } else { 0.0 };
+            assert!(v[j].is_all_finite());
+            assert!(
+                (v[j].eps - expect).abs() < 1e-15,
+                "d q_{j} / d w_{i} = {}",
+                v[j].eps
+            );
+        }
+        for j in 0..3 {
+            // mixed second derivatives with HyperDual: eps1 along i, eps2 along j
+            let mut wh = Vec3::<HyperDual64>::zeros();
+            wh[i] += HyperDual64::new(0.0, 1.0, 0.0, 0.0);
+            wh[j] += HyperDual64::new(0.0, 0.0, 1.0, 0.0);
+            let qh = so3::exp(&wh);
+            assert!(qh.w.is_all_finite() && qh.imag().iter().all(|x| x.is_all_finite()));
+            let expect = if i == j { -0.25 } else { 0.0 };
+            assert!(
+                (qh.w.eps1eps2 - expect).abs() < 1e-15,
+                "d2 w/dw{i}dw{j} = {}",
+                qh.w.eps1eps2
+            );
+            // the vector part is odd in ω: its second derivatives vanish at 0
+            for k in 0..3 {
+                assert!(qh.imag()[k].eps1eps2.abs() < 1e-15);
+            }
+        }
+    }
+}
+
+/// Rotation log at the identity: d log(q)/d u = 2 I (u = vector part) and
+/// the Rodrigues matrix exp has d R/d ωᵢ = [eᵢ]× at 0.
+#[test]
+fn log_derivatives_at_identity_are_the_analytic_limits() {
+    for i in 0..3 {
+        let mut q = so3::identity::<Dual64>();
+        q.coords[i] = Dual64::new(0.0, 1.0); // coords = [x, y, z, w]
+        let w = so3::log(&q);
+        for j in 0..3 {
+            let expect = if i == j { 2.0 } else { 0.0 };
+            assert!(w[j].is_all_finite());
+            assert!((w[j].eps - expect).abs() < 1e-15);
+        }
+        let mut qh = so3::identity::<HyperDual64>();
+        qh.coords[i] = HyperDual64::new(0.0, 1.0, 1.0, 0.0);
+        let wh = so3::log(&qh);
+        // log along u_i at w = 1: ω = 2 atan(s)/s · u with s = |u|; ∂²/∂uᵢ² at 0 = 0
+        assert!(wh.iter().all(|x| x.is_all_finite()));
+        assert!(wh[i].eps1eps2.abs() < 1e-15);
+
+        let mut w = Vec3::<Dual64>::zeros();
+        w[i] = Dual64::new(0.0, 1.0);
+        let r = so3::exp_matrix(&w);
+        let mut e = Vec3::zeros();
+        e[i] = 1.0;
+        let expect = dualsim::math::skew(&e);
+        let got = r.map(|x| x.eps);
+        assert!((got - expect).abs().max() < 1e-15);
+    }
+}
+
+/// DualSVec seeds: the gradient of the rotation of a vector at ω = 0.
+#[test]
+fn rotate_gradient_at_zero_with_dualsvec() {
+    let w = Vec3::new(
+        DualSVec64::<3>::from_re(0.0).derivative(0),
+        DualSVec64::<3>::from_re(0.0).derivative(1),
+        DualSVec64::<3>::from_re(0.0).derivative(2),
+    );
+    let q = so3::exp(&w);
+    let v = Vec3::new(1.0, 2.0, 3.0).map(DualSVec64::<3>::from_re);
+    let r = so3::rotate(&q, &v);
+    // d(R v)/dω at 0 = −[v]×
+    let expect = -dualsim::math::skew(&Vec3::new(1.0, 2.0, 3.0));
+    for row in 0..3 {
+        let g = r[row].eps.unwrap_generic(Const::<3>, U1);
+        for col in 0..3 {
+            assert!((g[col] - expect[(row, col)]).abs() < 1e-14);
+        }
+    }
+}
+
+/// The contact solver runs in a user's own scalar type too: the sphere
+/// drop onto a fixed sphere, in `Counted` and in `HyperDual64`, gives the
+/// f64 trajectory.
+#[test]
+fn contact_steps_in_custom_and_dual_scalars() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/sphere_drop.toml");
+    let s = dualsim::scene::load(&path).unwrap();
+    let reference = rollout(&s.world, &s.initial, &s.controls, s.steps).unwrap();
+    fn run<T: Scalar>(s: &dualsim::scene::Scene) -> Vec<f64> {
+        let w = s.world.cast::<T>();
+        let x = s.initial.cast::<T>();
+        let c = Controls::Constant(w.zero_control());
+        rollout(&w, &x, &c, s.steps)
+            .unwrap()
+            .last()
+            .q
+            .iter()
+            .map(|e| e.re())
+            .collect()
+    }
+    let r: Vec<f64> = reference.last().q.iter().copied().collect();
+    assert!(max_diff(&run::<Counted>(&s), &r) < 1e-12);
+    assert!(max_diff(&run::<HyperDual64>(&s), &r) < 1e-12);
+    assert!(
+        (r[2] - 1.0).abs() < 1e-4,
+        "the ball rests on the fixed sphere"
+    );
+}
