@@ -178,6 +178,14 @@ enum Command {
         /// is stiff: the truncation error grows like ε² f''').
         #[arg(long, default_value_t = 1e-7)]
         fd_eps: f64,
+        /// Also compare the Jacobian of the whole rollout that `grad` returns
+        /// (`ift`) with finite differences of the whole rollout, per entry.
+        #[arg(long)]
+        rollout: bool,
+        /// Largest number of input columns of the whole-rollout comparison;
+        /// more are sampled (seeded), always keeping the bodies in impacts.
+        #[arg(long, default_value_t = 96)]
+        rollout_columns: usize,
         /// How `ift` assembles ∂r/∂θ: `kernel` (generated #[kernel] Jacobians,
         /// dual numbers where not covered) or `dual` (dual numbers only).
         #[arg(long, default_value = "kernel", value_parser = partials_names())]
@@ -217,6 +225,11 @@ enum Command {
         /// otherwise).
         #[arg(long, default_value = "exact", value_parser = gradient_names())]
         gradient: Gradient,
+        /// Also compare the Jacobian with finite differences of the whole
+        /// rollout, every requested column, per entry (as `check`'s rollout
+        /// comparison); a disagreement fails with exit status 1.
+        #[arg(long)]
+        check: bool,
         /// Print exactly one JSON document on standard output.
         #[arg(long)]
         json: bool,
@@ -324,9 +337,20 @@ fn main() -> ExitCode {
             rho,
             samples,
             fd_eps,
+            rollout,
+            rollout_columns,
             partials,
             json,
-        }) => check(&scene, solver, rho, samples, fd_eps, partials, json),
+        }) => check(
+            &scene,
+            solver,
+            rho,
+            samples,
+            fd_eps,
+            rollout.then_some(rollout_columns),
+            partials,
+            json,
+        ),
         Some(Command::Grad {
             scene,
             of,
@@ -335,8 +359,11 @@ fn main() -> ExitCode {
             rho,
             partials,
             gradient,
+            check,
             json,
-        }) => grad(&scene, &of, &wrt, method, rho, partials, gradient, json),
+        }) => grad(
+            &scene, &of, &wrt, method, rho, partials, gradient, check, json,
+        ),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
         Some(Command::Inverse {
             scene,
@@ -717,6 +744,7 @@ fn check(
     rho: Option<f64>,
     samples: usize,
     fd_eps: f64,
+    rollout_columns: Option<usize>,
     partials: Partials,
     json: bool,
 ) -> ExitCode {
@@ -738,6 +766,10 @@ fn check(
             partials,
             ..CheckOptions::default().diff
         },
+        rollout: rollout_columns.map(|n| dualsim::diff::RolloutCheckOptions {
+            max_columns: n.max(1),
+            ..Default::default()
+        }),
         ..Default::default()
     };
     let bar = progress(
@@ -807,6 +839,9 @@ fn check(
                 report.fd_skipped_columns
             );
         }
+        if let Some(r) = &report.rollout {
+            print_rollout_report(r);
+        }
         println!(
             "{}",
             match report.status {
@@ -829,6 +864,39 @@ fn check(
     }
 }
 
+/// The text form of the whole-rollout comparison of `check` and `grad --check`.
+fn print_rollout_report(r: &dualsim::diff::RolloutReport) {
+    println!(
+        "whole rollout ({} steps): the Jacobian grad returns ({}) against fd of the rollout, per entry (|J - fd| <= {:e} max(|J_ij|, sqrt(row max * column max)) + round-off)",
+        r.steps,
+        if r.method.is_empty() { "given" } else { &r.method },
+        r.tol
+    );
+    println!(
+        "  {} of {} candidate column(s){}; event steps {:?}; bodies in impacts {:?}",
+        r.columns.len(),
+        r.candidate_columns,
+        if r.sampled { " (seeded sample, impact bodies always in)" } else { "" },
+        r.event_steps,
+        r.impact_bodies
+    );
+    for s in &r.skipped {
+        println!("  skipped {}: {}", s.input, s.reason);
+    }
+    if let Some((row, col, j, f)) = &r.worst_entry {
+        println!(
+            "  worst entry d {row} / d {col}: {j:.9e} vs fd {f:.9e} ({:.2} of its tolerance)",
+            r.worst_ratio
+        );
+    }
+    println!(
+        "  {} ({} skipped, at most {}% allowed)",
+        if r.passed { "passed" } else { "FAILED" },
+        r.skipped.len(),
+        r.max_skipped_share * 100.0
+    );
+}
+
 #[allow(clippy::too_many_arguments)]
 fn grad(
     path: &Path,
@@ -838,6 +906,7 @@ fn grad(
     rho: Option<f64>,
     partials: Partials,
     gradient: Gradient,
+    check: bool,
     json: bool,
 ) -> ExitCode {
     let scene = match load_scene(path) {
@@ -869,6 +938,10 @@ fn grad(
         eprintln!("error: {e}");
         return ExitCode::from(EXIT_INPUT);
     }
+    if check && gradient == Gradient::ComplementarityAware {
+        eprintln!("error: --check compares the exact Jacobian with fd: the complementarity-aware gradient is not a derivative of the rollout");
+        return ExitCode::from(EXIT_INPUT);
+    }
     let bar = progress(
         None,
         &format!(
@@ -880,7 +953,7 @@ fn grad(
     );
     let t0 = Instant::now();
     let computed = if gradient == Gradient::ComplementarityAware {
-        aware_grad(&scene, &outputs, &inputs, &opts).map(|(v, j, n)| (v, j, Some(n)))
+        aware_grad(&scene, &outputs, &inputs, &opts).map(|(v, j, n)| (v, j, Some(n), None))
     } else {
         dualsim::diff::rollout_jacobian(
             &scene.world,
@@ -891,11 +964,33 @@ fn grad(
             method,
             &opts,
         )
-        .and_then(|rj| names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs))
-        .map(|(v, j)| (v, j, None))
+        .and_then(|rj| {
+            let checked = if check {
+                let labels = names::input_labels(&scene.world, &groups);
+                Some(dualsim::diff::compare_rollout_jacobian(
+                    &scene.world,
+                    &scene.initial,
+                    &scene.controls,
+                    scene.steps,
+                    &inputs,
+                    &labels,
+                    &rj.jacobian,
+                    opts.fd_eps,
+                    &dualsim::diff::RolloutCheckOptions {
+                        max_columns: inputs.len(),
+                        ..Default::default()
+                    },
+                )?)
+            } else {
+                None
+            };
+            names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs)
+                .map(|(v, j)| (v, j, checked))
+        })
+        .map(|(v, j, c)| (v, j, None, c))
     };
     bar.finish_and_clear();
-    let (value, jac, reclassified) = match computed {
+    let (value, jac, reclassified, checked) = match computed {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -926,6 +1021,7 @@ fn grad(
             "method": method.name(),
             "gradient": gradient.name(),
             "reclassified_steps": reclassified,
+            "check": checked,
             "value": value,
             "jacobian": rows,
             "wall_seconds": wall,
@@ -967,8 +1063,19 @@ fn grad(
             }
             println!("{line}");
         }
+        if let Some(r) = &checked {
+            print_rollout_report(r);
+        }
     }
-    ExitCode::SUCCESS
+    match &checked {
+        Some(r) if !r.passed => {
+            if json {
+                eprintln!("error: the Jacobian disagrees with fd of the whole rollout");
+            }
+            ExitCode::from(EXIT_SIM)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// `grad --gradient complementarity_aware`: the requested outputs' rows

@@ -272,6 +272,16 @@ pub enum SolveError {
     /// A singular linear system.
     #[error("singular linear system in {0}")]
     Singular(&'static str),
+    /// The problem handed to a backend's solver is malformed (a bound,
+    /// a coefficient or a size outside what the formulation accepts):
+    /// not a singular system, and not a failure to converge.
+    #[error("invalid input to the `{backend}` solver: {what}")]
+    InvalidInput {
+        /// Backend name.
+        backend: &'static str,
+        /// What is wrong.
+        what: &'static str,
+    },
     /// The step's `v⁺` is not unique: `∂r/∂y` is singular and its null
     /// space moves the velocities (redundant contacts whose impulse
     /// distribution changes `v⁺`, e.g. through Coulomb friction), so the

@@ -38,11 +38,14 @@ mod step;
 
 pub use crate::contact::dense_solve;
 pub use batch::batch_rollout_jacobians;
-pub use check::{check, BlockReport, CheckOptions, CheckReport, CheckStatus};
+pub use check::{
+    check, check_rollout, compare_rollout_jacobian, BlockReport, CheckOptions, CheckReport,
+    CheckStatus, RolloutCheckOptions, RolloutReport,
+};
 pub use complementarity::{aware_rollout_gradient, AwareGradient, Gradient};
 pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
-pub use seed::{seeded, Param};
+pub use seed::{domain_room, seeded, Param};
 pub use step::{
     lift_step, second_difference_grows, second_difference_is_quadratic, step_jacobian,
     step_jacobian_with, DiffOptions, Partials, StepJacobian, KINK_SLOPE_JUMP,

@@ -149,7 +149,19 @@ fn fd_rollout(
             let end = run(&w, &x, &us, steps)?.last().clone();
             Ok(tangent(&w.model, &last.q, &end))
         };
-        let col = (go(eps)? - go(-eps)?) / (2.0 * eps);
+        // one-sided where the parameter's domain ends within 2ε (μ = 0)
+        let model = match inp {
+            Input::Model(p) => super::step::one_sided(world, p, 2.0 * eps),
+            _ => None,
+        };
+        let col = match model {
+            Some(side) => {
+                let zero = tangent(&world.model, &last.q, &last);
+                super::step::one_sided_column(&zero, &go(side * eps)?, &go(2.0 * side * eps)?, eps, side)
+                    .0
+            }
+            None => (go(eps)? - go(-eps)?) / (2.0 * eps),
+        };
         jac.set_column(c, &col);
     }
     Ok(RolloutJacobian {

@@ -31,6 +31,36 @@ fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
     }
 }
 
+/// How far parameter `p` may move below and above its value in `world`
+/// and stay inside its domain: friction coefficients and restitutions are
+/// at least 0, restitutions at most 1; masses, inertias, shape sizes and
+/// the time step are positive. Unbounded sides (state, control, gravity)
+/// are infinite. Finite differences take a one-sided difference on a side
+/// with less room than their largest step (`fd` at μ = 0 must not solve a
+/// problem with a negative friction coefficient).
+pub fn domain_room(world: &World<f64>, p: &Param) -> (f64, f64) {
+    let inf = f64::INFINITY;
+    let nb = world.model.bodies.len();
+    match *p {
+        Param::Mass(b) if b < nb => (world.model.bodies[b].inertia.mass, inf),
+        Param::Inertia(b, k) if b < nb && k < 3 => {
+            (world.model.bodies[b].inertia.inertia[(k, k)], inf)
+        }
+        Param::Friction(b) if b < nb => (world.materials[b].friction, inf),
+        Param::Restitution(b) if b < nb => {
+            let e = world.materials[b].restitution;
+            (e, 1.0 - e)
+        }
+        Param::Shape(b, k) if b < nb => {
+            let mut shape = world.shapes[b].clone();
+            let v = shape.as_mut().and_then(|s| shape_param(s, k)).map_or(inf, |v| *v);
+            (v, inf)
+        }
+        Param::Dt => (world.dt, inf),
+        _ => (inf, inf),
+    }
+}
+
 /// The world, state and control cast to `T` with `deltas[j]` added to
 /// parameter `params[j]` (configuration directions on the manifold).
 ///

@@ -704,7 +704,7 @@ pub fn second_difference_grows(s_eps: &DVec<f64>, s_2eps: &DVec<f64>) -> bool {
 
 /// Whether `s(2h) ≈ 4 s(h)` (within ±25 %, on the ∞-norms): the growth
 /// of a smooth map's second difference, `s(h) ≈ h² f''`.
-fn quadratic_ratio(s_h: &DVec<f64>, s_2h: &DVec<f64>) -> bool {
+pub(crate) fn quadratic_ratio(s_h: &DVec<f64>, s_2h: &DVec<f64>) -> bool {
     let r = s_2h.amax() / s_h.amax();
     (3.0..=5.0).contains(&r)
 }
@@ -744,6 +744,39 @@ pub fn second_difference_is_quadratic(
         && aligned(s_eps, s_2eps)
 }
 
+/// The direction of a one-sided finite difference of `p` at `world` with
+/// largest step `reach` (`+1` forward, `−1` backward), or `None` when the
+/// central difference stays inside the parameter's domain
+/// ([`domain_room`](super::domain_room)): at μ = 0 the difference is
+/// forward, at a restitution of 1 backward.
+pub(crate) fn one_sided(world: &World<f64>, p: &Param, reach: f64) -> Option<f64> {
+    let (below, above) = super::domain_room(world, p);
+    if below >= reach && above >= reach {
+        None
+    } else if below < above {
+        Some(1.0)
+    } else {
+        Some(-1.0)
+    }
+}
+
+/// The one-sided second-order difference `(−3 f(0) + 4 f(sε) − f(2sε)) /
+/// (2sε)` from `zero = f(0)`, `f1 = f(sε)`, `f2 = f(2sε)`, and whether the
+/// map has a kink within `2ε` on that side (its second difference is a
+/// slope jump, not curvature: the same test as the central differences').
+pub(crate) fn one_sided_column(
+    zero: &DVec<f64>,
+    f1: &DVec<f64>,
+    f2: &DVec<f64>,
+    eps: f64,
+    s: f64,
+) -> (DVec<f64>, bool) {
+    let column = (f1 * 4.0 - f2 - zero * 3.0) / (2.0 * s * eps);
+    let second = f2 - f1 * 2.0 + zero;
+    let kink = second.amax() / eps > KINK_SLOPE_JUMP * column.amax().max(1.0);
+    (column, kink)
+}
+
 fn fd<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
@@ -773,6 +806,18 @@ fn fd<B: ImplicitStep>(
             let (next, st) = solve(&w, &s, &uu)?;
             Ok((tangent(&w.model, &nominal.q, &next), st))
         };
+        // Outside the domain on one side (μ = 0): one-sided differences
+        // (the central ones' refinements reach 2ε).
+        if let Some(side) = one_sided(world, p, 2.0 * eps) {
+            let (f1, s1) = run(side * eps)?;
+            let (f2, s2) = run(2.0 * side * eps)?;
+            let (column, kink) = one_sided_column(&zero, &f1, &f2, eps, side);
+            if kink || !B::same_structure(&s1, &st0) || !B::same_structure(&s2, &st0) {
+                changed.push(c);
+            }
+            jac.set_column(c, &column);
+            continue;
+        }
         let (plus, sp) = run(eps)?;
         let (minus, sm) = run(-eps)?;
         let central = (&plus - &minus) / (2.0 * eps);
@@ -940,6 +985,13 @@ pub fn step_jacobian(
     if with_world_backend!(w, |b| b.splits(&w.problem(state, u)))? {
         return split_jacobian(&w, state, u, params, method, opts.fd_eps);
     }
+    if method == Method::Fd && w.ccd {
+        // Under continuous collision a perturbed step may split where the
+        // nominal one does not (an impact within ε of the step's end):
+        // the differences are of the whole step, split or not, as for a
+        // split step.
+        return split_jacobian(&w, state, u, params, method, opts.fd_eps);
+    }
     match method {
         Method::Ift => {
             with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials, None))
@@ -992,6 +1044,15 @@ fn split_jacobian(
             let next = step(&w, &s, &uu)?.state;
             Ok(tangent(&w.model, &nominal.q, &next))
         };
+        if let Some(side) = one_sided(world, p, 2.0 * eps) {
+            let (column, kink) =
+                one_sided_column(&zero, &run(side * eps)?, &run(2.0 * side * eps)?, eps, side);
+            if kink {
+                changed.push(c);
+            }
+            jac.set_column(c, &column);
+            continue;
+        }
         let plus = run(eps)?;
         let minus = run(-eps)?;
         let central = (&plus - &minus) / (2.0 * eps);

@@ -273,7 +273,10 @@ impl Formulation for Lcp {
                 }
                 Ok(ws.x)
             }
-            Err(LcpError::Invalid(what)) => Err(SolveError::Singular(what)),
+            Err(LcpError::Invalid(what)) => Err(SolveError::InvalidInput {
+                backend: Lcp::NAME,
+                what,
+            }),
             Err(LcpError::Unsolved {
                 residual,
                 iterations,

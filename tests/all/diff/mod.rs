@@ -6,3 +6,4 @@ mod complementarity;
 mod contact;
 mod kernels;
 mod methods;
+mod check_rollout;
