@@ -178,6 +178,10 @@ enum Command {
         /// is stiff: the truncation error grows like ε² f''').
         #[arg(long, default_value_t = 1e-7)]
         fd_eps: f64,
+        /// Also sample up to this many event steps (a contact closes or
+        /// opens), spread over the events.
+        #[arg(long, default_value_t = 0)]
+        event_samples: usize,
         /// Also compare the Jacobian of the whole rollout that `grad` returns
         /// (`ift`) with finite differences of the whole rollout, per entry.
         #[arg(long)]
@@ -337,6 +341,7 @@ fn main() -> ExitCode {
             rho,
             samples,
             fd_eps,
+            event_samples,
             rollout,
             rollout_columns,
             partials,
@@ -345,7 +350,7 @@ fn main() -> ExitCode {
             &scene,
             solver,
             rho,
-            samples,
+            (samples, event_samples),
             fd_eps,
             rollout.then_some(rollout_columns),
             partials,
@@ -742,7 +747,7 @@ fn check(
     path: &Path,
     solver: Option<SolverKind>,
     rho: Option<f64>,
-    samples: usize,
+    (samples, event_samples): (usize, usize),
     fd_eps: f64,
     rollout_columns: Option<usize>,
     partials: Partials,
@@ -760,6 +765,7 @@ fn check(
     }
     let opts = CheckOptions {
         samples,
+        max_event_samples: event_samples,
         diff: DiffOptions {
             rho,
             fd_eps,

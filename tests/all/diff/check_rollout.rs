@@ -114,6 +114,7 @@ fn check_samples_the_impact_and_compares_the_whole_rollout() {
             ..CheckOptions::default().diff
         },
         rollout: Some(RolloutCheckOptions::default()),
+        max_event_samples: 8,
         ..Default::default()
     };
     let r = check(&s.world, &s.initial, &s.controls, s.steps, &opts).unwrap();
