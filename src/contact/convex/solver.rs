@@ -293,28 +293,66 @@ impl std::error::Error for Failure {}
 // Layout and per-contact barrier algebra.
 // ---------------------------------------------------------------------------
 
-/// Start index of every contact's block; panics on a malformed layout.
-#[track_caller]
+/// A malformed contact layout: `dims` (and `mu`) do not describe the
+/// vectors they are given with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// `mu` and `dims` disagree on the number of contacts.
+    #[error("mu has {mu} entries but dims has {dims} contacts")]
+    Contacts {
+        /// Entries of `mu`.
+        mu: usize,
+        /// Entries of `dims`.
+        dims: usize,
+    },
+    /// A contact with neither 1 (frictionless) nor 3 unknowns.
+    #[error("dims[{contact}] = {dim}: a contact has 1 (frictionless) or 3 unknowns")]
+    Dim {
+        /// Index of the contact.
+        contact: usize,
+        /// Its `dims` entry.
+        dim: usize,
+    },
+    /// `Σ dims` differs from the length of the vectors.
+    #[error("Σ dims = {sum} but the vectors have {len} entries")]
+    Length {
+        /// `Σ dims`.
+        sum: usize,
+        /// Length of the vectors.
+        len: usize,
+    },
+}
+
+/// Start index of every contact's block, or why the layout is malformed.
 #[doc(hidden)]
-pub fn offsets(mu_len: usize, dims: &[usize], m: usize) -> Vec<usize> {
-    assert_eq!(
-        mu_len,
-        dims.len(),
-        "mu has {mu_len} entries but dims has {} contacts",
-        dims.len()
-    );
+pub fn try_offsets(mu_len: usize, dims: &[usize], m: usize) -> Result<Vec<usize>, LayoutError> {
+    if mu_len != dims.len() {
+        return Err(LayoutError::Contacts {
+            mu: mu_len,
+            dims: dims.len(),
+        });
+    }
     let mut out = Vec::with_capacity(dims.len());
     let mut o = 0;
     for (k, &d) in dims.iter().enumerate() {
-        assert!(
-            d == 1 || d == 3,
-            "dims[{k}] = {d}: a contact has 1 (frictionless) or 3 unknowns"
-        );
+        if d != 1 && d != 3 {
+            return Err(LayoutError::Dim { contact: k, dim: d });
+        }
         out.push(o);
         o += d;
     }
-    assert_eq!(o, m, "Σ dims = {o} but the vectors have {m} entries");
-    out
+    if o != m {
+        return Err(LayoutError::Length { sum: o, len: m });
+    }
+    Ok(out)
+}
+
+/// Start index of every contact's block; panics on a malformed layout
+/// ([`try_offsets`] returns it as a [`LayoutError`]).
+#[track_caller]
+#[doc(hidden)]
+pub fn offsets(mu_len: usize, dims: &[usize], m: usize) -> Vec<usize> {
+    try_offsets(mu_len, dims, m).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Panics unless every frictional contact has `μ > 0` and every `μ ≥ 0`.
@@ -441,16 +479,19 @@ pub fn barrier_gradient_f(
 /// `∇d_V(v)` of `d_V(v) = −κ Σ_k log v_N,k`: `−κ / v_N,k` in each contact's
 /// normal row, zero in the tangential rows.
 ///
-/// # Panics
-/// If a `dims` entry is not 1 or 3 or `Σ dims ≠ v.len()`.
-#[track_caller]
-pub fn barrier_gradient_v(v: &DVector<f64>, dims: &[usize], kappa: f64) -> DVector<f64> {
-    let off = offsets(dims.len(), dims, v.len());
+/// # Errors
+/// [`LayoutError`] if a `dims` entry is not 1 or 3 or `Σ dims ≠ v.len()`.
+pub fn barrier_gradient_v(
+    v: &DVector<f64>,
+    dims: &[usize],
+    kappa: f64,
+) -> Result<DVector<f64>, LayoutError> {
+    let off = try_offsets(dims.len(), dims, v.len())?;
     let mut out = DVector::zeros(v.len());
     for &o in &off {
         out[o] = -kappa / v[o];
     }
-    out
+    Ok(out)
 }
 
 /// [`barrier_gradient_f`] for any scalar (e.g. the engine's dual numbers),
@@ -1444,7 +1485,7 @@ pub fn inverse(
     }
     let m = v.len();
     // r = v + Aᵀ ∇d_V(v)
-    let dv = barrier_gradient_v(v, dims, kappa);
+    let dv = barrier_gradient_v(v, dims, kappa).expect("layout checked by Model::new");
     let rr = v + a.tr_mul(&dv);
     let mut f = DVector::zeros(m);
     let mut max_iterations = 0;

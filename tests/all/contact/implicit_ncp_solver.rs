@@ -238,7 +238,21 @@ fn random_rigid_body_problems() {
             iterations as f64 / 500.0,
             100.0 * newton as f64 / iterations as f64
         );
-        let _ = failures;
+        // Seeded (rng(1), 500 problems up to 30 contacts, rank-deficient
+        // and flat-valley kinds included): measured 14 typed failures for
+        // Levenberg–Marquardt and 4 for the dogleg (MaxIterations at
+        // residuals 4e-5 … 0.3 on problems whose A has rank ≤ 29/90),
+        // every other solve checked above. The bound is the measurement:
+        // a solver change that loses a single problem fails here, one that
+        // gains some passes (lower the bound then).
+        let bound = match method {
+            Method::LevenbergMarquardt => 14,
+            Method::Dogleg => 4,
+        };
+        assert!(
+            failures <= bound,
+            "{method:?}: {failures} of 500 random problems failed (bound {bound})"
+        );
     }
 }
 

@@ -197,6 +197,10 @@ fn sliding_box_stopping_distance_and_deceleration() {
         let traj = run(&w, &x0, steps);
         let dist = traj.last().q[0] - x0.q[0];
         let rel = (dist - expected).abs() / expected;
+        // the discrete closed form of the scheme (the continuous v₀²/2μg
+        // differs from it by O(v₀ h), 1.4e-3 here)
+        let discrete = crate::common::sliding_distance(v0, mu * g, h, steps);
+        let rel_discrete = (dist - discrete).abs() / discrete;
         // Deceleration: least-squares slope of v_x over the sliding phase
         // (0.1 s … 1.2 s; it stops at ≈ 1.39 s).
         let (k0, k1) = ((0.1 / h) as usize, (1.2 / h) as usize);
@@ -216,8 +220,26 @@ fn sliding_box_stopping_distance_and_deceleration() {
             -mu * g,
             traj.last().v.amax()
         );
-        assert!(rel < 0.01, "{cone:?}: distance {dist} vs {expected}");
-        assert!(rel_slope < 0.01, "{cone:?}: slope {slope}");
+        // ρ-relaxed: each complementarity row k (4 corners; × 4 facets for
+        // the pyramid) gives up ρ/λ_k of its impulse, so the friction falls
+        // short of μ m g h by a relative O(rows · ρ/(μ m g h)) = rows ×
+        // 3.5e-6; bound twice that (measured: exact cone 6.5e-6 on the
+        // distance, 7.5e-6 on the slope; pyramid 5.6e-5, 6.0e-5).
+        let rows = if matches!(cone, FrictionCone::Pyramid) {
+            16.0
+        } else {
+            4.0
+        };
+        let tol = 2.0 * rows * 1e-8 / (mu * 1.0 * g * h);
+        assert!(rel < 2e-3, "{cone:?}: distance {dist} vs {expected}");
+        assert!(
+            rel_discrete < tol,
+            "{cone:?}: distance {dist} vs the scheme's {discrete} ({rel_discrete:e} > {tol:e})"
+        );
+        assert!(
+            rel_slope < tol,
+            "{cone:?}: slope {slope} ({rel_slope:e} > {tol:e})"
+        );
     }
 }
 
@@ -246,7 +268,11 @@ fn box_on_incline_slides_above_friction_angle() {
     let expected = g * (theta.sin() - mu * theta.cos());
     let rel = (a - expected).abs() / expected;
     println!("incline slide: a = {a:.5} (expected {expected:.5}, rel err {rel:.2e})");
-    assert!(rel < 0.01, "a = {a} vs {expected}");
+    // ρ-relaxed (ρ = 1e-8): the friction of the 4 corners falls short of
+    // μ N by a relative O(4 ρ/(μ m g cos θ h)) = 5.2e-6; bound twice that
+    // (measured 4.6e-7).
+    let tol = 2.0 * 4.0 * 1e-8 / (mu * 1.0 * g * theta.cos() * h);
+    assert!(rel < tol, "a = {a} vs {expected} (rel {rel:e} > {tol:e})");
 }
 
 // ---------------------------------------------------------------- 5

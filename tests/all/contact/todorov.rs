@@ -201,6 +201,10 @@ fn sliding_box_stopping_distance_and_deceleration() {
         let traj = run(&w, &x0, steps);
         let dist = traj.last().q[0] - x0.q[0];
         let rel = (dist - expected).abs() / expected;
+        // the discrete closed form of the scheme (the continuous v₀²/2μg
+        // differs from it by O(v₀ h), 1.4e-3 here)
+        let discrete = crate::common::sliding_distance(v0, mu * g, h, steps);
+        let rel_discrete = (dist - discrete).abs() / discrete;
         let (k0, k1) = ((0.1 / h) as usize, (1.2 / h) as usize);
         let pts: Vec<(f64, f64)> = (k0..k1)
             .map(|k| (k as f64 * h, traj.states[k].v[0]))
@@ -214,10 +218,25 @@ fn sliding_box_stopping_distance_and_deceleration() {
             / pts.iter().map(|p| (p.0 - mt).powi(2)).sum::<f64>();
         let rel_slope = (slope + mu * g).abs() / (mu * g);
         println!(
-            "{kind} sliding_box: distance {dist:.6} (expected {expected:.6}, rel {rel:.2e}), slope rel err {rel_slope:.2e}"
+            "{kind} sliding_box: distance {dist:.6} (continuous {expected:.6}, rel {rel:.2e}; \
+             discrete {discrete:.12}, rel {rel_discrete:.2e}), slope rel err {rel_slope:.2e}"
         );
-        assert!(rel < 0.01, "{kind}: distance {dist} vs {expected}");
-        assert!(rel_slope < 0.01, "{kind}: slope {slope}");
+        // implicit_ncp is exact (complementarity to 1e-8 of the impulse
+        // scale): the discrete closed form to 1e-9 (measured 2.6e-15,
+        // slope 7.7e-16). convex is smooth: its regularization R slows the
+        // slide by a relative O(R) (module docs: creep ≈ R f), held to
+        // 1e-4 (measured 1.4e-5, slope 1.5e-5).
+        let tol = if kind == SolverKind::Convex {
+            1e-4
+        } else {
+            1e-9
+        };
+        assert!(rel < 2e-3, "{kind}: distance {dist} vs {expected}");
+        assert!(
+            rel_discrete < tol,
+            "{kind}: distance {dist} vs the scheme's {discrete} ({rel_discrete:e})"
+        );
+        assert!(rel_slope < tol, "{kind}: slope {slope} ({rel_slope:e})");
     }
 }
 
@@ -252,7 +271,15 @@ fn box_on_incline_slides_above_friction_angle() {
         let expected = g * (theta.sin() - mu * theta.cos());
         let rel = (a - expected).abs() / expected;
         println!("{kind} incline slide: a = {a:.5} (expected {expected:.5}, rel {rel:.2e})");
-        assert!(rel < 0.01, "{kind}: a = {a} vs {expected}");
+        // the step gains exactly h a per step once sliding: implicit_ncp
+        // (exact) to 1e-9 (measured 4.2e-15); convex (regularized by R)
+        // to 1e-5 (measured 9.2e-7).
+        let tol = if kind == SolverKind::Convex {
+            1e-5
+        } else {
+            1e-9
+        };
+        assert!(rel < tol, "{kind}: a = {a} vs {expected} (rel {rel:e})");
     }
 }
 

@@ -63,8 +63,11 @@ fn body_omega(s: &State<f64>) -> Vec3<f64> {
 }
 
 /// Started near its intermediate axis, the body flips (ω_y changes sign
-/// repeatedly); the world-frame angular momentum drifts < 1e-8 relative
-/// over 10 s at h = 0.01 and the kinetic energy < 1e-6 relative.
+/// repeatedly). The scheme conserves the world-frame angular momentum and
+/// the kinetic energy exactly (`dynamics::free`), so only round-off and
+/// the Newton tolerance (1e-14) drift: measured over 10 s at h = 0.01,
+/// 6.0e-14 (momentum) and 1.3e-14 (energy) relative; held to that floor
+/// × ~100: 1e-11 and 2e-12.
 #[test]
 fn dzhanibekov_flip_conserves_momentum_and_energy() {
     let h = 0.01;
@@ -94,8 +97,8 @@ fn dzhanibekov_flip_conserves_momentum_and_energy() {
         flips >= 2,
         "the body flips about its intermediate axis ({flips} flips)"
     );
-    assert!(max_l < 1e-8, "angular momentum drift {max_l:e}");
-    assert!(max_e < 1e-6, "kinetic energy drift {max_e:e}");
+    assert!(max_l < 1e-11, "angular momentum drift {max_l:e}");
+    assert!(max_e < 2e-12, "kinetic energy drift {max_e:e}");
 }
 
 /// The flip does not happen about a stable (major) axis.

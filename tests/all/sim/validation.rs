@@ -4,7 +4,7 @@
 //! the documented ranges are refused and the edges of the ranges simulate;
 //! penetration is measured geometrically.
 
-use dualsim::contact::SolverKind;
+use dualsim::contact::{Feature, SolverKind};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::penetration::gaps;
@@ -66,32 +66,99 @@ fn assert_unsupported(e: &SimError, backend: &str, needle: &str) {
     assert_eq!(e.kind(), "unsupported");
 }
 
-/// Restitution > 0 after combining and `ccd = true`: every backend's step
-/// but `lcp`'s refuses them (the inelastic answer is never returned
-/// silently); `lcp` implements both (tests/all/contact/lcp_bounce.rs).
+/// The features a backend may lack (`contact::Feature`), each with a
+/// world that needs it and the words its refusal must name. The `match`
+/// is exhaustive: a new feature does not compile until it is covered here.
+fn needs(feature: Feature) -> (World<f64>, State<f64>, &'static str) {
+    let robot_world = |ignore_limits: bool| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/scenes/double_pendulum.urdf");
+        let robot =
+            dualsim::dynamics::urdf::load_file(path, dualsim::dynamics::urdf::BaseJoint::Fixed)
+                .unwrap();
+        let mut w = World::<f64>::new(0.001);
+        let r = w
+            .add_robot("pendulum", &robot.model, &Pose::identity())
+            .unwrap();
+        w.robots[r].ignore_joint_limits = ignore_limits;
+        let x = State {
+            q: w.model.neutral(),
+            v: DVec::zeros(w.model.nv),
+        };
+        (w, x)
+    };
+    match feature {
+        // e = (0.5 + 0) / 2 between the ball and the ground (average)
+        Feature::Restitution => {
+            let (w, x) = ball_world(1.0, 0.5, 0.5);
+            (w, x, "restitution (e = 0.25 between `ball` and `ground`")
+        }
+        Feature::Ccd => {
+            let (mut w, x) = ball_world(1.0, 0.0, 0.5);
+            w.ccd = true;
+            (w, x, "continuous collision")
+        }
+        Feature::Robots => {
+            let (w, x) = robot_world(true);
+            (w, x, "articulated robots (robot `pendulum`")
+        }
+        Feature::JointLimits => {
+            let (w, x) = robot_world(false);
+            (w, x, "joint limits (robot `pendulum`")
+        }
+    }
+}
+
+/// Every backend of the registry (`SolverKind::ALL`) against every
+/// feature: a feature the backend implements (`SolverKind::supports`)
+/// simulates; one it does not is refused by `validate` and by `step` with
+/// `SimError::Unsupported` naming the backend and the feature (the answer
+/// without it is never returned silently), and a rollout stops at step 0.
+/// For restitution, the variants of the combination are checked too.
 #[test]
 fn step_refuses_options_no_backend_implements() {
-    for kind in BACKENDS {
-        if kind == dualsim::contact::SolverKind::Lcp {
-            let (mut w, x) = ball_world(1.0, 0.5, 0.5);
+    let (mut refused, mut simulated) = (0, 0);
+    for &kind in SolverKind::ALL {
+        for feature in [
+            Feature::Restitution,
+            Feature::Ccd,
+            Feature::Robots,
+            Feature::JointLimits,
+        ] {
+            let (mut w, x, needle) = needs(feature);
             w.solver = kind;
-            w.friction_cone = dualsim::contact::FrictionCone::Pyramid;
-            assert!(step(&w, &x, &w.zero_control()).is_ok());
-            w.ccd = true;
-            assert!(step(&w, &x, &w.zero_control()).is_ok());
+            if kind == SolverKind::Lcp {
+                // (lcp takes the pyramid cone only)
+                w.friction_cone = dualsim::contact::FrictionCone::Pyramid;
+            }
+            if kind.supports(feature) {
+                w.validate(&x)
+                    .unwrap_or_else(|e| panic!("{kind} {feature:?}: {e}"));
+                step(&w, &x, &w.zero_control())
+                    .unwrap_or_else(|e| panic!("{kind} {feature:?}: {e}"));
+                simulated += 1;
+                continue;
+            }
+            // (`validate` checks the joint limits before the other features)
+            assert_unsupported(&w.validate(&x).unwrap_err(), kind.name(), needle);
+            if feature != Feature::JointLimits {
+                // (`step` checks the features; the limits are `validate`'s,
+                // see `validate_refuses_joint_limits_unless_ignored`)
+                let e = step(&w, &x, &w.zero_control()).unwrap_err();
+                assert_unsupported(&e, kind.name(), needle);
+                let r = rollout(&w, &x, &Controls::Constant(w.zero_control()), 5).unwrap_err();
+                assert_eq!((r.step, r.completed.states.len()), (0, 1));
+            }
+            refused += 1;
+        }
+        if kind.supports(Feature::Restitution) {
             continue;
         }
+        // combined to zero by `min` with the ground's 0: honoured (inelastic is right)
         let (mut w, x) = ball_world(1.0, 0.5, 0.5);
         w.solver = kind;
-        let e = step(&w, &x, &w.zero_control()).unwrap_err();
-        assert_unsupported(
-            &e,
-            kind.name(),
-            "restitution (e = 0.25 between `ball` and `ground`",
-        );
-        // combined to zero by `min` with the ground's 0: honoured (inelastic is right)
         w.restitution_combine = dualsim::geometry::Combine::Min;
-        assert!(step(&w, &x, &w.zero_control()).is_ok());
+        step(&w, &x, &w.zero_control()).unwrap_or_else(|e| panic!("{kind}: {e}"));
         // the ground's restitution alone, combined by max
         let (mut w, x) = ball_world(1.0, 0.0, 0.5);
         w.solver = kind;
@@ -125,18 +192,12 @@ fn step_refuses_options_no_backend_implements() {
             kind.name(),
             "between `a` and `b`",
         );
-        // continuous collision
-        let (mut w, x) = ball_world(1.0, 0.0, 0.5);
-        w.solver = kind;
-        w.ccd = true;
-        assert_unsupported(
-            &step(&w, &x, &w.zero_control()).unwrap_err(),
-            kind.name(),
-            "continuous collision",
-        );
-        let r = rollout(&w, &x, &Controls::Constant(w.zero_control()), 5).unwrap_err();
-        assert_eq!((r.step, r.completed.states.len()), (0, 1));
     }
+    println!("{refused} refusals, {simulated} simulated");
+    // 7 backends × 4 features, of which lcp takes 3 and the rest robots
+    // only or nothing: the test can only pass by refusing most of them.
+    assert_eq!(refused + simulated, 4 * SolverKind::ALL.len());
+    assert!(refused >= SolverKind::ALL.len() * 2, "{refused}");
 }
 
 /// URDF joint limits: `World::validate` refuses a robot with finite limits
@@ -184,11 +245,15 @@ fn validate_refuses_joint_limits_unless_ignored() {
 }
 
 /// A failed step keeps the steps before it: the completed trajectory is the
-/// same as a rollout stopped just before the failing step.
+/// same as a rollout stopped just before the failing step. The failure is
+/// forced by construction: one interior-point iteration per step takes the
+/// free flight (no contact candidate) but cannot solve a step with contact
+/// (the complementarity must fall from its start to ρ), so the rollout
+/// fails at the box's first contact step, whatever the solver's progress.
 #[test]
 fn failed_rollout_keeps_the_completed_trajectory() {
     let mut w = World::<f64>::new(0.01);
-    w.params.max_iterations = 2;
+    w.params.max_iterations = 1;
     // (and without the continuation in ρ that would solve it again)
     w.backends.ipm.continuation_iterations = 0;
     w.add_body(
