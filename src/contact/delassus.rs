@@ -238,6 +238,12 @@ pub fn pair_restitution<T: Scalar>(p: &StepProblem<'_, T>, a: usize, b: Partner)
     }
 }
 
+/// Gap (m) within which (in magnitude) a contact is touching: the
+/// restitution bias keeps its gap however small its sign
+/// ([`restitution_bias`]), and `lcp`'s continuous collision times its
+/// impact from there ([`crate::contact::lcp::ccd`]).
+pub const TOUCH: f64 = 1e-9;
+
 /// The restitution bias of each contact of an island,
 /// `b_c = e_c v_n⁻_c − max(φ_c(q), 0)/h`, with `v_n⁻_c` the contact's
 /// normal velocity at the start of the step (`W_c(q) v`, positive when
@@ -283,7 +289,11 @@ pub fn restitution_bias<T: Scalar, F: Formulation>(
                     }
                 }
                 let gap = ce.contact.gap;
-                let above = if gap.re() > 0.0 { gap } else { T::zero() };
+                // A contact within `TOUCH` of the surface keeps its gap
+                // (smooth through zero: the sign of a round-off gap does
+                // not choose the law); a deeper one keeps its position
+                // correction.
+                let above = if gap.re() >= -TOUCH { gap } else { T::zero() };
                 if e.re() > 0.0 && vn.re() < 0.0 && gap.re() <= touch && (gap + p.h * vn).re() < 0.0
                 {
                     *e * vn - above / p.h
