@@ -623,6 +623,20 @@ fn random_case(
         e,
         steps,
     };
+    // No two bodies may overlap (nor a ball the plane) at the start: the
+    // reference would let them pass through each other (a penetrating
+    // pair has no time of impact), the simulation pushes them apart.
+    for (a, ba) in case.balls.iter().enumerate() {
+        if plane && ba.p[2] - ba.r < -1e-12 {
+            return None;
+        }
+        for bb in &case.balls[a + 1..] {
+            let d = sub(ba.p, bb.p);
+            if dot(&d, &d).sqrt() - ba.r - bb.r < -1e-12 {
+                return None;
+            }
+        }
+    }
     // The reference must meet the planned impacts first, in order, and
     // no impact may come within 1e-3 s of another unplanned (a near-tie
     // between different pairs is a different, ill-conditioned question).

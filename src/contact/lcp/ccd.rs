@@ -178,6 +178,25 @@ struct Pair<T: Scalar> {
     i: usize,
     r: T,
     other: Other<T>,
+    /// The other side as the contact candidates name it.
+    partner: Partner,
+}
+
+impl<T: Scalar> Pair<T> {
+    /// Whether a contact candidate `(a, b)` is this pair's.
+    fn is(&self, a: usize, b: Partner) -> bool {
+        same_pair((self.i, self.partner), a, b)
+    }
+}
+
+/// Whether the contact candidate `(a, b)` is the pair of body `i` and
+/// `partner` (either order for two bodies).
+fn same_pair((i, partner): (usize, Partner), a: usize, b: Partner) -> bool {
+    match (partner, b) {
+        (Partner::Body(j), Partner::Body(jb)) => (a == i && jb == j) || (a == j && jb == i),
+        (Partner::Static(s), Partner::Static(sb)) => a == i && s == sb,
+        _ => false,
+    }
 }
 
 /// Centre, velocity and acceleration of free body `i` at the start of a
@@ -423,7 +442,7 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
     for (ii, &i) in bodies.iter().enumerate() {
         let (ri, ini, di) = bound(i);
         let ci = motion(p, i).c.map(|x| x.re());
-        for st in p.statics.iter() {
+        for (si, st) in p.statics.iter().enumerate() {
             let other = match (sphere(i), &st.shape) {
                 (Some(_), Shape::Plane { normal, offset }) => {
                     let n = st.pose.act(normal) - st.pose.translation;
@@ -443,7 +462,12 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
                 _ => None,
             };
             if let (Some(r), Some(other)) = (sphere(i), other) {
-                out.push(Pair { i, r, other });
+                out.push(Pair {
+                    i,
+                    r,
+                    other,
+                    partner: Partner::Static(si),
+                });
                 continue;
             }
             // No time of impact: safe only if the step cannot miss it.
@@ -469,6 +493,7 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
                     i,
                     r,
                     other: Other::Body { j, r: rj },
+                    partner: Partner::Body(j),
                 });
                 continue;
             }
@@ -569,6 +594,7 @@ fn add_stats<T: Scalar>(acc: &mut StepSolution<T>, s: StepSolution<T>) {
 fn impact<T: Scalar>(
     lcp: &Lcp,
     p: &StepProblem<'_, T>,
+    later: &[(usize, Partner)],
 ) -> Result<(DVec<T>, Vec<ContactImpulse<T>>, usize), SolveError> {
     let cands = delassus::with_primal(p, |pf| -> Result<_, SolveError> {
         let mut detect = DetectScratch::default();
@@ -579,7 +605,9 @@ fn impact<T: Scalar>(
         for island in islands(pf.model, cands) {
             let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;
             for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
-                if ce.contact.gap <= TOUCH {
+                let own = c.link.is_none()
+                    && later.iter().any(|&pair| same_pair(pair, c.a, c.b));
+                if ce.contact.gap <= TOUCH && !own {
                     keep.push(c.clone());
                 }
             }
@@ -792,7 +820,26 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
             v: &vc,
             ..*p
         };
-        let (v_imp, cs, its) = impact(lcp, &imp)?;
+        // The other pairs touching here with a time of impact of their
+        // own (touching and approaching, "Classification"; a tie with
+        // pair k) are left to it: the next sub-step meets each at its own
+        // `t_c ≈ 0`, so that its derivative is that of its own implicit
+        // equation, not of pair k's (module docs, "Simultaneous impacts").
+        let rest = (tau - tc).re();
+        let own = delassus::with_primal(&imp, |pf| -> Result<Vec<(usize, Partner)>, SolveError> {
+            let psf = pairs(lcp, pf, rest.max(0.0))?;
+            Ok(psf
+                .iter()
+                .enumerate()
+                .filter(|(j, pair)| {
+                    *j != k
+                        && gap_at(pf, pair, 0.0).0.abs() <= TOUCH
+                        && first_root(pf, pair, rest, h).is_some()
+                })
+                .map(|(_, pair)| (pair.i, pair.partner))
+                .collect())
+        })?;
+        let (v_imp, cs, its) = impact(lcp, &imp, &own)?;
         acc.stats.iterations += its;
         acc.contacts.extend(cs);
         acc.v_next = v_imp;
