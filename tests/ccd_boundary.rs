@@ -684,10 +684,11 @@ fn random_case(
 /// with the contact point, R ≥ 0.1 m): truncation ε²/6 · third
 /// derivative (~1e-10) plus round-off 1e-16/ε (~1e-10), with margin.
 #[test]
-#[ignore = "issue 43, open: fails on two balls onto the plane in one step (a second \
-            pair touching at the first's impact is resolved at the first's time), on \
-            some three-ball cases, and for fd across t = 0 (a touching initial state \
-            perturbed into penetration)"]
+#[ignore = "issue 43, open: cases #21 and #89 (a frictionless ball leaving the plane \
+            in the step of its impact): ift finds the residual singular in the next \
+            step and lift/unrolled are off by 2.8e-4; the spurious derivative comes \
+            from the ordinary lcp sub-step after the impact (a touching, separating \
+            contact with mu = 0), not from the split"]
 fn random_impacts_on_and_off_boundaries_match_continuous_time() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(43);
     let mut cases = Vec::new();
@@ -733,6 +734,23 @@ fn random_impacts_on_and_off_boundaries_match_continuous_time() {
             (Method::Unrolled, "unrolled", 1e-8),
             (Method::Fd, "fd", 1e-6),
         ] {
+            // fd only inside steps. A case touching and approaching at
+            // t = 0 sits on the edge of the domain: a −ε perturbation
+            // starts it penetrating (no continuous-time answer), so
+            // central differences there are meaningless (one-sided ones
+            // would be the comparison). On a boundary t_c = k h > 0 a ±ε
+            // perturbation puts the impact within ε/|v_n| of a step's end
+            // or start, where the ordinary sub-step up to the impact ends
+            // at an exactly closing contact and its position-level row
+            // turns the round-off of the gap into an impulse of
+            // ~ulp/t_c (open, see docs/backends.md): fd there is off by
+            // ~1e-16/(t_c ε) ≈ 1e-4, a defect of the split step, not of
+            // the derivatives. The exact methods are compared everywhere
+            // (at t = 0 with the one-sided limit from the open side,
+            // which the reference gives).
+            if method == Method::Fd && boundary {
+                continue;
+            }
             let (x, j) = match simulated(c, true, method) {
                 Ok(r) => r,
                 Err(e) => {
@@ -746,8 +764,8 @@ fn random_impacts_on_and_off_boundaries_match_continuous_time() {
             *slot = slot.max(ej);
             if ex > 1e-12 || ej > tol {
                 fails.push(format!(
-                    "{}: {name}: state error {ex:.1e}, Jacobian error {ej:.1e} (tolerance {tol:e})",
-                    c.label
+                    "{} {:?}: {name}: state error {ex:.1e}, Jacobian error {ej:.1e} (tolerance {tol:e})",
+                    c.label, reference_jacobian(c).2.iter().map(|e| e.t).collect::<Vec<_>>()
                 ));
             }
         }
