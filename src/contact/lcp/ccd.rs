@@ -68,6 +68,26 @@
 //! differentiable there (a head-on or oblique impact at `φ̇ ≠ 0`; a
 //! grazing one is not).
 //!
+//! # Simultaneous impacts
+//!
+//! The impact LCP at pair `k`'s `t_c` takes every touching contact
+//! except those of other pairs that are touching and approaching there
+//! with a time of impact of their own (a tie with `k`): those are met
+//! in the next sub-step at their own `t_c ≈ 0`, so each pair's
+//! derivative is that of its own implicit equation (two balls reaching
+//! a plane at the same instant are independent, and stay so). For pairs
+//! that share a body, simultaneous impacts have no unique
+//! continuous-time derivative; this is the one-sided limit in which the
+//! pair found first meets first (after its impact the other one is
+//! met only if it still approaches). Resting contacts (touching, not
+//! approaching: a Newton's cradle's chain) stay in the impact LCP.
+//!
+//! Open: the sub-step up to an impact ends with the impacting pair at
+//! an exactly closing gap, and its position-level row in the ordinary
+//! step turns the round-off of that gap into an impulse of about
+//! `ulp/t_c` (1e-11 m/s for `t_c` = 1e-6 s), which `fd` sees when its
+//! perturbation puts an impact just past a step boundary.
+//!
 //! # Zero-duration sub-steps
 //!
 //! A sub-step whose duration is at most `EDGE h` in magnitude on primal
