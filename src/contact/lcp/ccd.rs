@@ -202,13 +202,6 @@ struct Pair<T: Scalar> {
     partner: Partner,
 }
 
-impl<T: Scalar> Pair<T> {
-    /// Whether a contact candidate `(a, b)` is this pair's.
-    fn is(&self, a: usize, b: Partner) -> bool {
-        same_pair((self.i, self.partner), a, b)
-    }
-}
-
 /// Whether the contact candidate `(a, b)` is the pair of body `i` and
 /// `partner` (either order for two bodies).
 fn same_pair((i, partner): (usize, Partner), a: usize, b: Partner) -> bool {
