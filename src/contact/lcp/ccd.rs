@@ -16,12 +16,12 @@
 //! parabola `c + t v + t² a / 2`). Starting with the remaining time
 //! `τ = h`:
 //!
-//! 1. The time of impact `t_c`: the first root in `(0, τ)` of the gap
-//!    `φ(c(t))` of every pair of shapes that is not touching at the start
-//!    of the sub-step (gap above [`TOUCH`]).
-//! 2. No root: the ordinary step of duration `τ` ends the step.
-//! 3. A root: the ordinary step of duration `t_c` brings the pair to
-//!    `φ = 0`; then the impact at `q_c = q(t_c)`: the velocity-level
+//! 1. The time of impact `t_c`: the first root of the gap `φ(c(t))` of
+//!    any pair in the sub-step, from `t = 0` up to its end `τ`, both ends
+//!    included ("Classification" below).
+//! 2. No root: the sub-step of duration `τ` ends the step.
+//! 3. A root: the sub-step of duration `t_c` brings the pair to `φ = 0`;
+//!    then the impact at `q_c = q(t_c)`: the velocity-level
 //!    boxed LCP of the contacts touching there (gap ≤ [`TOUCH`]),
 //!    `M(v' − v⁻) = Wᵀf` with the contact frames and impulse maps `W`
 //!    at `q_c`, the normal rows `v_n' + e min(v_n⁻, 0) ≥ 0 ⊥ f_n ≥ 0`
@@ -30,9 +30,83 @@
 //!    to 1 (at most [`MAX_IMPACTS`] impacts per step, then a typed
 //!    error).
 //!
-//! Pairs touching at the start of a sub-step are handled by the
-//! sub-step's contact solve, with Newton's law on the ones approaching
-//! (`lcp`'s restitution bias, see the backend docs).
+//! # Classification
+//!
+//! Every pair with a time of impact is in exactly one of three classes at
+//! the start of a sub-step, on primal values (`φ₀`, `φ̇₀` its gap and gap
+//! rate there, `h` the whole step's duration):
+//!
+//! * **apart** (`φ₀ > TOUCH`): its time of impact is the first root of
+//!   `φ(c(t))` in `(0, τ + EDGE h]`;
+//! * **touching and approaching** (`|φ₀| ≤ TOUCH` and `φ̇₀ h < −TOUCH`,
+//!   i.e. on its start velocity it would leave the touching band within
+//!   one step): an impact *now*, at the root of `φ(c(t))` next to `t = 0`
+//!   (Newton from 0; it lies within `TOUCH/|φ̇₀|` of 0, a little negative
+//!   when the pair closed within round-off before the start), kept in
+//!   `[−EDGE h, τ + EDGE h]`;
+//! * **resting** (touching and not approaching, separating or slower than
+//!   `TOUCH/h`) or penetrating deeper than `TOUCH`: no time of impact;
+//!   the sub-step's contact solve holds it (position-level and inelastic,
+//!   with `lcp`'s restitution bias for an approaching one, see the
+//!   backend docs).
+//!
+//! So a gap that closes exactly at a step boundary is the same impact on
+//! either side of round-off: a root at `τ` (or within `EDGE h` past it)
+//! is taken in this step, with a remaining sub-step of (almost) zero
+//! duration; a root just past that window leaves the pair apart by more
+//! than round-off at the end of the step and touching and approaching at
+//! the start of the next, whose impact is then at `t_c ≈ 0`. After an
+//! impact every touching contact separates or rests
+//! (`v_n' ≥ −e min(v_n⁻, 0) ≥ 0`), so the same pair is not met again.
+//!
+//! In both cases `t_c` is the root of its implicit equation
+//! `φ(q(t_c)) = 0` and keeps its derivative parts (from `refine`) even
+//! where its primal value is 0 or `τ`: the derivatives are those of the
+//! continuous-time impact, the one-sided limit from the open side (the
+//! side where the impact is inside the step), which is the
+//! continuous-time derivative whenever the continuous trajectory is
+//! differentiable there (a head-on or oblique impact at `φ̇ ≠ 0`; a
+//! grazing one is not).
+//!
+//! # Simultaneous impacts
+//!
+//! The impact LCP at pair `k`'s `t_c` takes every touching contact
+//! except those of other pairs that are touching and approaching there
+//! with a time of impact of their own (a tie with `k`): those are met
+//! in the next sub-step at their own `t_c ≈ 0`, so each pair's
+//! derivative is that of its own implicit equation (two balls reaching
+//! a plane at the same instant are independent, and stay so). For pairs
+//! that share a body, simultaneous impacts have no unique
+//! continuous-time derivative; this is the one-sided limit in which the
+//! pair found first meets first (after its impact the other one is
+//! met only if it still approaches). Resting contacts (touching, not
+//! approaching: a Newton's cradle's chain) stay in the impact LCP.
+//!
+//! Open: the sub-step up to an impact ends with the impacting pair at
+//! an exactly closing gap, and its position-level row in the ordinary
+//! step turns the round-off of that gap into an impulse of about
+//! `ulp/t_c` (1e-11 m/s for `t_c` = 1e-6 s), which `fd` sees when its
+//! perturbation puts an impact just past a step boundary.
+//!
+//! # Zero-duration sub-steps
+//!
+//! A sub-step whose duration is at most `EDGE h` in magnitude on primal
+//! values (the sub-step up to an impact at `t_c ≈ 0`, the remainder after
+//! one at `t_c ≈ τ`) is free flight, `M(v⁺ − v) = t (u − c)`,
+//! `q⁺ = q ⊕ t v⁺`, with no contact impulse: the ordinary step divides
+//! its normal rows by the duration (`φ(q⁺)/t`), which has no primal part
+//! here, and over a duration of primal size ≤ `EDGE h` an impulse of a
+//! loaded contact is ≤ `EDGE h |a|`. Free flight is computed in the
+//! scalar type and never divides by `t`, so a duration with zero primal
+//! part and non-zero derivative parts is exact to every order (hyper-dual
+//! Hessians included) for the bodies that move freely over it: this is
+//! the one-sided limit `t → 0⁺` of the split step, and for the pair at
+//! its impact the time-of-impact model itself (`c(t)` above is free
+//! motion). A body held by a resting, loaded contact (under gravity or
+//! a control) during a zero-duration sub-step gets `t a` of velocity and
+//! `t² a` of position from it, which the next sub-step's position-level
+//! rows take back: exact to first order, off by `O(δ² |a| / h)` in second
+//! derivatives (`δ` the duration's derivative part).
 //!
 //! The impact has no time scale: its rows are `W(q_c) v'`, exact for any
 //! geometry (two equal frictionless balls with `e = 1` exchange the
@@ -88,7 +162,13 @@ use crate::Scalar;
 
 /// Gap (m) at or below which a pair is touching: it has no time of impact
 /// and takes part in the impact solves.
-pub const TOUCH: f64 = 1e-9;
+pub const TOUCH: f64 = delassus::TOUCH;
+
+/// Relative width (of the step's duration `h`) of the time window around
+/// a sub-step's ends: a root up to `EDGE h` past the end of a sub-step is
+/// still its impact, and a sub-step whose duration is at most `EDGE h` in
+/// magnitude is a zero-duration sub-step (module docs).
+pub const EDGE: f64 = 1e-9;
 
 /// Largest number of impacts in one step.
 pub const MAX_IMPACTS: usize = 64;
@@ -118,6 +198,18 @@ struct Pair<T: Scalar> {
     i: usize,
     r: T,
     other: Other<T>,
+    /// The other side as the contact candidates name it.
+    partner: Partner,
+}
+
+/// Whether the contact candidate `(a, b)` is the pair of body `i` and
+/// `partner` (either order for two bodies).
+fn same_pair((i, partner): (usize, Partner), a: usize, b: Partner) -> bool {
+    match (partner, b) {
+        (Partner::Body(j), Partner::Body(jb)) => (a == i && jb == j) || (a == j && jb == i),
+        (Partner::Static(s), Partner::Static(sb)) => a == i && s == sb,
+        _ => false,
+    }
 }
 
 /// Centre, velocity and acceleration of free body `i` at the start of a
@@ -184,7 +276,7 @@ fn gap_at<T: Scalar>(p: &StepProblem<'_, T>, pair: &Pair<T>, t: T) -> (T, T) {
     }
 }
 
-/// The smallest root in `(0, tau)` of `α t² + β t + γ` with `γ > 0`.
+/// The smallest root in `(0, tau]` of `α t² + β t + γ` with `γ > 0`.
 fn quadratic_root(alpha: f64, beta: f64, gamma: f64, tau: f64) -> Option<f64> {
     let mut roots = [f64::NAN; 2];
     if alpha.abs() <= 1e-300 {
@@ -203,23 +295,47 @@ fn quadratic_root(alpha: f64, beta: f64, gamma: f64, tau: f64) -> Option<f64> {
     }
     roots
         .into_iter()
-        .filter(|t| t.is_finite() && *t > 0.0 && *t < tau)
+        .filter(|t| t.is_finite() && *t > 0.0 && *t <= tau)
         .fold(None, |acc: Option<f64>, t| Some(acc.map_or(t, |a| a.min(t))))
 }
 
-/// The first root of a pair's gap in `(0, tau)` on primal values
-/// (module docs), `None` when the pair does not meet in the sub-step (or
-/// only within `1e-9 tau` of its end: the sub-step then ends touching,
-/// and the next one bounces it).
-fn first_root(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Option<f64> {
-    first_root_any(p, pair, tau).filter(|t| *t < tau * (1.0 - 1e-9))
-}
-
-fn first_root_any(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Option<f64> {
-    let (phi0, _) = gap_at(p, pair, 0.0);
-    if phi0 <= TOUCH {
+/// The time of impact of a pair in a sub-step of duration `tau` of a step
+/// of duration `h`, on primal values (module docs, "Classification"):
+///
+/// * touching (`|φ₀| ≤ TOUCH`) and approaching (`φ̇₀ h < −TOUCH`): the
+///   root of `φ(c(t)) = 0` next to `t = 0` by Newton from `0` (it may be a
+///   little negative: a pair that closed within round-off before the
+///   start), kept if it lies in `[−EDGE h, tau + EDGE h]`;
+/// * apart (`φ₀ > TOUCH`): the first root in `(0, tau + EDGE h]`;
+/// * otherwise (touching and not approaching, or penetrating deeper than
+///   `TOUCH`): `None`.
+fn first_root(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64, h: f64) -> Option<f64> {
+    let (phi0, rate0) = gap_at(p, pair, 0.0);
+    let end = tau + EDGE * h;
+    if phi0 < -TOUCH {
         return None;
     }
+    if phi0 <= TOUCH {
+        if !(rate0 * h < -TOUCH) {
+            return None;
+        }
+        let scale = 1e-12 * (1.0 + pair.r);
+        let mut t = 0.0;
+        for _ in 0..50 {
+            let (f, df) = gap_at(p, pair, t);
+            if !(df < 0.0) {
+                return None;
+            }
+            let dt = f / df;
+            t -= dt;
+            if dt.abs() <= 1e-15 * (h + t.abs()) || f.abs() <= scale * 1e-3 {
+                break;
+            }
+        }
+        return (t >= -EDGE * h && t <= end && gap_at(p, pair, t).0.abs() <= 1e3 * scale)
+            .then_some(t);
+    }
+    let tau = end;
     let mi = motion(p, pair.i);
     // Relative motion against the other side.
     let (dv, da) = match &pair.other {
@@ -269,7 +385,7 @@ fn first_root_any(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Optio
             break;
         }
         t += phi / speed;
-        if t >= tau {
+        if t > tau {
             return None;
         }
         phi = gap_at(p, pair, t).0;
@@ -285,7 +401,7 @@ fn first_root_any(p: &StepProblem<'_, f64>, pair: &Pair<f64>, tau: f64) -> Optio
         t -= f / df;
     }
     let f = gap_at(p, pair, t).0;
-    (f.abs() <= 1e3 * scale && t > 0.0 && t < tau).then_some(t)
+    (f.abs() <= 1e3 * scale && t > 0.0 && t <= tau).then_some(t)
 }
 
 /// The refinement of a primal root `t0` in `T` (module docs).
@@ -339,7 +455,7 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
     for (ii, &i) in bodies.iter().enumerate() {
         let (ri, ini, di) = bound(i);
         let ci = motion(p, i).c.map(|x| x.re());
-        for st in p.statics.iter() {
+        for (si, st) in p.statics.iter().enumerate() {
             let other = match (sphere(i), &st.shape) {
                 (Some(_), Shape::Plane { normal, offset }) => {
                     let n = st.pose.act(normal) - st.pose.translation;
@@ -359,7 +475,12 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
                 _ => None,
             };
             if let (Some(r), Some(other)) = (sphere(i), other) {
-                out.push(Pair { i, r, other });
+                out.push(Pair {
+                    i,
+                    r,
+                    other,
+                    partner: Partner::Static(si),
+                });
                 continue;
             }
             // No time of impact: safe only if the step cannot miss it.
@@ -385,6 +506,7 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
                     i,
                     r,
                     other: Other::Body { j, r: rj },
+                    partner: Partner::Body(j),
                 });
                 continue;
             }
@@ -400,17 +522,18 @@ fn pairs<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>, tau: f64) -> Result<Vec<P
     Ok(out)
 }
 
-/// The first impact of a sub-step of duration `tau` on primal values:
-/// `(pair index, t_c)`.
+/// The first impact of a sub-step of duration `tau` of a step of duration
+/// `h` on primal values: `(pair index, t_c)`.
 fn first_impact(
     lcp: &Lcp,
     p: &StepProblem<'_, f64>,
     tau: f64,
+    h: f64,
 ) -> Result<Option<(usize, f64)>, SolveError> {
-    let ps = pairs(lcp, p, tau)?;
+    let ps = pairs(lcp, p, tau.max(0.0))?;
     let mut best: Option<(usize, f64)> = None;
     for (k, pair) in ps.iter().enumerate() {
-        if let Some(t) = first_root(p, pair, tau) {
+        if let Some(t) = first_root(p, pair, tau, h) {
             if best.is_none_or(|(_, b)| t < b) {
                 best = Some((k, t));
             }
@@ -421,7 +544,41 @@ fn first_impact(
 
 /// Whether the step of `p` is split at a time of impact.
 pub fn splits(lcp: &Lcp, p: &StepProblem<'_, f64>) -> Result<bool, SolveError> {
-    Ok(p.ccd && first_impact(lcp, p, p.h)?.is_some())
+    Ok(p.ccd && first_impact(lcp, p, p.h, p.h)?.is_some())
+}
+
+/// One sub-step of duration `p.h` of a step of duration `h` (module docs):
+/// the ordinary `lcp` step, or, when `|p.h|` is at most `EDGE h` on primal
+/// values, the zero-duration sub-step: free flight
+/// (`M(v⁺ − v) = p.h (u − c)`, `q⁺ = q ⊕ p.h v⁺`, no contact impulse),
+/// which never divides by the duration, so a duration with zero primal
+/// part and non-zero derivative parts is exact in any scalar.
+fn sub_step<T: Scalar>(
+    lcp: &Lcp,
+    p: &StepProblem<'_, T>,
+    h: f64,
+) -> Result<StepSolution<T>, SolveError> {
+    if p.h.re().abs() > EDGE * h {
+        return Ok(delassus::solve(lcp, p)?.0);
+    }
+    let dynamics = SolveError::Dynamics;
+    let (v_next, _) = crate::dynamics::free::free_flight_velocity(
+        p.model,
+        p.q,
+        p.v,
+        p.u,
+        &p.gravity,
+        p.h,
+        &Default::default(),
+    )
+    .map_err(dynamics)?;
+    let q_next = crate::dynamics::free::integrate_model(p.model, p.q, &v_next, p.h).map_err(dynamics)?;
+    Ok(StepSolution {
+        q_next,
+        v_next,
+        contacts: Vec::new(),
+        stats: Default::default(),
+    })
 }
 
 fn add_stats<T: Scalar>(acc: &mut StepSolution<T>, s: StepSolution<T>) {
@@ -450,6 +607,7 @@ fn add_stats<T: Scalar>(acc: &mut StepSolution<T>, s: StepSolution<T>) {
 fn impact<T: Scalar>(
     lcp: &Lcp,
     p: &StepProblem<'_, T>,
+    later: &[(usize, Partner)],
 ) -> Result<(DVec<T>, Vec<ContactImpulse<T>>, usize), SolveError> {
     let cands = delassus::with_primal(p, |pf| -> Result<_, SolveError> {
         let mut detect = DetectScratch::default();
@@ -460,7 +618,9 @@ fn impact<T: Scalar>(
         for island in islands(pf.model, cands) {
             let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;
             for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
-                if ce.contact.gap <= TOUCH {
+                let own = c.link.is_none()
+                    && later.iter().any(|&pair| same_pair(pair, c.a, c.b));
+                if ce.contact.gap <= TOUCH && !own {
                     keep.push(c.clone());
                 }
             }
@@ -643,6 +803,7 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
         contacts: Vec::new(),
         stats: Default::default(),
     };
+    let h = p.h.re();
     let mut tau = p.h;
     for _ in 0..=MAX_IMPACTS {
         let (q, v) = (acc.q_next.clone(), acc.v_next.clone());
@@ -652,17 +813,18 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
             h: tau,
             ..*p
         };
-        let hit = delassus::with_primal(&sub, |pf| first_impact(lcp, pf, pf.h))?;
+        let hit = delassus::with_primal(&sub, |pf| first_impact(lcp, pf, pf.h, h))?;
         let Some((k, t0)) = hit else {
-            let s = delassus::solve(lcp, &sub)?.0;
+            let s = sub_step(lcp, &sub, h)?;
             add_stats(&mut acc, s);
             return Ok(acc);
         };
-        let ps = pairs(lcp, &sub, tau.re())?;
+        let ps = pairs(lcp, &sub, tau.re().max(0.0))?;
         let tc = refine(&sub, &ps[k], t0);
-        // The ordinary step up to the impact.
+        // The step up to the impact (zero-duration when t_c is on the
+        // sub-step's start).
         let pre = StepProblem { h: tc, ..sub };
-        let s = delassus::solve(lcp, &pre)?.0;
+        let s = sub_step(lcp, &pre, h)?;
         add_stats(&mut acc, s);
         // The impact at q(t_c): touching contacts only, velocity level.
         let (qc, vc) = (acc.q_next.clone(), acc.v_next.clone());
@@ -671,7 +833,26 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
             v: &vc,
             ..*p
         };
-        let (v_imp, cs, its) = impact(lcp, &imp)?;
+        // The other pairs touching here with a time of impact of their
+        // own (touching and approaching, "Classification"; a tie with
+        // pair k) are left to it: the next sub-step meets each at its own
+        // `t_c ≈ 0`, so that its derivative is that of its own implicit
+        // equation, not of pair k's (module docs, "Simultaneous impacts").
+        let rest = (tau - tc).re();
+        let own = delassus::with_primal(&imp, |pf| -> Result<Vec<(usize, Partner)>, SolveError> {
+            let psf = pairs(lcp, pf, rest.max(0.0))?;
+            Ok(psf
+                .iter()
+                .enumerate()
+                .filter(|(j, pair)| {
+                    *j != k
+                        && gap_at(pf, pair, 0.0).0.abs() <= TOUCH
+                        && first_root(pf, pair, rest, h).is_some()
+                })
+                .map(|(_, pair)| (pair.i, pair.partner))
+                .collect())
+        })?;
+        let (v_imp, cs, its) = impact(lcp, &imp, &own)?;
         acc.stats.iterations += its;
         acc.contacts.extend(cs);
         acc.v_next = v_imp;

@@ -64,11 +64,37 @@
 //!
 //! Newton's impact law: a contact of a pair with combined restitution
 //! `e > 0` that bounces in the step has the normal row
-//! `φ(q⁺)/h + e v_n⁻ − max(φ(q), 0)/h ≥ 0`, i.e. `v_n⁺ ≥ −e v_n⁻` on the
-//! step's normal velocity ([`restitution_bias`](crate::contact::delassus::restitution_bias));
+//! `φ(q⁺)/h + e v_n⁻ − φ̄(q)/h ≥ 0`, i.e. `v_n⁺ ≥ −e v_n⁻` on the
+//! step's normal velocity, with `φ̄ = φ` for a gap of at least
+//! `−TOUCH` (`TOUCH = 1e-9` m; smooth through zero, so the sign of a
+//! round-off gap does not choose the law) and `φ̄ = 0` for a deeper
+//! penetration, which keeps its position correction
+//! ([`restitution_bias`](crate::contact::delassus::restitution_bias));
 //! the bias depends on the start of the step only, so every derivative
 //! method carries the bounce Jacobian. Continuous collision
-//! (`[sim] ccd = true`) splits the step at each time of impact ([`ccd`]).
+//! (`[sim] ccd = true`) splits the step at each time of impact ([`ccd`]),
+//! on a step boundary as inside a step: there the final state and its
+//! derivatives are the continuous-time ones.
+//!
+//! Without continuous collision, what is and is not exact (a contact
+//! approaching at `v_n⁻ < 0` from a gap `φ ∈ [0, −h v_n⁻)` at the start of
+//! the step; constant velocity): the velocity after the step is Newton's,
+//! `v_n⁺ = −e v_n⁻`, and so is its derivative; the gap after it is
+//! `φ − e h v_n⁻` where continuous time gives `e(−h v_n⁻ − φ)`, off by
+//! `(1 + e) φ`, and `∂φ⁺/∂φ = 1` where continuous time gives `−e`. The
+//! bounce belongs to the step that starts within one step's travel of the
+//! surface, so the rollout is discontinuous where the gap closes on a
+//! step boundary (the bounce moves to the neighbouring step, a jump of
+//! `h |v_n|` in position); on the boundary itself the derivatives are the
+//! one-sided limit from the side where the bounce is in the step that
+//! starts touching (the same as for an impact inside that step), never
+//! `1/h`-sized. No single-step law with `q⁺ = q ⊕ h v⁺` can do better:
+//! `∂φ⁺/∂φ = 1 + h ∂v_n⁺/∂φ`, so an exact `∂φ⁺/∂φ = −e` forces
+//! `∂v_n⁺/∂φ = −(1 + e)/h`. The "mirror" row
+//! `φ(q⁺)/h + e(v_n⁻ + φ(q)/h) ≥ 0` is that choice: the gap after the
+//! bouncing step is exact but the velocity carries `−(1 + e) φ/h`, whose
+//! error grows over the following steps (`(1 + e) φ` per step), so it is
+//! not used.
 
 pub mod ccd;
 pub mod solver;
@@ -308,8 +334,10 @@ impl Formulation for Lcp {
     }
 
     /// Every candidate bounces without continuous collision; with it,
-    /// only the contacts touching at the start of the (sub)step (the
-    /// others are met exactly at a time of impact, [`ccd`]).
+    /// only contacts touching at the start of the (sub)step, and of those
+    /// only the ones without a time of impact reach the bias (approaching
+    /// slower than `TOUCH/h`, or penetrating deeper than `TOUCH`): the
+    /// others are met at their time of impact ([`ccd`], "Classification").
     fn bounce_gap(&self, ccd: bool) -> Option<f64> {
         Some(if ccd {
             ccd::TOUCH

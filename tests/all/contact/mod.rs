@@ -21,3 +21,4 @@ mod soft;
 mod soft_prune;
 mod soft_robots;
 mod todorov;
+mod ccd_boundary;
