@@ -882,7 +882,11 @@ fn print_rollout_report(r: &dualsim::diff::RolloutReport) {
         "  {} of {} candidate column(s){}; event steps {:?}; bodies in impacts {:?}",
         r.columns.len(),
         r.candidate_columns,
-        if r.sampled { " (seeded sample, impact bodies always in)" } else { "" },
+        if r.sampled {
+            " (seeded sample, impact bodies always in)"
+        } else {
+            ""
+        },
         r.event_steps,
         r.impact_bodies
     );

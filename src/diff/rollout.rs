@@ -157,8 +157,14 @@ fn fd_rollout(
         let col = match model {
             Some(side) => {
                 let zero = tangent(&world.model, &last.q, &last);
-                super::step::one_sided_column(&zero, &go(side * eps)?, &go(2.0 * side * eps)?, eps, side)
-                    .0
+                super::step::one_sided_column(
+                    &zero,
+                    &go(side * eps)?,
+                    &go(2.0 * side * eps)?,
+                    eps,
+                    side,
+                )
+                .0
             }
             None => (go(eps)? - go(-eps)?) / (2.0 * eps),
         };

@@ -53,7 +53,10 @@ pub fn domain_room(world: &World<f64>, p: &Param) -> (f64, f64) {
         }
         Param::Shape(b, k) if b < nb => {
             let mut shape = world.shapes[b].clone();
-            let v = shape.as_mut().and_then(|s| shape_param(s, k)).map_or(inf, |v| *v);
+            let v = shape
+                .as_mut()
+                .and_then(|s| shape_param(s, k))
+                .map_or(inf, |v| *v);
             (v, inf)
         }
         Param::Dt => (world.dt, inf),

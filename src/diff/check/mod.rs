@@ -243,7 +243,11 @@ pub fn check(
     if !events.is_empty() {
         let take = events.len().min(cap);
         for i in 0..take {
-            let k = events[if take == 1 { 0 } else { i * (events.len() - 1) / (take - 1) }];
+            let k = events[if take == 1 {
+                0
+            } else {
+                i * (events.len() - 1) / (take - 1)
+            }];
             sample_steps.push(k.min(steps.saturating_sub(1)));
         }
     }
@@ -373,19 +377,13 @@ pub fn check(
     }
     let rollout_report = match &opts.rollout {
         Some(ro) if !blocks.is_empty() && steps > 0 => Some(rollout::check_rollout(
-            world,
-            x0,
-            controls,
-            steps,
-            &opts.diff,
-            ro,
+            world, x0, controls, steps, &opts.diff, ro,
         )?),
         _ => None,
     };
     let status = if blocks.is_empty() {
         CheckStatus::NothingChecked
-    } else if blocks.iter().all(|b| b.passed) && rollout_report.as_ref().is_none_or(|r| r.passed)
-    {
+    } else if blocks.iter().all(|b| b.passed) && rollout_report.as_ref().is_none_or(|r| r.passed) {
         CheckStatus::Passed
     } else {
         CheckStatus::Failed

@@ -200,17 +200,29 @@ fn candidates(
         let (n, k) = (&body.name, body.idx_v);
         for (field, off) in [("position", 0), ("orientation", 3)] {
             for d in 0..3 {
-                out.push((Input::Config(k + off + d), format!("{n}.{field}.{}", xyz[d]), Some(b)));
+                out.push((
+                    Input::Config(k + off + d),
+                    format!("{n}.{field}.{}", xyz[d]),
+                    Some(b),
+                ));
             }
         }
         for (field, off) in [("velocity", 0), ("angular_velocity", 3)] {
             for d in 0..3 {
-                out.push((Input::Velocity(k + off + d), format!("{n}.{field}.{}", xyz[d]), Some(b)));
+                out.push((
+                    Input::Velocity(k + off + d),
+                    format!("{n}.{field}.{}", xyz[d]),
+                    Some(b),
+                ));
             }
         }
         out.push((Input::Model(Param::Mass(b)), format!("{n}.mass"), None));
         if let Some(shape) = &world.shapes[b] {
-            out.push((Input::Model(Param::Friction(b)), format!("{n}.friction"), None));
+            out.push((
+                Input::Model(Param::Friction(b)),
+                format!("{n}.friction"),
+                None,
+            ));
             let sizes = match shape {
                 Shape::Sphere { .. } => 1,
                 Shape::Capsule { .. } | Shape::Cylinder { .. } => 2,
@@ -218,13 +230,20 @@ fn candidates(
                 _ => 0,
             };
             for s in 0..sizes {
-                out.push((Input::Model(Param::Shape(b, s)), format!("{n}.shape[{s}]"), None));
+                out.push((
+                    Input::Model(Param::Shape(b, s)),
+                    format!("{n}.shape[{s}]"),
+                    None,
+                ));
             }
         }
         for &ks in &control_steps {
             for d in 0..6 {
                 out.push((
-                    Input::Control { step: ks, index: k + d },
+                    Input::Control {
+                        step: ks,
+                        index: k + d,
+                    },
                     format!("{n}.control[step {ks}][{d}]"),
                     None,
                 ));
@@ -233,12 +252,24 @@ fn candidates(
     }
     for r in &world.robots {
         for i in 0..r.nv {
-            out.push((Input::Config(r.idx_v + i), format!("{}.q_tangent[{i}]", r.name), None));
-            out.push((Input::Velocity(r.idx_v + i), format!("{}.v[{i}]", r.name), None));
+            out.push((
+                Input::Config(r.idx_v + i),
+                format!("{}.q_tangent[{i}]", r.name),
+                None,
+            ));
+            out.push((
+                Input::Velocity(r.idx_v + i),
+                format!("{}.v[{i}]", r.name),
+                None,
+            ));
         }
     }
     for d in 0..3 {
-        out.push((Input::Model(Param::Gravity(d)), format!("sim.gravity.{}", xyz[d]), None));
+        out.push((
+            Input::Model(Param::Gravity(d)),
+            format!("sim.gravity.{}", xyz[d]),
+            None,
+        ));
     }
     out.push((Input::Model(Param::Dt), "sim.dt".into(), None));
     out
@@ -258,7 +289,11 @@ fn splitmix(state: &mut u64) -> u64 {
 fn row_labels(world: &World<f64>) -> Vec<String> {
     let nv = world.model.nv;
     let name = |i: usize| {
-        if let Some(r) = world.robots.iter().find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i)) {
+        if let Some(r) = world
+            .robots
+            .iter()
+            .find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i))
+        {
             (r.name.clone(), i - r.idx_v)
         } else {
             let b = &world.model.bodies[world.model.dof_body[i]];
@@ -365,7 +400,9 @@ pub fn compare_rollout_jacobian(
         .collect();
     let rows = row_labels(world);
     let rowmax: Vec<f64> = (0..2 * nv).map(|i| claimed.row(i).amax()).collect();
-    let colmax: Vec<f64> = (0..inputs.len()).map(|j| claimed.column(j).amax()).collect();
+    let colmax: Vec<f64> = (0..inputs.len())
+        .map(|j| claimed.column(j).amax())
+        .collect();
     let x_last = tangent(&world.model, &last.q, &last);
     let mut skipped = Vec::new();
     let mut worst_ratio: f64 = 0.0;

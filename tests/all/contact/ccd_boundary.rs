@@ -720,7 +720,10 @@ fn random_impacts_on_and_off_boundaries_match_continuous_time() {
         // sub-step after the impact (a touching, separating contact with
         // μ = 0), not from the split (docs/backends.md). Every other case
         // is asserted.
-        if KNOWN_OPEN.iter().any(|id| c.label.starts_with(&format!("#{id} "))) {
+        if KNOWN_OPEN
+            .iter()
+            .any(|id| c.label.starts_with(&format!("#{id} ")))
+        {
             continue;
         }
         let (want_x, want_j, _) = reference_jacobian(c);

@@ -1,6 +1,7 @@
 //! The contact layer and its backends.
 
 mod bilevel_face;
+mod ccd_boundary;
 mod convex_solver;
 mod implicit_ncp_flat_valley;
 mod implicit_ncp_redundant;
@@ -21,4 +22,3 @@ mod soft;
 mod soft_prune;
 mod soft_robots;
 mod todorov;
-mod ccd_boundary;

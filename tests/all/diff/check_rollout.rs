@@ -96,7 +96,10 @@ fn an_injected_wrong_rollout_derivative_is_rejected() {
         let bad = compare(&j);
         assert!(!bad.passed, "a wrong entry {wrong} passed: {bad:#?}");
         let (r, c, _, _) = bad.worst_entry.clone().unwrap();
-        assert_eq!((r.as_str(), c.as_str()), ("target.q_tangent[0]", "cue.position.x"));
+        assert_eq!(
+            (r.as_str(), c.as_str()),
+            ("target.q_tangent[0]", "cue.position.x")
+        );
     }
 }
 

@@ -1,9 +1,9 @@
 //! Derivative methods and `check`.
 
 mod check_examples;
+mod check_rollout;
 mod check_todorov;
 mod complementarity;
 mod contact;
 mod kernels;
 mod methods;
-mod check_rollout;
