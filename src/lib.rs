@@ -72,6 +72,12 @@ pub mod viz;
 #[doc(hidden)]
 pub use dualsim_macros::__kernel_inline;
 pub use dualsim_macros::kernel;
+/// The nalgebra dualsim is built on (`dualsim::nalgebra::DMatrix`): use it
+/// to match versions with the vectors and matrices of the API.
+pub use nalgebra;
+/// The num-dual dualsim is built on (`dualsim::num_dual::Dual64`): use it
+/// to match versions with the dual numbers the API takes.
+pub use num_dual;
 pub use scalar::Scalar;
 
 /// The names most programs need.

@@ -33,7 +33,9 @@
 //! `Scalar`: its derivative part lives on the heap, so it is not `Copy`
 //! (use `DualSVec64<N>` with a compile-time `N`, or `diff::` for large
 //! Jacobians). A user's own type implements the trait in three lines once it
-//! implements `RealField` (see `tests/scalar/custom.rs`).
+//! implements `RealField`: `tests/all/common/counted.rs` is a complete
+//! one, an f64 wrapper that counts its operations (`tests/all/scalar.rs`
+//! runs the engine in it).
 
 use nalgebra::{Const, RealField, Vector3};
 use num_dual::{

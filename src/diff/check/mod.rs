@@ -36,7 +36,7 @@
 //! include the rollout's event steps (a contact closes or opens,
 //! [`rollout::events`]), up to that many. Beyond the one-step Jacobians,
 //! with [`CheckOptions::rollout`] set `check` compares the Jacobian of the whole rollout that `grad` returns
-//! with finite differences of the whole rollout ([`rollout`]): an error
+//! with finite differences of the whole rollout ([`mod@rollout`]): an error
 //! that only the chaining of steps makes (a time of impact on a step
 //! boundary) fails the check there.
 
@@ -86,7 +86,7 @@ pub struct CheckOptions {
     /// docs/derivatives.md; `dualsim check --event-samples N`).
     pub max_event_samples: usize,
     /// The comparison of the whole rollout's Jacobian with finite
-    /// differences ([`rollout`]); `None` skips it. Default: `None` (off:
+    /// differences ([`mod@rollout`]); `None` skips it. Default: `None` (off:
     /// on the example scenes it does not pass everywhere yet, see
     /// docs/derivatives.md; `dualsim check --rollout` turns it on).
     pub rollout: Option<RolloutCheckOptions>,
