@@ -728,12 +728,29 @@ fn impact<T: Scalar>(
         kk.view_mut((0, n), (n, 3 * m))
             .copy_from(&(-w.transpose()));
         rhs.rows_mut(0, n).copy_from(&(&mass * &vm));
+        // the primal slip after the impact, for the friction rows of a
+        // frictionless contact (below)
+        let slip = &wf * (vm.map(|x| x.re()) + &minv_wt * &f0);
         for k in 0..m {
             let fk = nalgebra::Vector3::new(f0[3 * k], f0[3 * k + 1], f0[3 * k + 2]);
             let sts = super::statuses(muf[k], &fk);
+            // μ = 0 with a pressing normal impulse puts f_t = 0 on both
+            // bounds at once. Where the contact does not slip (a head-on
+            // impact), f_t is 0 on a whole neighbourhood: for μ > 0 it
+            // sticks with f_t = 0, and at μ = 0 any other input leaves
+            // f_t = 0. Its row is then `f_t = 0` (both partials zero):
+            // the bound's row `f_t = ±μ f_n` would give `∂f_t/∂μ = ±f_n`,
+            // the sticking row `W_t v' = 0` a spin from a lateral offset
+            // that a frictionless contact cannot make.
+            let pinned = |d: usize| {
+                muf[k] == 0.0
+                    && sts[0] == Status::Free
+                    && slip[3 * k + d].abs() <= 1e-12 * (1.0 + slip.rows(3 * k, 3).amax())
+            };
             for d in 0..3 {
                 let row = n + 3 * k + d;
                 match (d, sts[d]) {
+                    (1 | 2, _) if pinned(d) => kk[(row, n + 3 * k + d)] = T::one(),
                     // w_d = 0: W_d v' = −bias
                     (_, Status::Free) => {
                         for j in 0..n {
