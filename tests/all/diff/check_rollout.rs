@@ -106,8 +106,11 @@ fn an_injected_wrong_rollout_derivative_is_rejected() {
 /// `check` on the two-ball scene: the impact lands exactly on the
 /// boundary of steps 32 and 33, the event steps are sampled, both balls
 /// are impact bodies, every column is compared (the scene is small) and
-/// the check passes. Friction is 0: the one-step fd of the friction
-/// columns is one-sided, no error.
+/// the whole-rollout comparison passes. Friction is 0: the one-step fd
+/// of the friction columns is one-sided, no error. (The one-step `fd`
+/// comparison at the impact step itself fails: the one-step map jumps
+/// there, which `fd`'s kink test does not recognise yet; open, see
+/// docs/derivatives.md.)
 #[test]
 fn check_samples_the_impact_and_compares_the_whole_rollout() {
     let s = load("nimble_two_ball.toml");
@@ -135,5 +138,19 @@ fn check_samples_the_impact_and_compares_the_whole_rollout() {
     );
     assert_eq!(ro.impact_bodies, ["cue", "target"]);
     assert!(!ro.sampled, "{} candidate columns", ro.candidate_columns);
-    assert!(r.passed, "{r:#?}");
+    assert!(ro.skipped.is_empty(), "{:?}", ro.skipped);
+    assert!(ro.passed, "{ro:#?}");
+    // lift and unrolled agree with ift at every sampled step, the impact
+    // steps included
+    for b in &r.blocks {
+        for m in ["ift_vs_lift", "ift_vs_unrolled"] {
+            assert!(
+                b.max_rel_diff[m] <= 1e-9,
+                "{} / {}: {m} {}",
+                b.of,
+                b.wrt,
+                b.max_rel_diff[m]
+            );
+        }
+    }
 }
