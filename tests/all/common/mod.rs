@@ -3,6 +3,7 @@
 
 pub mod check_report;
 pub mod counted;
+pub mod fixtures;
 pub mod parallel;
 pub mod robots;
 

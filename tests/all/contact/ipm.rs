@@ -6,32 +6,7 @@ use dualsim::math::{Pose, Quat, Vec3};
 use dualsim::prelude::*;
 use num_dual::DualSVec64;
 
-fn mat(mu: f64) -> Material<f64> {
-    Material {
-        friction: mu,
-        restitution: 0.0,
-    }
-}
-
-fn ground(mu: f64) -> StaticGeometry<f64> {
-    StaticGeometry {
-        name: "ground".into(),
-        shape: Shape::Plane {
-            normal: Vec3::z(),
-            offset: 0.0,
-        },
-        pose: Pose::identity(),
-        material: mat(mu),
-    }
-}
-
-fn cube_inertia(m: f64, edge: f64) -> Mat3<f64> {
-    Mat3::identity() * (m * edge * edge / 6.0)
-}
-
-fn sphere_inertia(m: f64, r: f64) -> Mat3<f64> {
-    Mat3::identity() * (0.4 * m * r * r)
-}
+use crate::common::fixtures::{cube_inertia, ground, mat, sphere_inertia};
 
 /// Runs `steps` steps, returning the trajectory and failing loudly.
 fn run(world: &World<f64>, x0: &State<f64>, steps: usize) -> Trajectory<f64> {

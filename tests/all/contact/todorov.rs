@@ -10,32 +10,7 @@ use dualsim::sim::step;
 
 const BACKENDS: [SolverKind; 2] = [SolverKind::ImplicitNcp, SolverKind::Convex];
 
-fn mat(mu: f64) -> Material<f64> {
-    Material {
-        friction: mu,
-        restitution: 0.0,
-    }
-}
-
-fn ground(mu: f64) -> StaticGeometry<f64> {
-    StaticGeometry {
-        name: "ground".into(),
-        shape: Shape::Plane {
-            normal: Vec3::z(),
-            offset: 0.0,
-        },
-        pose: Pose::identity(),
-        material: mat(mu),
-    }
-}
-
-fn cube_inertia(m: f64, edge: f64) -> Mat3<f64> {
-    Mat3::identity() * (m * edge * edge / 6.0)
-}
-
-fn sphere_inertia(m: f64, r: f64) -> Mat3<f64> {
-    Mat3::identity() * (0.4 * m * r * r)
-}
+use crate::common::fixtures::{cube_inertia, ground, mat, sphere_inertia};
 
 fn run(world: &World<f64>, x0: &State<f64>, steps: usize) -> Trajectory<f64> {
     rollout(world, x0, &Controls::Constant(world.zero_control()), steps).expect("rollout")
