@@ -11,6 +11,7 @@
 //! | [`Method::Ift`] | solve in f64; `dy/dθ = −(∂r/∂y)⁻¹ ∂r/∂θ`, the solves with `∂r/∂y` by the backend's own block-structured factorization at the solution ([`ImplicitStep::solve_jacobian`], factored once for all columns); `∂r/∂θ` exact: by default from generated `#[kernel]` Jacobians ([`ImplicitStep::kernel_partials`], see [`partials`]; free bodies and the closed-form contact pairs), otherwise ([`Partials::Dual`], robots) by dual-number evaluation of the generic residual in column blocks of 8 |
 //! | [`Method::Lift`] | solve in f64, then `k` Newton steps of the residual *in the scalar `T`* with the f64 factorization (`k` = derivative order): the dual parts are exact because they are nilpotent; works for any num-dual type (gradients, Hessians) |
 //! | [`Method::Unrolled`] | the whole solver in a dual scalar |
+//! | [`Method::Adjoint`] | rollouts only: reverse accumulation of the `ift` step Jacobians, flat in the number of inputs; with [`adjoint`] also gradients, exact Hessians and Hessian–vector products of rollout costs by the (second-order) adjoint |
 //! | [`Method::Fd`] | central differences, perturbing on the manifold (`q ⊕ δ`); with [`DiffOptions::fd_extrapolate`] (as in [`check()`]) also at 2ε, Richardson-extrapolated where smooth |
 //!
 //! Inputs are named by [`Param`]; outputs are the next state in the tangent
@@ -25,6 +26,7 @@
 //! V-D): small ρ gives the exact, possibly discontinuous, derivative of the
 //! hard contact model; larger ρ a smoothed one.
 
+pub mod adjoint;
 pub mod batch;
 pub mod check;
 pub mod complementarity;
@@ -37,6 +39,7 @@ mod seed;
 mod step;
 
 pub use crate::contact::dense_solve;
+pub use adjoint::{rollout_gradient, rollout_hessian, rollout_hvp, Linearization, StageCost};
 pub use batch::batch_rollout_jacobians;
 pub use check::{
     check, check_rollout, compare_rollout_jacobian, BlockReport, CheckOptions, CheckReport,
@@ -65,11 +68,25 @@ pub enum Method {
     Unrolled,
     /// Central finite differences on the manifold.
     Fd,
+    /// Reverse accumulation of the `ift` step Jacobians through a rollout
+    /// ([`adjoint`]): one adjoint per output row, so the cost does not
+    /// grow with the number of inputs. For one step it is `ift`.
+    Adjoint,
 }
 
 impl Method {
     /// All methods, in report order.
-    pub const ALL: [Method; 4] = [Method::Ift, Method::Lift, Method::Unrolled, Method::Fd];
+    pub const ALL: [Method; 5] = [
+        Method::Ift,
+        Method::Lift,
+        Method::Unrolled,
+        Method::Fd,
+        Method::Adjoint,
+    ];
+
+    /// The methods that differ for one step (`check` compares them;
+    /// `adjoint` is `ift` for one step).
+    pub const STEP: [Method; 4] = [Method::Ift, Method::Lift, Method::Unrolled, Method::Fd];
 
     /// The method's name on the command line.
     pub fn name(&self) -> &'static str {
@@ -78,6 +95,7 @@ impl Method {
             Method::Lift => "lift",
             Method::Unrolled => "unrolled",
             Method::Fd => "fd",
+            Method::Adjoint => "adjoint",
         }
     }
 

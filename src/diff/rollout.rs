@@ -275,6 +275,9 @@ pub fn rollout_jacobian(
         Method::Lift => dual_rollout(&w, x0, controls, steps, inputs, true),
         Method::Unrolled => dual_rollout(&w, x0, controls, steps, inputs, false),
         Method::Fd => fd_rollout(&w, x0, controls, steps, inputs, opts.fd_eps),
+        Method::Adjoint => {
+            super::adjoint::reverse_rollout_jacobian(&w, x0, controls, steps, inputs, opts)
+        }
     }
 }
 

@@ -308,7 +308,7 @@ fn output_blocks(
 ///    are `T_δ dδ_b/dθ + T_v dv⁺_b/dθ + T_h dh/dθ` with the per-body
 ///    blocks of [`output_blocks`] (`δ` moves only with `Param::Q`, `h` only
 ///    with `Param::Dt`).
-fn ift<B: ImplicitStep>(
+pub(crate) fn ift<B: ImplicitStep>(
     b: &B,
     world: &World<f64>,
     state: &State<f64>,
@@ -449,7 +449,7 @@ fn articulated_output(
 /// 72 n² bytes per solve, 450 MB for the 2 500 unknowns of the sphere
 /// pile), and the zeros of the factors (one block per contact island) are
 /// skipped.
-struct LiftedLu {
+pub(crate) struct LiftedLu {
     /// The pseudo-inverse instead of the factors, for a backend whose
     /// `∂r/∂y` is singular by design
     /// ([`ContactBackend::REDUNDANT`](crate::contact::ContactBackend::REDUNDANT)).
@@ -462,7 +462,7 @@ struct LiftedLu {
 
 impl LiftedLu {
     /// `None` when `J` is singular (a zero or non-finite pivot).
-    fn new(j: &DMat<f64>) -> Option<Self> {
+    pub(crate) fn new(j: &DMat<f64>) -> Option<Self> {
         let n = j.nrows();
         let f = faer::Mat::<f64>::from_fn(n, n, |r, c| j[(r, c)]).partial_piv_lu();
         let (l, u) = (f.L(), f.U());
@@ -479,7 +479,7 @@ impl LiftedLu {
     }
 
     /// The pseudo-inverse of `J` (redundant backends).
-    fn pseudo(j: &DMat<f64>, nv: usize) -> Result<Self, DiffError> {
+    pub(crate) fn pseudo(j: &DMat<f64>, nv: usize) -> Result<Self, DiffError> {
         let p = crate::contact::delassus::pinv_unique(j, nv).map_err(singular)?;
         Ok(LiftedLu {
             pinv: Some(p),
@@ -489,7 +489,7 @@ impl LiftedLu {
     }
 
     /// `J⁻¹ r`, by column-oriented forward and back substitution.
-    fn solve<T: Scalar>(&self, r: &DVec<T>) -> DVec<T> {
+    pub(crate) fn solve<T: Scalar>(&self, r: &DVec<T>) -> DVec<T> {
         if let Some(p) = &self.pinv {
             return DVec::from_fn(p.nrows(), |i, _| {
                 let mut acc = T::zero();
@@ -521,6 +521,39 @@ impl LiftedLu {
             }
         }
         x
+    }
+
+    /// `J⁻ᵀ b` (f64): with `P J = L U`, `Jᵀ = Uᵀ Lᵀ P`, so forward
+    /// substitution with `Uᵀ`, back substitution with `Lᵀ`, then `Pᵀ`.
+    /// The pseudo-inverse's transpose for a redundant backend (exact when
+    /// `b` is in the range of `Jᵀ`, as an adjoint on `v⁺` is).
+    pub(crate) fn solve_t(&self, b: &DVec<f64>) -> DVec<f64> {
+        if let Some(p) = &self.pinv {
+            return p.transpose() * b;
+        }
+        let n = self.perm.len();
+        let mut w = b.clone();
+        // Uᵀ w₁ = b (Uᵀ lower triangular)
+        for i in 0..n {
+            let mut acc = w[i];
+            for k in 0..i {
+                acc -= self.lu[(k, i)] * w[k];
+            }
+            w[i] = acc / self.lu[(i, i)];
+        }
+        // Lᵀ w₂ = w₁ (unit upper triangular)
+        for i in (0..n).rev() {
+            let mut acc = w[i];
+            for k in i + 1..n {
+                acc -= self.lu[(k, i)] * w[k];
+            }
+            w[i] = acc;
+        }
+        let mut out = DVec::zeros(n);
+        for i in 0..n {
+            out[self.perm[i]] = w[i];
+        }
+        out
     }
 }
 
@@ -934,6 +967,11 @@ pub fn step_jacobian_with(
     opts: &DiffOptions,
     workspace: &mut crate::contact::Workspace<f64>,
 ) -> Result<StepJacobian, DiffError> {
+    let method = if method == Method::Adjoint {
+        Method::Ift
+    } else {
+        method
+    };
     if method != Method::Ift || opts.gradient != Gradient::Exact {
         return step_jacobian(world, state, u, params, method, opts);
     }
@@ -974,6 +1012,12 @@ pub fn step_jacobian(
     method: Method,
     opts: &DiffOptions,
 ) -> Result<StepJacobian, DiffError> {
+    // For one step, the reverse form is the same implicit-function solve.
+    let method = if method == Method::Adjoint {
+        Method::Ift
+    } else {
+        method
+    };
     // the solve of `ift` and `fd` does not go through `sim::step`: the same
     // input checks (a non-finite control is an error, not a NaN Jacobian)
     crate::sim::check_inputs(world, state, u)?;
@@ -997,7 +1041,7 @@ pub fn step_jacobian(
             with_world_backend!(w, |b| ift(&b, &w, state, u, params, opts.partials, None))
         }
         Method::Lift => unrolled(&w, state, u, params, true),
-        Method::Unrolled => unrolled(&w, state, u, params, false),
+        Method::Unrolled | Method::Adjoint => unrolled(&w, state, u, params, false),
         Method::Fd => with_world_backend!(w, |b| fd(
             &b,
             &w,

@@ -107,7 +107,12 @@ pub enum OptError {
 /// How the exact Hessian is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HessianMethod {
-    /// Hyper-dual numbers through [`crate::diff::lift_step`].
+    /// The second-order adjoint, stage-wise ([`crate::diff::adjoint`]):
+    /// one forward rollout with each step's factorization, one backward
+    /// pass, and per step the second derivatives of the step contracted
+    /// with its adjoint (the fastest exact method, the default).
+    Adjoint,
+    /// Hyper-dual numbers through [`crate::diff::lift_step`] (reference).
     Lift,
     /// The whole solver in hyper-dual numbers.
     Unrolled,
@@ -117,7 +122,8 @@ pub enum HessianMethod {
 
 impl HessianMethod {
     /// All methods, in report order.
-    pub const ALL: [HessianMethod; 3] = [
+    pub const ALL: [HessianMethod; 4] = [
+        HessianMethod::Adjoint,
         HessianMethod::Lift,
         HessianMethod::Unrolled,
         HessianMethod::Fd,
@@ -126,6 +132,7 @@ impl HessianMethod {
     /// The command-line name.
     pub fn name(&self) -> &'static str {
         match self {
+            HessianMethod::Adjoint => "adjoint",
             HessianMethod::Lift => "lift",
             HessianMethod::Unrolled => "unrolled",
             HessianMethod::Fd => "fd",
@@ -402,8 +409,87 @@ impl Objective {
         Ok((value, e, j))
     }
 
-    /// f(δ) and ∇f(δ) (`ift`).
+    /// f(δ) and ∇f(δ) by the adjoint ([`crate::diff::rollout_gradient`]:
+    /// one forward rollout with step Jacobians and one backward pass,
+    /// whatever the number of decision variables).
     pub fn gradient(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let (c, g) = crate::diff::rollout_gradient(
+            &w,
+            &x,
+            &us,
+            self.steps,
+            &self.inputs,
+            &Stages(self),
+            &DiffOptions::default(),
+        )?;
+        let d = DVec::from_column_slice(delta);
+        let value = c + 0.5 * self.regularization * d.norm_squared();
+        let g = g + d * self.regularization;
+        if !value.is_finite() || !g.iter().all(|v| v.is_finite()) {
+            return Err(OptError::NonFinite { what: "gradient" });
+        }
+        Ok((value, g))
+    }
+
+    /// Value, gradient and exact Hessian by the second-order adjoint.
+    fn adjoint_hessian(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let (c, g, h) = crate::diff::rollout_hessian(
+            &w,
+            &x,
+            &us,
+            self.steps,
+            &self.inputs,
+            &Stages(self),
+            &DiffOptions::default(),
+        )?;
+        let n = self.dim();
+        let d = DVec::from_column_slice(delta);
+        let value = c + 0.5 * self.regularization * d.norm_squared();
+        let gradient = g + &d * self.regularization;
+        let hessian = h + DMat::identity(n, n) * self.regularization;
+        if !value.is_finite() || !gradient.iter().chain(hessian.iter()).all(|v| v.is_finite()) {
+            return Err(OptError::NonFinite { what: "Hessian" });
+        }
+        Ok(Derivatives {
+            value,
+            gradient,
+            hessian,
+        })
+    }
+
+    /// f(δ), ∇f(δ) and the Hessian–vector product `∇²f(δ) v` by
+    /// forward-over-reverse ([`crate::diff::rollout_hvp`]).
+    pub fn hessian_vector(
+        &self,
+        delta: &[f64],
+        v: &[f64],
+    ) -> Result<(f64, DVec<f64>, DVec<f64>), OptError> {
+        let (w, x, us) = self.at(delta)?;
+        let dir = DVec::from_column_slice(v);
+        let (c, g, hv) = crate::diff::rollout_hvp(
+            &w,
+            &x,
+            &us,
+            self.steps,
+            &self.inputs,
+            &Stages(self),
+            &dir,
+            &DiffOptions::default(),
+        )?;
+        let d = DVec::from_column_slice(delta);
+        let value = c + 0.5 * self.regularization * d.norm_squared();
+        Ok((
+            value,
+            g + d * self.regularization,
+            hv + dir * self.regularization,
+        ))
+    }
+
+    /// f(δ) and ∇f(δ) by the forward `ift` rollout Jacobian (`Jᵀ W e`;
+    /// the reference of [`Objective::gradient`]).
+    pub fn gradient_forward(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
         let (value, e, j) = self.residuals(delta)?;
         let we = DVec::from_iterator(
             e.len(),
@@ -438,6 +524,7 @@ impl Objective {
     pub fn hessian(&self, delta: &[f64], method: HessianMethod) -> Result<Derivatives, OptError> {
         self.check_len(delta);
         match method {
+            HessianMethod::Adjoint => self.adjoint_hessian(delta),
             HessianMethod::Lift => self.hyperdual_hessian(delta, true),
             HessianMethod::Unrolled => self.hyperdual_hessian(delta, false),
             HessianMethod::Fd => self.fd_hessian(delta),
@@ -496,14 +583,14 @@ impl Objective {
 
     fn fd_hessian(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
         let n = self.dim();
-        let (value, gradient) = self.gradient(delta)?;
+        let (value, gradient) = self.gradient_forward(delta)?;
         let mut hessian = DMat::zeros(n, n);
         for j in 0..n {
             let mut p = delta.to_vec();
             p[j] += FD_STEP;
-            let gp = self.gradient(&p)?.1;
+            let gp = self.gradient_forward(&p)?.1;
             p[j] -= 2.0 * FD_STEP;
-            let gm = self.gradient(&p)?.1;
+            let gm = self.gradient_forward(&p)?.1;
             hessian.set_column(j, &((gp - gm) / (2.0 * FD_STEP)));
         }
         let sym = (&hessian + hessian.transpose()) * 0.5;
@@ -651,4 +738,33 @@ pub fn output_values<T: Scalar>(world: &World<T>, last: &State<T>, outputs: &[Ou
         }
     }
     out
+}
+
+/// The objective's stage costs as the adjoint sees them: at each sampled
+/// step `k`, `½ Σᵢ wᵢ (yᵢ(x_k) − tᵢ)²`.
+struct Stages<'a>(&'a Objective);
+
+impl crate::diff::StageCost for Stages<'_> {
+    fn active(&self, k: usize) -> bool {
+        self.0.stages.iter().any(|s| s.0 == k)
+    }
+
+    fn eval<T: Scalar>(
+        &self,
+        k: usize,
+        world: &World<T>,
+        x: &State<T>,
+        _u: Option<&DVec<T>>,
+    ) -> T {
+        let o = self.0;
+        let mut c = T::zero();
+        for (_, target) in o.stages.iter().filter(|s| s.0 == k) {
+            let y = output_values(world, x, &o.outputs);
+            for ((yi, ti), wi) in y.iter().zip(target).zip(&o.weights) {
+                let e = *yi - T::from_re(*ti);
+                c += T::from_re(0.5 * wi) * e * e;
+            }
+        }
+        c
+    }
 }

@@ -167,7 +167,7 @@ impl Problem<'_> {
             }
         }
         let r = match self.method {
-            OptMethod::Newton => self.obj.hessian(p, HessianMethod::Lift),
+            OptMethod::Newton => self.obj.hessian(p, HessianMethod::Adjoint),
             OptMethod::GaussNewton => self.obj.gauss_newton(p),
             _ => self.obj.gradient(p).map(|(value, gradient)| Derivatives {
                 value,

@@ -389,7 +389,7 @@ pub fn check(
         CheckStatus::Failed
     };
     Ok(CheckReport {
-        methods: Method::ALL.iter().map(|m| m.name().to_string()).collect(),
+        methods: Method::STEP.iter().map(|m| m.name().to_string()).collect(),
         sample_steps,
         rho: opts.diff.rho.unwrap_or(world.params.rho),
         blocks,
