@@ -3,6 +3,7 @@
 mod check_examples;
 mod check_rollout;
 mod check_todorov;
+mod adjoint;
 mod complementarity;
 mod contact;
 mod kernels;
