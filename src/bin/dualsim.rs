@@ -266,6 +266,10 @@ enum Command {
         /// Stop once the cost is at or below this.
         #[arg(long, default_value_t = 1e-12)]
         target_cost: f64,
+        /// Stop once the gradient norm is at or below this times the cost
+        /// at the start (first-order optimality; not for cem).
+        #[arg(long, default_value_t = 1e-10)]
+        gradient_tolerance: f64,
         /// Stop after this much wall time (seconds).
         #[arg(long)]
         max_seconds: Option<f64>,
@@ -381,6 +385,7 @@ fn main() -> ExitCode {
             method,
             max_iterations,
             target_cost,
+            gradient_tolerance,
             max_seconds,
             out,
             json,
@@ -389,6 +394,7 @@ fn main() -> ExitCode {
             method,
             max_iterations,
             target_cost,
+            gradient_tolerance,
             max_seconds,
             out.as_deref(),
             json,
@@ -1561,18 +1567,25 @@ fn hessian(path: &Path, method: HessianMethod, check: bool, json: bool) -> ExitC
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn optimize(
     path: &Path,
     method: OptMethod,
     max_iterations: u64,
     target_cost: f64,
+    gradient_tolerance: f64,
     max_seconds: Option<f64>,
     out: Option<&Path>,
     json: bool,
 ) -> ExitCode {
     use dualsim::opt::OptimizeOptions;
-    if !(target_cost >= 0.0) || max_seconds.is_some_and(|m| !(m > 0.0)) {
-        eprintln!("error: --target-cost must be >= 0 and --max-seconds > 0");
+    if !(target_cost >= 0.0)
+        || !(gradient_tolerance >= 0.0)
+        || max_seconds.is_some_and(|m| !(m > 0.0))
+    {
+        eprintln!(
+            "error: --target-cost and --gradient-tolerance must be >= 0 and --max-seconds > 0"
+        );
         return ExitCode::from(EXIT_INPUT);
     }
     let (_, obj) = match load_objective(path) {
@@ -1583,6 +1596,7 @@ fn optimize(
         method,
         max_iterations,
         target_cost,
+        gradient_tolerance,
         max_seconds,
         progress: true,
         ..Default::default()

@@ -961,3 +961,36 @@ pub fn reverse_rollout_jacobian(
         jacobian: jac,
     })
 }
+
+/// The states `x_0 … x_N` of a rollout and their sensitivities
+/// `S_k = ∂ξ_k/∂θ` (`2 nv × inputs`, the tangent at `x_k`), by forward
+/// chaining of the `ift` step Jacobians (what Gauss–Newton's residual
+/// Jacobians at every stage need).
+pub fn state_sensitivities(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    inputs: &[Input],
+    opts: &DiffOptions,
+) -> Result<(Vec<State<f64>>, Vec<DMat<f64>>), DiffError> {
+    let nv = world.model.nv;
+    let map = InputMap::new(nv, steps, inputs)?;
+    let lin = Linearization::new(world, x0, controls, steps, &map.model, false, opts)?;
+    let n = inputs.len();
+    let mut s = DMat::zeros(2 * nv, n);
+    for (c, kind) in map.kinds.iter().enumerate() {
+        if let Kind::Init(r) = *kind {
+            s[(r, c)] = 1.0;
+        }
+    }
+    let all: Vec<usize> = (0..n).collect();
+    let mut out = Vec::with_capacity(steps + 1);
+    for k in 0..steps {
+        let t = map.local_tangent(k, &s, &all);
+        let next = &lin.jacobians[k] * t;
+        out.push(std::mem::replace(&mut s, next));
+    }
+    out.push(s);
+    Ok((lin.states, out))
+}

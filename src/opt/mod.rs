@@ -72,7 +72,7 @@ use num_dual::HyperDualSVec64;
 
 use crate::diff::names::{self, Output, OutputField};
 use crate::diff::rollout::seeded_rollout;
-use crate::diff::{lift_step, rollout_jacobian, DiffError, DiffOptions, Input, Method, Param};
+use crate::diff::{lift_step, DiffError, DiffOptions, Input, Param};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec};
 use crate::scene::{ObjectiveSpec, Scene};
@@ -171,6 +171,19 @@ pub struct Objective {
     groups: Vec<(String, Vec<Input>)>,
     inputs: Vec<Input>,
     regularization: f64,
+    /// Running state terms: outputs, targets, weights, states `from..to`.
+    running: Vec<Running>,
+    /// Control effort: weights and targets per control entry.
+    effort: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+/// A running state term of the objective.
+#[derive(Clone, Debug)]
+struct Running {
+    outputs: Vec<Output>,
+    target: Vec<f64>,
+    weights: Vec<f64>,
+    range: std::ops::Range<usize>,
 }
 
 /// Width of a hyper-dual block.
@@ -215,6 +228,43 @@ impl Objective {
             ));
         }
         let inputs = groups.iter().flat_map(|(_, i)| i.iter().copied()).collect();
+        let mut running = Vec::new();
+        for (i, r) in spec.running.iter().enumerate() {
+            let outputs = names::parse_outputs(world, &r.of.join(",")).map_err(bad)?;
+            let rows = names::output_labels(world, &outputs).len();
+            if r.target.len() != rows || r.weights.len() != rows || r.from >= r.to || r.to > steps {
+                return Err(OptError::BadObjective(format!(
+                    "running[{i}]: {rows} output rows, {} targets, {} weights, states {}..{} of {steps}",
+                    r.target.len(),
+                    r.weights.len(),
+                    r.from,
+                    r.to
+                )));
+            }
+            if r.weights.iter().any(|w| !(*w >= 0.0)) {
+                return Err(OptError::BadObjective(format!("running[{i}]: weights must be >= 0")));
+            }
+            running.push(Running {
+                outputs,
+                target: r.target.clone(),
+                weights: r.weights.clone(),
+                range: r.from..r.to,
+            });
+        }
+        let nv = world.model.nv;
+        let effort = match &spec.effort {
+            None => None,
+            Some(e) => {
+                if e.weights.len() != nv || e.target.len() != nv || e.weights.iter().any(|w| !(*w >= 0.0)) {
+                    return Err(OptError::BadObjective(format!(
+                        "effort: {nv} control entries, {} weights (each >= 0) and {} targets",
+                        e.weights.len(),
+                        e.target.len()
+                    )));
+                }
+                Some((e.weights.clone(), e.target.clone()))
+            }
+        };
         Ok(Objective {
             world: world.clone(),
             initial: initial.clone(),
@@ -226,6 +276,8 @@ impl Objective {
             groups,
             inputs,
             regularization: spec.regularization,
+            running,
+            effort,
         })
     }
 
@@ -322,15 +374,13 @@ impl Objective {
             &self.inputs,
             deltas,
         )?;
-        let last = self.stages.iter().map(|s| s.0).max().unwrap_or(0);
+        let last = self.last_stage();
+        let stages = Stages(self);
         let mut c = T::zero();
         for k in 0..=last {
-            for (_, target) in self.stages.iter().filter(|s| s.0 == k) {
-                let y = output_values(&w, &x, &self.outputs);
-                for ((yi, ti), wi) in y.iter().zip(target).zip(&self.weights) {
-                    let e = *yi - T::from_re(*ti);
-                    c += T::from_re(0.5 * wi) * e * e;
-                }
+            if crate::diff::StageCost::active(&stages, k) {
+                let u = (k < self.steps).then(|| us.at(k));
+                c += crate::diff::StageCost::eval(&stages, k, &w, &x, u);
             }
             if k == last {
                 break;
@@ -348,6 +398,18 @@ impl Objective {
         Ok(c + T::from_re(0.5 * self.regularization) * reg)
     }
 
+    /// The last step with a cost term (the rollout runs that far).
+    fn last_stage(&self) -> usize {
+        let sampled = self.stages.iter().map(|s| s.0).max().unwrap_or(0);
+        if self.effort.is_some() {
+            return self.steps;
+        }
+        self.running
+            .iter()
+            .map(|r| r.range.end - 1)
+            .fold(sampled, usize::max)
+    }
+
     /// f(δ) by an f64 rollout.
     pub fn value(&self, delta: &[f64]) -> Result<f64, OptError> {
         self.check_len(delta);
@@ -359,29 +421,40 @@ impl Objective {
     }
 
     /// The residuals at δ: the value, `e = y − t` and `J = ∂y/∂δ` (by
-    /// `ift`), samples stacked (unweighted; the weights repeat per sample).
+    /// `ift`), every term stacked (unweighted; [`Objective::weighted_residuals`]
+    /// also gives each row's weight).
     pub fn residuals(&self, delta: &[f64]) -> Result<(f64, DVec<f64>, DMat<f64>), OptError> {
+        let (value, e, j, _) = self.weighted_residuals(delta)?;
+        Ok((value, e, j))
+    }
+
+    /// The residuals, their Jacobian and each row's weight: the sampled
+    /// final-state terms, the running terms at each of their states, the
+    /// control effort at each step (`f = ½ Σ wᵢ eᵢ² + ½ r ‖δ‖²`).
+    pub fn weighted_residuals(
+        &self,
+        delta: &[f64],
+    ) -> Result<(f64, DVec<f64>, DMat<f64>, DVec<f64>), OptError> {
         let (w, x, us) = self.at(delta)?;
         let n = self.dim();
+        let last = self.last_stage();
+        let (states, sens) = crate::diff::adjoint::state_sensitivities(
+            &w,
+            &x,
+            &us,
+            last,
+            &self.inputs_before(last),
+            &DiffOptions::default(),
+        )?;
+        let cols: Vec<usize> = (0..n)
+            .filter(|c| !matches!(self.inputs[*c], Input::Control { step, .. } if step >= last))
+            .collect();
         let mut es: Vec<f64> = Vec::new();
+        let mut ws: Vec<f64> = Vec::new();
         let mut rows: Vec<nalgebra::RowDVector<f64>> = Vec::new();
-        for (k, target) in &self.stages {
-            // the decision variables this sample depends on
-            let cols: Vec<usize> = (0..n)
-                .filter(|c| !matches!(self.inputs[*c], Input::Control { step, .. } if step >= *k))
-                .collect();
-            let inputs: Vec<Input> = cols.iter().map(|c| self.inputs[*c]).collect();
-            let rj = rollout_jacobian(
-                &w,
-                &x,
-                &us,
-                *k,
-                &inputs,
-                Method::Ift,
-                &DiffOptions::default(),
-            )?;
-            let (y, j) = names::output_rows(&w, &rj.last, &rj.jacobian, &self.outputs)?;
+        let mut push = |y: &[f64], j: &DMat<f64>, target: &[f64], weights: &[f64]| {
             es.extend(y.iter().zip(target).map(|(a, b)| a - b));
+            ws.extend_from_slice(weights);
             for r in 0..j.nrows() {
                 let mut row = nalgebra::RowDVector::zeros(n);
                 for (i, c) in cols.iter().enumerate() {
@@ -389,24 +462,57 @@ impl Objective {
                 }
                 rows.push(row);
             }
+        };
+        for (k, target) in &self.stages {
+            let (y, j) = names::output_rows(&w, &states[*k], &sens[*k], &self.outputs)?;
+            push(&y, &j, target, &self.weights);
+        }
+        for r in &self.running {
+            for k in r.range.clone() {
+                let (y, j) = names::output_rows(&w, &states[k], &sens[k], &r.outputs)?;
+                push(&y, &j, &r.target, &r.weights);
+            }
+        }
+        if let Some((weights, target)) = &self.effort {
+            for k in 0..self.steps {
+                let u = us.at(k);
+                for i in 0..u.len() {
+                    es.push(u[i] - target[i]);
+                    ws.push(weights[i]);
+                    let mut row = nalgebra::RowDVector::zeros(n);
+                    for (c, inp) in self.inputs.iter().enumerate() {
+                        if *inp == (Input::Control { step: k, index: i }) {
+                            row[c] = 1.0;
+                        }
+                    }
+                    rows.push(row);
+                }
+            }
         }
         let e = DVec::from_vec(es);
+        let wv = DVec::from_vec(ws);
         let j = if rows.is_empty() {
             DMat::zeros(0, n)
         } else {
             DMat::from_rows(&rows)
         };
         let d = DVec::from_column_slice(delta);
-        let value = 0.5
-            * e.iter()
-                .zip(self.weights.iter().cycle())
-                .map(|(ei, wi)| wi * ei * ei)
-                .sum::<f64>()
+        let value = 0.5 * e.iter().zip(wv.iter()).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
             + 0.5 * self.regularization * d.norm_squared();
         if !value.is_finite() || !j.iter().all(|v| v.is_finite()) {
             return Err(OptError::NonFinite { what: "gradient" });
         }
-        Ok((value, e, j))
+        Ok((value, e, j, wv))
+    }
+
+    /// The decision variables that can move the states up to step `last`
+    /// (the controls of later steps cannot).
+    fn inputs_before(&self, last: usize) -> Vec<Input> {
+        self.inputs
+            .iter()
+            .copied()
+            .filter(|i| !matches!(i, Input::Control { step, .. } if *step >= last))
+            .collect()
     }
 
     /// f(δ) and ∇f(δ) by the adjoint ([`crate::diff::rollout_gradient`]:
@@ -490,21 +596,14 @@ impl Objective {
     /// f(δ) and ∇f(δ) by the forward `ift` rollout Jacobian (`Jᵀ W e`;
     /// the reference of [`Objective::gradient`]).
     pub fn gradient_forward(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
-        let (value, e, j) = self.residuals(delta)?;
-        let we = DVec::from_iterator(
-            e.len(),
-            e.iter()
-                .zip(self.weights.iter().cycle())
-                .map(|(ei, wi)| wi * ei),
-        );
-        let g = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
+        let (value, e, j, w) = self.weighted_residuals(delta)?;
+        let g = j.transpose() * e.component_mul(&w) + DVec::from_column_slice(delta) * self.regularization;
         Ok((value, g))
     }
 
     /// Value, gradient and the Gauss–Newton Hessian `Jᵀ W J + r I`.
     pub fn gauss_newton(&self, delta: &[f64]) -> Result<Derivatives, OptError> {
-        let (value, e, j) = self.residuals(delta)?;
-        let w = DVec::from_iterator(e.len(), self.weights.iter().cycle().copied().take(e.len()));
+        let (value, e, j, w) = self.weighted_residuals(delta)?;
         let we = e.component_mul(&w);
         let gradient = j.transpose() * we + DVec::from_column_slice(delta) * self.regularization;
         let mut wj = j.clone();
@@ -746,7 +845,10 @@ struct Stages<'a>(&'a Objective);
 
 impl crate::diff::StageCost for Stages<'_> {
     fn active(&self, k: usize) -> bool {
-        self.0.stages.iter().any(|s| s.0 == k)
+        let o = self.0;
+        o.stages.iter().any(|s| s.0 == k)
+            || o.running.iter().any(|r| r.range.contains(&k))
+            || (o.effort.is_some() && k < o.steps)
     }
 
     fn eval<T: Scalar>(
@@ -754,7 +856,7 @@ impl crate::diff::StageCost for Stages<'_> {
         k: usize,
         world: &World<T>,
         x: &State<T>,
-        _u: Option<&DVec<T>>,
+        u: Option<&DVec<T>>,
     ) -> T {
         let o = self.0;
         let mut c = T::zero();
@@ -762,6 +864,19 @@ impl crate::diff::StageCost for Stages<'_> {
             let y = output_values(world, x, &o.outputs);
             for ((yi, ti), wi) in y.iter().zip(target).zip(&o.weights) {
                 let e = *yi - T::from_re(*ti);
+                c += T::from_re(0.5 * wi) * e * e;
+            }
+        }
+        for r in o.running.iter().filter(|r| r.range.contains(&k)) {
+            let y = output_values(world, x, &r.outputs);
+            for ((yi, ti), wi) in y.iter().zip(&r.target).zip(&r.weights) {
+                let e = *yi - T::from_re(*ti);
+                c += T::from_re(0.5 * wi) * e * e;
+            }
+        }
+        if let (Some((w, t)), Some(u)) = (&o.effort, u) {
+            for ((ui, ti), wi) in u.iter().zip(t).zip(w) {
+                let e = *ui - T::from_re(*ti);
                 c += T::from_re(0.5 * wi) * e * e;
             }
         }

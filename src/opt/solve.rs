@@ -69,7 +69,9 @@ pub struct OptimizeOptions {
     pub max_iterations: u64,
     /// Stop once the cost is at or below this. Default 1e-12.
     pub target_cost: f64,
-    /// Stop once ‖∇f‖ is at or below this (not for `cem`). Default 1e-10.
+    /// Stop once ‖∇f‖ ≤ this × the cost scale `max(f(δ₀), 1e-300)` (the
+    /// cost at the start; first-order optimality relative to the cost, not
+    /// for `cem`). Default 1e-10.
     pub gradient_tolerance: f64,
     /// Stop after this much wall time (seconds). Default none.
     pub max_seconds: Option<f64>,
@@ -107,8 +109,11 @@ pub struct OptimizeReport {
     pub cost: Vec<f64>,
     /// Wall time (s) at each entry of `cost`.
     pub times: Vec<f64>,
-    /// ‖∇f‖ at the best iterate (`ift`; NaN if it could not be computed).
+    /// ‖∇f‖ at the best iterate (NaN if it could not be computed).
     pub gradient_norm: f64,
+    /// ‖∇f‖ / the cost scale `max(f(δ₀), 1e-300)` at the best iterate
+    /// (what [`OptimizeOptions::gradient_tolerance`] bounds).
+    pub relative_gradient_norm: f64,
     /// Whether the target cost or the gradient tolerance was reached.
     pub converged: bool,
     /// Why the run stopped.
@@ -250,7 +255,7 @@ impl<I: State<Float = f64>> Observe<I> for Recorder {
         s.bar.set_message(format!("cost {best:.3e}"));
         if s.grad_norm <= self.gradient_tolerance {
             s.stop = Some(format!(
-                "gradient norm {:.3e} <= {:e}",
+                "first-order optimality: gradient norm {:.3e} <= {:.3e} (tolerance x cost scale)",
                 s.grad_norm, self.gradient_tolerance
             ));
             s.converged = true;
@@ -284,6 +289,8 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
     };
     let start = Instant::now();
     let c0 = obj.value(&x0)?;
+    let scale = c0.abs().max(1e-300);
+    let gtol = opts.gradient_tolerance * scale;
     let shared = Arc::new(Mutex::new(Shared {
         start,
         best: (x0.clone(), c0),
@@ -303,7 +310,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
     };
     let recorder = Recorder {
         shared: shared.clone(),
-        gradient_tolerance: opts.gradient_tolerance,
+        gradient_tolerance: gtol,
         max_seconds: opts.max_seconds,
     };
     let mut error: Option<String> = None;
@@ -367,7 +374,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         }
         OptMethod::Lbfgs => {
             let l = LBFGS::new(MoreThuenteLineSearch::new(), 10)
-                .with_tolerance_grad(opts.gradient_tolerance)
+                .with_tolerance_grad(gtol)
                 .map_err(|e| OptError::BadObjective(e.to_string()))?;
             run!(l)
         }
@@ -431,7 +438,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         .map(|(_, g)| g.norm())
         .unwrap_or(f64::NAN);
     let converged = error.is_none()
-        && (best <= target || converged_by_gradient || gradient_norm <= opts.gradient_tolerance);
+        && (best <= target || converged_by_gradient || gradient_norm <= gtol);
     let solution = obj
         .solution(&delta)?
         .into_iter()
@@ -443,6 +450,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         cost,
         times,
         gradient_norm,
+        relative_gradient_norm: gradient_norm / scale,
         converged,
         termination,
         delta,

@@ -47,7 +47,7 @@ use crate::sim::validate::{self as limits, range_text};
 use crate::sim::{Controls, State, World};
 
 mod objective;
-pub use objective::ObjectiveSpec;
+pub use objective::{EffortSpec, ObjectiveSpec, RunningSpec};
 
 /// A loaded scene: the world, its initial state, controls and step count.
 #[derive(Clone, Debug)]
@@ -499,6 +499,8 @@ pub fn accepted_keys() -> Vec<(String, &'static [&'static str])> {
         ("robot".into(), ROBOT_KEYS),
         ("control".into(), CONTROL_KEYS),
         ("objective".into(), objective::OBJECTIVE_KEYS),
+        ("objective.running".into(), objective::RUNNING_KEYS),
+        ("objective.effort".into(), objective::EFFORT_KEYS),
     ];
     out.extend(
         SHAPE_KEYS

@@ -25,10 +25,50 @@ use crate::sim::World;
 use toml::de::DeValue;
 
 /// The keys of `[objective]`.
-pub(super) const OBJECTIVE_KEYS: &[&str] = &["of", "target", "weights", "wrt", "regularization"];
+pub(super) const OBJECTIVE_KEYS: &[&str] = &[
+    "of",
+    "target",
+    "weights",
+    "wrt",
+    "regularization",
+    "running",
+    "effort",
+];
+
+/// The keys of an `[[objective.running]]` term.
+pub(super) const RUNNING_KEYS: &[&str] = &["of", "target", "weights", "from", "to"];
+
+/// The keys of `[objective.effort]`.
+pub(super) const EFFORT_KEYS: &[&str] = &["weights", "target"];
+
+/// A running state cost: `½ Σᵢ wᵢ (yᵢ(x_k) − targetᵢ)²` summed over the
+/// states `x_k`, `from ≤ k < to`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunningSpec {
+    /// State quantities (`NAME.FIELD`, as `grad --of`).
+    pub of: Vec<String>,
+    /// One target per stacked output row.
+    pub target: Vec<f64>,
+    /// One weight ≥ 0 per output row.
+    pub weights: Vec<f64>,
+    /// First state (0 = the initial state).
+    pub from: usize,
+    /// One past the last state (at most `steps`).
+    pub to: usize,
+}
+
+/// A control-effort cost: `½ Σ_k Σᵢ wᵢ (u_k,ᵢ − targetᵢ)²` over every
+/// step's generalized-force control `u_k` (`nv` entries).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EffortSpec {
+    /// One weight ≥ 0 per control entry.
+    pub weights: Vec<f64>,
+    /// One target per control entry (default 0).
+    pub target: Vec<f64>,
+}
 
 /// A scene's `[objective]`, with its names checked against the scene's world.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ObjectiveSpec {
     /// Final-state quantities (`NAME.FIELD`, as `grad --of`).
     pub of: Vec<String>,
@@ -40,6 +80,10 @@ pub struct ObjectiveSpec {
     pub wrt: Vec<String>,
     /// `r ≥ 0` of the regularization `½ r ‖θ − θ₀‖²`.
     pub regularization: f64,
+    /// Running state costs (`[[objective.running]]`).
+    pub running: Vec<RunningSpec>,
+    /// The control-effort cost (`[objective.effort]`).
+    pub effort: Option<EffortSpec>,
 }
 
 /// A list of strings (`of`, `wrt`) with each entry's span.
@@ -67,13 +111,18 @@ fn string_list(
         .collect()
 }
 
-/// Reads and checks `[objective]` once the world is complete.
-pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<ObjectiveSpec> {
+/// `of`, `target` and `weights` of a table (the final-state terms of
+/// `[objective]`, or a running term), checked against the world.
+fn outputs_targets_weights(
+    cx: &Cx,
+    t: &mut Tab,
+    world: &World<f64>,
+) -> R<(Vec<String>, Vec<f64>, Vec<f64>)> {
     let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
         cx.error(span, path, msg)
     };
     // of: each entry an output of grad
-    let of = string_list(cx, &mut t, "of")?;
+    let of = string_list(cx, t, "of")?;
     let mut rows = 0;
     for (name, span, path) in &of {
         if name.contains(',') {
@@ -150,6 +199,15 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             w
         }
     };
+    Ok((of.into_iter().map(|(n, _, _)| n).collect(), target, weights))
+}
+
+/// Reads and checks `[objective]` once the world is complete.
+pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<ObjectiveSpec> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
+    let (of, target, weights) = outputs_targets_weights(cx, &mut t, world)?;
     // wrt: each entry an input of grad
     let wrt = string_list(cx, &mut t, "wrt")?;
     for (name, span, path) in &wrt {
@@ -173,13 +231,89 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             r
         }
     };
+    let mut running = Vec::new();
+    for mut r in t.array_of_tables("running", RUNNING_KEYS)? {
+        let (of, target, weights) = outputs_targets_weights(cx, &mut r, world)?;
+        let bound = |r: &mut Tab, key: &'static str, default: usize| -> R<usize> {
+            match r.get(key) {
+                None => Ok(default),
+                Some((v, p)) => {
+                    let x = num(cx, v, &p)?;
+                    if x < 0.0 || x.fract() != 0.0 || x > steps as f64 {
+                        return Err(loc(
+                            v.span(),
+                            &p,
+                            format!("expected a whole number of steps in 0..={steps}, got {x}"),
+                        ));
+                    }
+                    Ok(x as usize)
+                }
+            }
+        };
+        let from = bound(&mut r, "from", 0)?;
+        let to = bound(&mut r, "to", steps)?;
+        if from >= to {
+            return Err(loc(
+                r.span.clone(),
+                &r.path,
+                format!("`from` ({from}) must be below `to` ({to})"),
+            ));
+        }
+        r.finish()?;
+        running.push(RunningSpec {
+            of,
+            target,
+            weights,
+            from,
+            to,
+        });
+    }
+    let effort = match t.table("effort", EFFORT_KEYS)? {
+        None => None,
+        Some(mut e) => {
+            let nv = world.model.nv;
+            let list = |e: &mut Tab, key: &'static str, default: f64, non_negative: bool| -> R<Vec<f64>> {
+                match e.get(key) {
+                    None => Ok(vec![default; nv]),
+                    Some((v, p)) => {
+                        let xs = num_list(cx, v, &p)?;
+                        let xs = if xs.len() == 1 { vec![xs[0]; nv] } else { xs };
+                        if xs.len() != nv {
+                            return Err(loc(
+                                v.span(),
+                                &p,
+                                format!(
+                                    "expected one value per control entry ({nv}) or one for all, found {}",
+                                    xs.len()
+                                ),
+                            ));
+                        }
+                        if non_negative && xs.iter().any(|x| *x < 0.0) {
+                            return Err(loc(v.span(), &p, "a weight must be >= 0".into()));
+                        }
+                        Ok(xs)
+                    }
+                }
+            };
+            if e.get("weights").is_none() {
+                return Err(e.missing("weights"));
+            }
+            e.used.retain(|k| *k != "weights");
+            let weights = list(&mut e, "weights", 0.0, true)?;
+            let target = list(&mut e, "target", 0.0, false)?;
+            e.finish()?;
+            Some(EffortSpec { weights, target })
+        }
+    };
     t.finish()?;
     Ok(ObjectiveSpec {
-        of: of.into_iter().map(|(n, _, _)| n).collect(),
+        of,
         target,
         weights,
         wrt: wrt.into_iter().map(|(n, _, _)| n).collect(),
         regularization,
+        running,
+        effort,
     })
 }
 

@@ -89,6 +89,8 @@ fn heading_needle(table: &str) -> String {
             format!("backend:`{}`", &t["solver_params.".len()..])
         }
         "body" | "static" | "robot" | "control" => format!("`[[{table}]]`"),
+        "objective.running" => "`[[objective.running]]`".to_string(),
+        "objective.effort" => "`[objective.effort]`".to_string(),
         "part" => "`type = \"bundle\"`".to_string(),
         t if t.starts_with("shape.") => format!("`type = \"{}\"`", &t["shape.".len()..]),
         other => panic!(

@@ -185,6 +185,7 @@ shape = { type = "sphere", radius = 0.1 }
         weights: vec![1.0, 1.0, 1.0],
         wrt: vec!["cue.velocity".into()],
         regularization: 0.0,
+        ..Default::default()
     };
     let obj = Objective::new(&s.world, &s.initial, &s.controls, s.steps, &spec).unwrap();
     let d0 = vec![0.0; 3];
