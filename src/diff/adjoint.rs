@@ -994,3 +994,14 @@ pub fn state_sensitivities(
     out.push(s);
     Ok((lin.states, out))
 }
+
+/// `x ⊖ nominal` as `(q ⊖ q̄, v)` minus `(0, v̄)`: the local coordinates
+/// `ξ` of a state around a nominal one (what DDP's feedback acts on).
+pub fn state_difference(world: &World<f64>, nominal: &State<f64>, x: &State<f64>) -> DVec<f64> {
+    let nv = world.model.nv;
+    let mut t = tangent(&world.model, &nominal.q, x);
+    for i in 0..nv {
+        t[nv + i] -= nominal.v[i];
+    }
+    t
+}

@@ -60,6 +60,7 @@
 
 pub mod cem;
 pub mod compare;
+mod ddp;
 mod scene_out;
 mod solve;
 pub mod sysid;

@@ -31,12 +31,15 @@ pub enum OptMethod {
     Gradient,
     /// Cross-entropy method.
     Cem,
+    /// Full DDP over per-step controls ([`super::ddp`]).
+    Ddp,
 }
 
 impl OptMethod {
     /// All methods, in report order.
-    pub const ALL: [OptMethod; 5] = [
+    pub const ALL: [OptMethod; 6] = [
         OptMethod::Newton,
+        OptMethod::Ddp,
         OptMethod::GaussNewton,
         OptMethod::Lbfgs,
         OptMethod::Gradient,
@@ -51,6 +54,7 @@ impl OptMethod {
             OptMethod::Lbfgs => "lbfgs",
             OptMethod::Gradient => "gradient",
             OptMethod::Cem => "cem",
+            OptMethod::Ddp => "ddp",
         }
     }
 
@@ -383,6 +387,62 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                 ArmijoCondition::new(1e-4).map_err(|e| OptError::BadObjective(e.to_string()))?,
             );
             run!(SteepestDescent::new(ls))
+        }
+        OptMethod::Ddp => {
+            let mut ddp = super::ddp::Ddp::new(obj)?;
+            let deadline = opts
+                .max_seconds
+                .map(|m| start + std::time::Duration::from_secs_f64(m));
+            let mut delta = x0.clone();
+            let mut cost = c0;
+            let mut it = 0u64;
+            termination = loop {
+                if cost <= target {
+                    break "target cost reached".into();
+                }
+                if it >= max_iters {
+                    break "iteration limit".into();
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
+                }
+                match ddp.iterate(&delta, cost, gtol, deadline) {
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        break "stopped by an error".into();
+                    }
+                    Ok(r) if r.converged => {
+                        let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                        s.converged = true;
+                        break format!(
+                            "first-order optimality: gradient norm {:.3e} <= {gtol:.3e} (tolerance x cost scale)",
+                            ddp.gradient_norm
+                        );
+                    }
+                    Ok(r) => {
+                        it += 1;
+                        let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                        if r.accepted {
+                            delta = r.delta;
+                            cost = r.cost;
+                            s.offer(&delta, cost);
+                        }
+                        let t = s.start.elapsed().as_secs_f64();
+                        let best = s.best.1;
+                        s.cost.push(best);
+                        s.times.push(t);
+                        s.bar.set_position(it);
+                        s.bar.set_message(format!("cost {best:.3e}"));
+                        if !r.accepted {
+                            break format!(
+                                "no decrease found (regularization {:.1e})",
+                                ddp.mu
+                            );
+                        }
+                    }
+                }
+            };
+            iterations = it;
         }
         OptMethod::Cem => {
             let sh = shared.clone();

@@ -1,0 +1,287 @@
+//! Full DDP: a stage-wise Newton method over per-step controls with the
+//! exact second-order terms of each step.
+//!
+//! Each iteration linearizes the rollout along the current controls
+//! ([`Linearization`], second order), then runs the Riccati recursion
+//! backward from `V_x = ∇c_N`, `V_xx = ∇²c_N`:
+//!
+//! ```text
+//! Q_x  = c_x + Aᵀ V_x               Q_u  = c_u + Bᵀ V_x
+//! Q_xx = c_xx + Aᵀ V_xx A + V_x·Φ_xx
+//! Q_uu = c_uu + Bᵀ V_xx B + V_x·Φ_uu + μ I
+//! Q_ux = c_ux + Bᵀ V_xx A + V_x·Φ_ux
+//! k = −Q_uu⁻¹ Q_u,   K = −Q_uu⁻¹ Q_ux
+//! V_x  = Q_x + Kᵀ Q_uu k + Kᵀ Q_u + Q_uxᵀ k
+//! V_xx = Q_xx + Kᵀ Q_uu K + Kᵀ Q_ux + Q_uxᵀ K
+//! ```
+//!
+//! `V_x·Φ_zz` is the step's second derivative contracted with `V_x`
+//! ([`Linearization::step_hessian`]: the second-order implicit function
+//! theorem at the solver's solution). iLQR and Crocoddyl's FDDP drop it;
+//! "full" DDP keeps it, so that near the optimum the step is Newton's.
+//! `μ` (Levenberg–Marquardt) grows when `Q_uu` is not positive definite
+//! or a line search fails, and shrinks after a success. The forward pass
+//! rolls out `u_k = ū_k + α k_k + K_k (x_k ⊖ x̄_k)` for `α = 1, ½, …`
+//! and accepts the first cost decrease of at least 10⁻⁴ of the predicted
+//! one; a simulation that fails at a trial is a rejected trial (cost
+//! +∞).
+
+use std::time::Instant;
+
+use super::{Objective, OptError, Stages};
+use crate::diff::adjoint::state_difference;
+use crate::diff::{DiffError, DiffOptions, Input, Linearization};
+use crate::math::{DMat, DVec};
+use crate::sim::step;
+
+/// Which control entries DDP moves: per step, the decision variable of
+/// each moved entry.
+struct Layout {
+    /// `(control entry, decision variable)` per moved entry, the same
+    /// entries at every step.
+    entries: Vec<usize>,
+    /// `column[k][j]`: the decision variable of entry `entries[j]` at step `k`.
+    column: Vec<Vec<usize>>,
+}
+
+fn layout(obj: &Objective) -> Result<Layout, OptError> {
+    let steps = obj.steps;
+    let mut per: Vec<Vec<(usize, usize)>> = vec![Vec::new(); steps];
+    for (c, inp) in obj.inputs.iter().enumerate() {
+        match *inp {
+            Input::Control { step, index } if step < steps => per[step].push((index, c)),
+            _ => {
+                return Err(OptError::BadObjective(
+                    "ddp optimizes per-step controls: every decision variable must be a \
+                     control entry (`NAME.control`); use newton for other decision variables"
+                        .into(),
+                ))
+            }
+        }
+    }
+    let entries: Vec<usize> = per.first().map(|p| p.iter().map(|e| e.0).collect()).unwrap_or_default();
+    if entries.is_empty() || per.iter().any(|p| p.iter().map(|e| e.0).collect::<Vec<_>>() != entries)
+    {
+        return Err(OptError::BadObjective(
+            "ddp needs the same control entries as decision variables at every step".into(),
+        ));
+    }
+    let column = per
+        .iter()
+        .map(|p| p.iter().map(|e| e.1).collect())
+        .collect();
+    Ok(Layout { entries, column })
+}
+
+/// One DDP iteration's outcome.
+pub(super) struct Iteration {
+    /// The new offsets (unchanged when no trial was accepted).
+    pub delta: Vec<f64>,
+    /// The cost there.
+    pub cost: f64,
+    /// Whether a step was accepted.
+    pub accepted: bool,
+    /// Whether the iterate already met the gradient tolerance (no step
+    /// taken).
+    pub converged: bool,
+}
+
+/// The DDP state carried between iterations.
+pub(super) struct Ddp<'a> {
+    obj: &'a Objective,
+    lay: Layout,
+    /// Levenberg–Marquardt regularization of `Q_uu`.
+    pub mu: f64,
+    /// The gradient norm at the current iterate (by the adjoint of the
+    /// same linearization).
+    pub gradient_norm: f64,
+}
+
+const MU_MIN: f64 = 1e-9;
+const MU_MAX: f64 = 1e10;
+
+impl<'a> Ddp<'a> {
+    pub fn new(obj: &'a Objective) -> Result<Self, OptError> {
+        Ok(Ddp {
+            obj,
+            lay: layout(obj)?,
+            mu: 1e-6,
+            gradient_norm: f64::INFINITY,
+        })
+    }
+
+    /// One iteration from `delta` (cost `cost`).
+    pub fn iterate(
+        &mut self,
+        delta: &[f64],
+        cost: f64,
+        gtol: f64,
+        deadline: Option<Instant>,
+    ) -> Result<Iteration, OptError> {
+        let obj = self.obj;
+        let (w, x0, us) = obj.at(delta)?;
+        let lin = Linearization::new(
+            &w,
+            &x0,
+            &us,
+            obj.steps,
+            &[],
+            true,
+            &DiffOptions::default(),
+        )?;
+        let stages = Stages(obj);
+        let nv = w.model.nv;
+        let n = obj.steps;
+        let ent = &self.lay.entries;
+        let nu = ent.len();
+        let r = obj.regularization;
+        // the gradient at the current iterate, from the same linearization
+        let (_, ws) = lin.adjoints(&stages)?;
+        let mut g2 = 0.0;
+        for k in 0..n {
+            for (j, &e) in ent.iter().enumerate() {
+                let gj = ws[k][2 * nv + e] + r * delta[self.lay.column[k][j]];
+                g2 += gj * gj;
+            }
+        }
+        self.gradient_norm = g2.sqrt();
+        let stay = |converged: bool| Iteration {
+            delta: delta.to_vec(),
+            cost,
+            accepted: false,
+            converged,
+        };
+        if self.gradient_norm <= gtol {
+            return Ok(stay(true));
+        }
+        // stage derivatives and step second derivatives need V_x: backward
+        loop {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(stay(false));
+            }
+            let Some((ks, kk, dv1, dv2)) = self.backward(&lin, &stages, delta, nv, nu)? else {
+                self.mu = (self.mu * 10.0).max(1e-6);
+                if self.mu > MU_MAX {
+                    return Ok(stay(false));
+                }
+                continue;
+            };
+            // forward pass with a line search
+            let mut alpha = 1.0;
+            while alpha > 1e-4 {
+                if let Some((d, c)) = self.forward(&lin, delta, &ks, &kk, alpha)? {
+                    let expected = -(alpha * dv1 + 0.5 * alpha * alpha * dv2);
+                    if c.is_finite() && cost - c >= 1e-4 * expected.max(0.0) && c < cost {
+                        self.mu = (self.mu / 10.0).max(MU_MIN);
+                        return Ok(Iteration {
+                            delta: d,
+                            cost: c,
+                            accepted: true,
+                            converged: false,
+                        });
+                    }
+                }
+                alpha *= 0.5;
+            }
+            self.mu = (self.mu * 10.0).max(1e-6);
+            if self.mu > MU_MAX {
+                return Ok(stay(false));
+            }
+        }
+    }
+
+    /// The Riccati recursion; `None` when some `Q_uu + μ I` is not
+    /// positive definite. Returns the feedforward and feedback terms and
+    /// the predicted decrease's linear and quadratic parts.
+    #[allow(clippy::type_complexity)]
+    fn backward(
+        &self,
+        lin: &Linearization,
+        stages: &Stages<'_>,
+        delta: &[f64],
+        nv: usize,
+        nu: usize,
+    ) -> Result<Option<(Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64)>, DiffError> {
+        let n = self.obj.steps;
+        let ent = &self.lay.entries;
+        let r = self.obj.regularization;
+        let (gn, hn) = lin.stage_hessian(stages, n)?;
+        let mut vx = gn;
+        let mut vxx = hn;
+        let mut ks = vec![DVec::zeros(nu); n];
+        let mut kk = vec![DMat::zeros(nu, 2 * nv); n];
+        let (mut dv1, mut dv2) = (0.0, 0.0);
+        for k in (0..n).rev() {
+            let j = &lin.jacobians[k];
+            let a = j.columns(0, 2 * nv).into_owned();
+            let b = DMat::from_fn(2 * nv, nu, |i, c| j[(i, 2 * nv + ent[c])]);
+            let (g, h) = lin.stage_hessian(stages, k)?;
+            let f = lin.step_hessian(k, &vx)?;
+            let ui = |c: usize| 2 * nv + ent[c];
+            let qx = g.rows(0, 2 * nv).into_owned() + a.transpose() * &vx;
+            let mut qu = DVec::from_fn(nu, |c, _| g[ui(c)] + r * delta[self.lay.column[k][c]])
+                + b.transpose() * &vx;
+            let qxx = h.view((0, 0), (2 * nv, 2 * nv)).into_owned()
+                + a.transpose() * &vxx * &a
+                + f.view((0, 0), (2 * nv, 2 * nv));
+            let mut quu = DMat::from_fn(nu, nu, |p, q| h[(ui(p), ui(q))] + f[(ui(p), ui(q))])
+                + b.transpose() * &vxx * &b;
+            let qux = DMat::from_fn(nu, 2 * nv, |p, q| h[(ui(p), q)] + f[(ui(p), q)])
+                + b.transpose() * &vxx * &a;
+            for p in 0..nu {
+                quu[(p, p)] += r;
+            }
+            let mut reg = quu.clone();
+            for p in 0..nu {
+                reg[(p, p)] += self.mu;
+            }
+            let Some(ch) = reg.cholesky() else {
+                return Ok(None);
+            };
+            qu = qu.clone();
+            let kff = -ch.solve(&qu);
+            let kfb = -ch.solve(&qux);
+            dv1 += kff.dot(&qu);
+            dv2 += kff.dot(&(&quu * &kff));
+            vx = &qx + kfb.transpose() * &quu * &kff + kfb.transpose() * &qu + qux.transpose() * &kff;
+            let v = &qxx + kfb.transpose() * &quu * &kfb + kfb.transpose() * &qux + qux.transpose() * &kfb;
+            vxx = (&v + v.transpose()) * 0.5;
+            ks[k] = kff;
+            kk[k] = kfb;
+        }
+        Ok(Some((ks, kk, dv1, dv2)))
+    }
+
+    /// The closed-loop rollout at step size `alpha`: the new offsets and
+    /// their cost (`None` when the simulation fails).
+    fn forward(
+        &self,
+        lin: &Linearization,
+        delta: &[f64],
+        ks: &[DVec<f64>],
+        kk: &[DMat<f64>],
+        alpha: f64,
+    ) -> Result<Option<(Vec<f64>, f64)>, OptError> {
+        let obj = self.obj;
+        let w = lin.world();
+        let mut x = lin.states[0].clone();
+        let mut d = delta.to_vec();
+        for k in 0..obj.steps {
+            let dx = state_difference(w, &lin.states[k], &x);
+            let du = &ks[k] * alpha + &kk[k] * dx;
+            let mut u = lin.controls[k].clone();
+            for (j, &e) in self.lay.entries.iter().enumerate() {
+                u[e] += du[j];
+                d[self.lay.column[k][j]] += du[j];
+            }
+            match step(w, &x, &u) {
+                Ok(o) => x = o.state,
+                Err(_) => return Ok(None),
+            }
+        }
+        match obj.value(&d) {
+            Ok(c) => Ok(Some((d, c))),
+            Err(_) => Ok(None),
+        }
+    }
+}
