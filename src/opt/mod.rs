@@ -233,13 +233,14 @@ impl Objective {
         for (i, r) in spec.running.iter().enumerate() {
             let outputs = names::parse_outputs(world, &r.of.join(",")).map_err(bad)?;
             let rows = names::output_labels(world, &outputs).len();
-            if r.target.len() != rows || r.weights.len() != rows || r.from >= r.to || r.to > steps {
+            let to = r.to.unwrap_or(steps);
+            if r.target.len() != rows || r.weights.len() != rows || r.from >= to || to > steps {
                 return Err(OptError::BadObjective(format!(
                     "running[{i}]: {rows} output rows, {} targets, {} weights, states {}..{} of {steps}",
                     r.target.len(),
                     r.weights.len(),
                     r.from,
-                    r.to
+                    to
                 )));
             }
             if r.weights.iter().any(|w| !(*w >= 0.0)) {
@@ -249,7 +250,7 @@ impl Objective {
                 outputs,
                 target: r.target.clone(),
                 weights: r.weights.clone(),
-                range: r.from..r.to,
+                range: r.from..to,
             });
         }
         let nv = world.model.nv;

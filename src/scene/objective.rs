@@ -53,8 +53,9 @@ pub struct RunningSpec {
     pub weights: Vec<f64>,
     /// First state (0 = the initial state).
     pub from: usize,
-    /// One past the last state (at most `steps`).
-    pub to: usize,
+    /// One past the last state (at most `steps`; `None`: `steps`, the
+    /// states before the final one).
+    pub to: Option<usize>,
 }
 
 /// A control-effort cost: `½ Σ_k Σᵢ wᵢ (u_k,ᵢ − targetᵢ)²` over every
@@ -251,12 +252,18 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             }
         };
         let from = bound(&mut r, "from", 0)?;
-        let to = bound(&mut r, "to", steps)?;
-        if from >= to {
+        let to = match r.get("to") {
+            None => None,
+            Some(_) => {
+                r.used.retain(|k| *k != "to");
+                Some(bound(&mut r, "to", steps)?)
+            }
+        };
+        if from >= to.unwrap_or(steps) {
             return Err(loc(
                 r.span.clone(),
                 &r.path,
-                format!("`from` ({from}) must be below `to` ({to})"),
+                format!("`from` ({from}) must be below `to` ({})", to.unwrap_or(steps)),
             ));
         }
         r.finish()?;

@@ -38,6 +38,7 @@ fn examples() -> Vec<(&'static str, Scene)> {
         ("opt_sysid.toml", Some(20)),
         ("opt_arm7.toml", Some(4)),
         ("soft_box_push.toml", Some(30)),
+        ("opt_arm7_reach.toml", Some(4)),
     ] {
         let mut s = load(name);
         if let Some(n) = steps {

@@ -38,11 +38,7 @@ fn projectile_hessian_is_t_squared_identity() {
     // the gradient in closed form: T (x_T − target)
     let x_t = obj.outputs(&d0).unwrap();
     let target = [2.0, 0.5, 1.5];
-    for m in [
-        HessianMethod::Lift,
-        HessianMethod::Unrolled,
-        HessianMethod::Fd,
-    ] {
+    for m in HessianMethod::ALL {
         let d = obj.hessian(&d0, m).unwrap();
         let err = max_abs(&(&d.hessian - &expected));
         let tol = if m == HessianMethod::Fd { 1e-6 } else { 1e-12 };
@@ -322,4 +318,125 @@ fn box_push_reduced_reaches_the_goal_and_out_is_loadable() {
     let again = Objective::from_scene(&written).unwrap();
     assert!(again.value(&vec![0.0; again.dim()]).unwrap() <= 1e-9);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The arm reaching with running costs at a reduced size: the running
+/// terms, the effort and the final term, summed by hand from the
+/// simulated trajectory, equal the objective's value; the adjoint's
+/// Hessian of that cost equals the hyper-dual `lift` one.
+#[test]
+fn running_costs_and_effort_sum_as_documented() {
+    let mut s = scene::load(&scene_path("opt_arm7_reach.toml")).unwrap();
+    s.steps = 5;
+    let spec = s.objective.clone().unwrap();
+    assert_eq!(spec.running.len(), 2);
+    let obj = Objective::from_scene(&s).unwrap();
+    let n = obj.dim();
+    let d: Vec<f64> = (0..n).map(|i| 0.01 * ((i % 5) as f64 - 2.0)).collect();
+    // by hand: outputs at every state, controls of every step
+    let ks: Vec<usize> = (0..=s.steps).collect();
+    let run = |of: &[String], ks: &[usize]| -> Vec<Vec<f64>> {
+        let mut sp = spec.clone();
+        sp.of = of.to_vec();
+        let rows = {
+            let w = &s.world;
+            dualsim::diff::names::output_labels(
+                w,
+                &dualsim::diff::names::parse_outputs(w, &of.join(",")).unwrap(),
+            )
+            .len()
+        };
+        sp.target = vec![0.0; rows];
+        sp.weights = vec![1.0; rows];
+        sp.running.clear();
+        sp.effort = None;
+        let o = Objective::new(&s.world, &s.initial, &s.controls, s.steps, &sp).unwrap();
+        o.outputs_at(&d, ks).unwrap()
+    };
+    let sq = |y: &[f64], t: &[f64], w: &[f64]| -> f64 {
+        y.iter().zip(t).zip(w).map(|((a, b), c)| 0.5 * c * (a - b) * (a - b)).sum()
+    };
+    let mut want = 0.0;
+    let last = run(&spec.of, &[s.steps]);
+    want += sq(&last[0], &spec.target, &spec.weights);
+    for r in &spec.running {
+        let ys = run(&r.of, &ks);
+        for k in r.from..r.to.unwrap_or(s.steps) {
+            want += sq(&ys[k], &r.target, &r.weights);
+        }
+    }
+    let e = spec.effort.as_ref().unwrap();
+    let (_, _, us) = obj.at(&d).unwrap();
+    for k in 0..s.steps {
+        want += sq(us.at(k).as_slice(), &e.target, &e.weights);
+    }
+    let got = obj.value(&d).unwrap();
+    assert!((got - want).abs() <= 1e-12 * want.abs(), "{got} vs by hand {want}");
+    let adj = obj.hessian(&d, HessianMethod::Adjoint).unwrap();
+    let lift = obj.hessian(&d, HessianMethod::Lift).unwrap();
+    let err = max_abs(&(&adj.hessian - &lift.hessian)) / max_abs(&lift.hessian).max(1.0);
+    assert!(err <= 1e-9, "adjoint vs lift with running costs: {err:e}");
+    let (_, gf) = obj.gradient_forward(&d).unwrap();
+    let ge = (&adj.gradient - &gf).amax() / gf.amax().max(1.0);
+    assert!(ge <= 1e-10, "adjoint vs forward (Gauss-Newton residual) gradient {ge:e}");
+}
+
+/// Full DDP and trust-region Newton reach the same optimum of the arm
+/// reaching through contact (effort makes it strict), at first-order
+/// optimality; a problem whose decision variables are not per-step
+/// controls is refused by DDP with a typed error.
+#[test]
+fn ddp_and_newton_agree_on_the_arm_reach() {
+    let mut s = scene::load(&scene_path("opt_arm7_reach.toml")).unwrap();
+    s.steps = 6;
+    let obj = Objective::from_scene(&s).unwrap();
+    let mut sols = Vec::new();
+    for method in [OptMethod::Ddp, OptMethod::Newton] {
+        let opts = OptimizeOptions {
+            method,
+            target_cost: 0.0,
+            gradient_tolerance: 1e-9,
+            max_iterations: 200,
+            ..Default::default()
+        };
+        let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
+        assert!(rep.converged, "{}: {rep:?}", method.name());
+        assert!(rep.termination.contains("first-order"), "{}: {}", method.name(), rep.termination);
+        assert!(rep.relative_gradient_norm <= 1e-9);
+        sols.push((rep.delta.clone(), *rep.cost.last().unwrap()));
+    }
+    let (a, b) = (&sols[0], &sols[1]);
+    assert!((a.1 - b.1).abs() <= 1e-9 * b.1, "costs {} vs {}", a.1, b.1);
+    let dd = a.0.iter().zip(&b.0).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+    let scale = b.0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    assert!(dd <= 1e-4 * scale.max(1.0), "controls differ by {dd:e} (scale {scale:e})");
+    assert!(a.1 < obj.value(&vec![0.0; obj.dim()]).unwrap() * 0.9);
+    // DDP refuses a non-control decision variable
+    let p = scene::load(&scene_path("opt_projectile.toml")).unwrap();
+    let po = Objective::from_scene(&p).unwrap();
+    let opts = OptimizeOptions {
+        method: OptMethod::Ddp,
+        ..Default::default()
+    };
+    let e = dualsim::opt::optimize(&po, &opts).unwrap_err();
+    assert!(e.to_string().contains("per-step controls"), "{e}");
+}
+
+#[test]
+fn bad_running_and_effort_terms_are_located() {
+    let obj = |body: &str| {
+        format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n{body}")
+    };
+    // lines: 16 [objective], 17 of, 18 target, 19 wrt, 20 the new table
+    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0]\n"));
+    assert_eq!((e.line, e.path.as_str()), (22, "objective.running[0].target"), "{e}");
+    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nfrom = 4\nto = 2\n"));
+    assert!(e.to_string().contains("must be below"), "{e}");
+    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nto = 9\n"));
+    assert_eq!((e.line, e.path.as_str()), (23, "objective.running[0].to"), "{e}");
+    let e = objective_error(&obj("[objective.effort]\nweights = [1, 2]\n"));
+    assert_eq!((e.line, e.path.as_str()), (21, "objective.effort.weights"), "{e}");
+    assert!(e.to_string().contains("one value per control entry (6)"), "{e}");
+    let e = objective_error(&obj("[objective.effort]\ntarget = [1]\n"));
+    assert!(e.to_string().contains("missing required field"), "{e}");
 }
