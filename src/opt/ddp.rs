@@ -95,6 +95,8 @@ pub(super) struct Ddp<'a> {
     /// The gradient norm at the current iterate (by the adjoint of the
     /// same linearization).
     pub gradient_norm: f64,
+    /// Whether the last iteration stopped at the deadline.
+    pub out_of_time: bool,
 }
 
 const MU_MIN: f64 = 1e-9;
@@ -107,6 +109,7 @@ impl<'a> Ddp<'a> {
             lay: layout(obj)?,
             mu: 1e-6,
             gradient_norm: f64::INFINITY,
+            out_of_time: false,
         })
     }
 
@@ -157,6 +160,7 @@ impl<'a> Ddp<'a> {
         // stage derivatives and step second derivatives need V_x: backward
         loop {
             if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.out_of_time = true;
                 return Ok(stay(false));
             }
             let Some((ks, kk, dv1, dv2)) = self.backward(&lin, &stages, delta, nv, nu)? else {
@@ -168,7 +172,7 @@ impl<'a> Ddp<'a> {
             };
             // forward pass with a line search
             let mut alpha = 1.0;
-            while alpha > 1e-4 {
+            while alpha > 1e-4 && !deadline.is_some_and(|d| Instant::now() >= d) {
                 if let Some((d, c)) = self.forward(&lin, delta, &ks, &kk, alpha)? {
                     let expected = -(alpha * dv1 + 0.5 * alpha * alpha * dv2);
                     if c.is_finite() && cost - c >= 1e-4 * expected.max(0.0) && c < cost {
@@ -253,7 +257,8 @@ impl<'a> Ddp<'a> {
     }
 
     /// The closed-loop rollout at step size `alpha`: the new offsets and
-    /// their cost (`None` when the simulation fails).
+    /// their cost, summed along the same rollout (`None` when the
+    /// simulation fails).
     fn forward(
         &self,
         lin: &Linearization,
@@ -264,8 +269,10 @@ impl<'a> Ddp<'a> {
     ) -> Result<Option<(Vec<f64>, f64)>, OptError> {
         let obj = self.obj;
         let w = lin.world();
+        let stages = Stages(obj);
         let mut x = lin.states[0].clone();
         let mut d = delta.to_vec();
+        let mut cost = 0.0;
         for k in 0..obj.steps {
             let dx = state_difference(w, &lin.states[k], &x);
             let du = &ks[k] * alpha + &kk[k] * dx;
@@ -274,14 +281,18 @@ impl<'a> Ddp<'a> {
                 u[e] += du[j];
                 d[self.lay.column[k][j]] += du[j];
             }
+            if crate::diff::StageCost::active(&stages, k) {
+                cost += crate::diff::StageCost::eval(&stages, k, w, &x, Some(&u));
+            }
             match step(w, &x, &u) {
                 Ok(o) => x = o.state,
                 Err(_) => return Ok(None),
             }
         }
-        match obj.value(&d) {
-            Ok(c) => Ok(Some((d, c))),
-            Err(_) => Ok(None),
+        if crate::diff::StageCost::active(&stages, obj.steps) {
+            cost += crate::diff::StageCost::eval(&stages, obj.steps, w, &x, None);
         }
+        cost += 0.5 * obj.regularization * d.iter().map(|v| v * v).sum::<f64>();
+        Ok(cost.is_finite().then_some((d, cost)))
     }
 }

@@ -39,11 +39,11 @@ impl OptMethod {
     /// All methods, in report order.
     pub const ALL: [OptMethod; 6] = [
         OptMethod::Newton,
-        OptMethod::Ddp,
         OptMethod::GaussNewton,
         OptMethod::Lbfgs,
         OptMethod::Gradient,
         OptMethod::Cem,
+        OptMethod::Ddp,
     ];
 
     /// The command-line name.
@@ -434,6 +434,12 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                         s.bar.set_position(it);
                         s.bar.set_message(format!("cost {best:.3e}"));
                         if !r.accepted {
+                            if ddp.out_of_time {
+                                break format!(
+                                    "time budget of {} s used",
+                                    opts.max_seconds.unwrap_or(0.0)
+                                );
+                            }
                             break format!(
                                 "no decrease found (regularization {:.1e})",
                                 ddp.mu

@@ -410,7 +410,8 @@ fn ddp_and_newton_agree_on_the_arm_reach() {
     let dd = a.0.iter().zip(&b.0).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
     let scale = b.0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
     assert!(dd <= 1e-4 * scale.max(1.0), "controls differ by {dd:e} (scale {scale:e})");
-    assert!(a.1 < obj.value(&vec![0.0; obj.dim()]).unwrap() * 0.9);
+    let c0 = obj.value(&vec![0.0; obj.dim()]).unwrap();
+    assert!(a.1 < c0 * (1.0 - 1e-4), "ddp {} from {c0}", a.1);
     // DDP refuses a non-control decision variable
     let p = scene::load(&scene_path("opt_projectile.toml")).unwrap();
     let po = Objective::from_scene(&p).unwrap();
