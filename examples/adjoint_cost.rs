@@ -33,10 +33,28 @@ fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenes");
     let mut push = scene::load(&root.join("opt_box_push.toml")).expect("scene");
     push.steps = 30;
+    // `ADJOINT_COST_PROFILE=hvp` (or `gradient`): only that computation on
+    // the box push, 50 times (for a profiler)
+    if let Ok(what) = std::env::var("ADJOINT_COST_PROFILE") {
+        let obj = Objective::from_scene(&push).expect("objective");
+        let d = vec![0.0; obj.dim()];
+        let v = vec![1.0; obj.dim()];
+        for _ in 0..50 {
+            if what == "hvp" {
+                drop(obj.hessian_vector(&d, &v).expect("hvp"));
+            } else {
+                drop(obj.gradient(&d).expect("gradient"));
+            }
+        }
+        return;
+    }
     let arm = scene::load(&root.join("opt_arm7_reach.toml")).expect("scene");
     println!("| scene | n | f64 rollout (ms) | adjoint gradient | forward gradient | Hessian-vector product | exact Hessian (adjoint) | exact Hessian (lift) |");
     println!("|---|---|---|---|---|---|---|---|");
-    for (name, s, lift) in [("box push, 30 steps", &push, true), ("arm reach, 100 steps", &arm, false)] {
+    for (name, s, lift) in [
+        ("box push, 30 steps", &push, true),
+        ("arm reach, 100 steps", &arm, false),
+    ] {
         let obj = Objective::from_scene(s).expect("objective");
         let n = obj.dim();
         let d = vec![0.0; n];

@@ -197,7 +197,8 @@ impl<Bk: ImplicitStep> RootStep<Bk> {
     fn mu(&self, lambda: &DVec<f64>) -> DVec<f64> {
         let nv = self.world.model.nv;
         let mut b = DVec::zeros(self.y.len());
-        b.rows_mut(0, nv).copy_from(&(self.out_v.transpose() * lambda));
+        b.rows_mut(0, nv)
+            .copy_from(&(self.out_v.transpose() * lambda));
         let mut mu = self.lu.solve_t(&b);
         for _ in 0..Bk::REFINE {
             let res = self.jy.transpose() * &mu - &b;
@@ -494,9 +495,12 @@ impl Linearization {
     }
 
     fn second_at(&self, k: usize) -> Result<&dyn SecondOrder, DiffError> {
-        self.second.get(k).map(|b| b.as_ref()).ok_or(DiffError::BadParam(format!(
-            "step {k} was linearized without second order"
-        )))
+        self.second
+            .get(k)
+            .map(|b| b.as_ref())
+            .ok_or(DiffError::BadParam(format!(
+                "step {k} was linearized without second order"
+            )))
     }
 
     /// The seeds of stage `k`'s cost: `Q(0..nv)`, `V(0..nv)` and, for

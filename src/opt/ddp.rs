@@ -59,8 +59,14 @@ fn layout(obj: &Objective) -> Result<Layout, OptError> {
             }
         }
     }
-    let entries: Vec<usize> = per.first().map(|p| p.iter().map(|e| e.0).collect()).unwrap_or_default();
-    if entries.is_empty() || per.iter().any(|p| p.iter().map(|e| e.0).collect::<Vec<_>>() != entries)
+    let entries: Vec<usize> = per
+        .first()
+        .map(|p| p.iter().map(|e| e.0).collect())
+        .unwrap_or_default();
+    if entries.is_empty()
+        || per
+            .iter()
+            .any(|p| p.iter().map(|e| e.0).collect::<Vec<_>>() != entries)
     {
         return Err(OptError::BadObjective(
             "ddp needs the same control entries as decision variables at every step".into(),
@@ -123,15 +129,7 @@ impl<'a> Ddp<'a> {
     ) -> Result<Iteration, OptError> {
         let obj = self.obj;
         let (w, x0, us) = obj.at(delta)?;
-        let lin = Linearization::new(
-            &w,
-            &x0,
-            &us,
-            obj.steps,
-            &[],
-            true,
-            &DiffOptions::default(),
-        )?;
+        let lin = Linearization::new(&w, &x0, &us, obj.steps, &[], true, &DiffOptions::default())?;
         let stages = Stages(obj);
         let nv = w.model.nv;
         let n = obj.steps;
@@ -247,8 +245,14 @@ impl<'a> Ddp<'a> {
             let kfb = -ch.solve(&qux);
             dv1 += kff.dot(&qu);
             dv2 += kff.dot(&(&quu * &kff));
-            vx = &qx + kfb.transpose() * &quu * &kff + kfb.transpose() * &qu + qux.transpose() * &kff;
-            let v = &qxx + kfb.transpose() * &quu * &kfb + kfb.transpose() * &qux + qux.transpose() * &kfb;
+            vx = &qx
+                + kfb.transpose() * &quu * &kff
+                + kfb.transpose() * &qu
+                + qux.transpose() * &kff;
+            let v = &qxx
+                + kfb.transpose() * &quu * &kfb
+                + kfb.transpose() * &qux
+                + qux.transpose() * &kfb;
             vxx = (&v + v.transpose()) * 0.5;
             ks[k] = kff;
             kk[k] = kfb;

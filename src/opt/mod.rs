@@ -244,7 +244,9 @@ impl Objective {
                 )));
             }
             if r.weights.iter().any(|w| !(*w >= 0.0)) {
-                return Err(OptError::BadObjective(format!("running[{i}]: weights must be >= 0")));
+                return Err(OptError::BadObjective(format!(
+                    "running[{i}]: weights must be >= 0"
+                )));
             }
             running.push(Running {
                 outputs,
@@ -257,7 +259,10 @@ impl Objective {
         let effort = match &spec.effort {
             None => None,
             Some(e) => {
-                if e.weights.len() != nv || e.target.len() != nv || e.weights.iter().any(|w| !(*w >= 0.0)) {
+                if e.weights.len() != nv
+                    || e.target.len() != nv
+                    || e.weights.iter().any(|w| !(*w >= 0.0))
+                {
                     return Err(OptError::BadObjective(format!(
                         "effort: {nv} control entries, {} weights (each >= 0) and {} targets",
                         e.weights.len(),
@@ -499,7 +504,11 @@ impl Objective {
             DMat::from_rows(&rows)
         };
         let d = DVec::from_column_slice(delta);
-        let value = 0.5 * e.iter().zip(wv.iter()).map(|(ei, wi)| wi * ei * ei).sum::<f64>()
+        let value = 0.5
+            * e.iter()
+                .zip(wv.iter())
+                .map(|(ei, wi)| wi * ei * ei)
+                .sum::<f64>()
             + 0.5 * self.regularization * d.norm_squared();
         if !value.is_finite() || !j.iter().all(|v| v.is_finite()) {
             return Err(OptError::NonFinite { what: "gradient" });
@@ -599,7 +608,8 @@ impl Objective {
     /// the reference of [`Objective::gradient`]).
     pub fn gradient_forward(&self, delta: &[f64]) -> Result<(f64, DVec<f64>), OptError> {
         let (value, e, j, w) = self.weighted_residuals(delta)?;
-        let g = j.transpose() * e.component_mul(&w) + DVec::from_column_slice(delta) * self.regularization;
+        let g = j.transpose() * e.component_mul(&w)
+            + DVec::from_column_slice(delta) * self.regularization;
         Ok((value, g))
     }
 
@@ -853,13 +863,7 @@ impl crate::diff::StageCost for Stages<'_> {
             || (o.effort.is_some() && k < o.steps)
     }
 
-    fn eval<T: Scalar>(
-        &self,
-        k: usize,
-        world: &World<T>,
-        x: &State<T>,
-        u: Option<&DVec<T>>,
-    ) -> T {
+    fn eval<T: Scalar>(&self, k: usize, world: &World<T>, x: &State<T>, u: Option<&DVec<T>>) -> T {
         let o = self.0;
         let mut c = T::zero();
         for (_, target) in o.stages.iter().filter(|s| s.0 == k) {

@@ -440,10 +440,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                                     opts.max_seconds.unwrap_or(0.0)
                                 );
                             }
-                            break format!(
-                                "no decrease found (regularization {:.1e})",
-                                ddp.mu
-                            );
+                            break format!("no decrease found (regularization {:.1e})", ddp.mu);
                         }
                     }
                 }
@@ -503,8 +500,8 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         .gradient(&delta)
         .map(|(_, g)| g.norm())
         .unwrap_or(f64::NAN);
-    let converged = error.is_none()
-        && (best <= target || converged_by_gradient || gradient_norm <= gtol);
+    let converged =
+        error.is_none() && (best <= target || converged_by_gradient || gradient_norm <= gtol);
     let solution = obj
         .solution(&delta)?
         .into_iter()

@@ -263,7 +263,10 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             return Err(loc(
                 r.span.clone(),
                 &r.path,
-                format!("`from` ({from}) must be below `to` ({})", to.unwrap_or(steps)),
+                format!(
+                    "`from` ({from}) must be below `to` ({})",
+                    to.unwrap_or(steps)
+                ),
             ));
         }
         r.finish()?;
@@ -279,7 +282,11 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
         None => None,
         Some(mut e) => {
             let nv = world.model.nv;
-            let list = |e: &mut Tab, key: &'static str, default: f64, non_negative: bool| -> R<Vec<f64>> {
+            let list = |e: &mut Tab,
+                        key: &'static str,
+                        default: f64,
+                        non_negative: bool|
+             -> R<Vec<f64>> {
                 match e.get(key) {
                     None => Ok(vec![default; nv]),
                     Some((v, p)) => {

@@ -59,7 +59,10 @@ fn adjoint_gradient_equals_the_forward_ift_gradient_on_every_objective() {
         let scale = gf.amax().max(1.0);
         let err = (&ga - &gf).amax() / scale;
         assert!(err <= 1e-10, "{name}: adjoint vs forward gradient {err:e}");
-        assert!((va - vf).abs() <= 1e-12 * vf.abs().max(1.0), "{name}: {va} vs {vf}");
+        assert!(
+            (va - vf).abs() <= 1e-12 * vf.abs().max(1.0),
+            "{name}: {va} vs {vf}"
+        );
         assert!(gf.amax() > 1e-8, "{name}: a zero gradient checks nothing");
     }
 }
@@ -105,7 +108,9 @@ fn hessian_vector_product_equals_the_assembled_hessian_times_v() {
         let d0 = vec![0.0; n];
         let h = obj.hessian(&d0, HessianMethod::Adjoint).unwrap();
         // a direction with every entry different
-        let v: Vec<f64> = (0..n).map(|i| ((i * 7 + 3) % 11) as f64 / 11.0 - 0.4).collect();
+        let v: Vec<f64> = (0..n)
+            .map(|i| ((i * 7 + 3) % 11) as f64 / 11.0 - 0.4)
+            .collect();
         let (_, g, hv) = obj.hessian_vector(&d0, &v).unwrap();
         let expect = &h.hessian * DVec::from_column_slice(&v);
         let err = (&hv - &expect).amax() / expect.amax().max(1.0);
@@ -129,8 +134,16 @@ fn reverse_rollout_jacobian_equals_the_forward_one() {
         inputs.extend((0..nv).map(|index| Input::Control { step: k, index }));
     }
     let o = DiffOptions::default();
-    let f = rollout_jacobian(&s.world, &s.initial, &s.controls, s.steps, &inputs, Method::Ift, &o)
-        .unwrap();
+    let f = rollout_jacobian(
+        &s.world,
+        &s.initial,
+        &s.controls,
+        s.steps,
+        &inputs,
+        Method::Ift,
+        &o,
+    )
+    .unwrap();
     let r = rollout_jacobian(
         &s.world,
         &s.initial,

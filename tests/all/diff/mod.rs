@@ -1,9 +1,9 @@
 //! Derivative methods and `check`.
 
+mod adjoint;
 mod check_examples;
 mod check_rollout;
 mod check_todorov;
-mod adjoint;
 mod complementarity;
 mod contact;
 mod kernels;

@@ -354,7 +354,11 @@ fn running_costs_and_effort_sum_as_documented() {
         o.outputs_at(&d, ks).unwrap()
     };
     let sq = |y: &[f64], t: &[f64], w: &[f64]| -> f64 {
-        y.iter().zip(t).zip(w).map(|((a, b), c)| 0.5 * c * (a - b) * (a - b)).sum()
+        y.iter()
+            .zip(t)
+            .zip(w)
+            .map(|((a, b), c)| 0.5 * c * (a - b) * (a - b))
+            .sum()
     };
     let mut want = 0.0;
     let last = run(&spec.of, &[s.steps]);
@@ -371,14 +375,20 @@ fn running_costs_and_effort_sum_as_documented() {
         want += sq(us.at(k).as_slice(), &e.target, &e.weights);
     }
     let got = obj.value(&d).unwrap();
-    assert!((got - want).abs() <= 1e-12 * want.abs(), "{got} vs by hand {want}");
+    assert!(
+        (got - want).abs() <= 1e-12 * want.abs(),
+        "{got} vs by hand {want}"
+    );
     let adj = obj.hessian(&d, HessianMethod::Adjoint).unwrap();
     let lift = obj.hessian(&d, HessianMethod::Lift).unwrap();
     let err = max_abs(&(&adj.hessian - &lift.hessian)) / max_abs(&lift.hessian).max(1.0);
     assert!(err <= 1e-9, "adjoint vs lift with running costs: {err:e}");
     let (_, gf) = obj.gradient_forward(&d).unwrap();
     let ge = (&adj.gradient - &gf).amax() / gf.amax().max(1.0);
-    assert!(ge <= 1e-10, "adjoint vs forward (Gauss-Newton residual) gradient {ge:e}");
+    assert!(
+        ge <= 1e-10,
+        "adjoint vs forward (Gauss-Newton residual) gradient {ge:e}"
+    );
 }
 
 /// Full DDP and trust-region Newton reach the same optimum of the arm
@@ -401,15 +411,27 @@ fn ddp_and_newton_agree_on_the_arm_reach() {
         };
         let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
         assert!(rep.converged, "{}: {rep:?}", method.name());
-        assert!(rep.termination.contains("first-order"), "{}: {}", method.name(), rep.termination);
+        assert!(
+            rep.termination.contains("first-order"),
+            "{}: {}",
+            method.name(),
+            rep.termination
+        );
         assert!(rep.relative_gradient_norm <= 1e-9);
         sols.push((rep.delta.clone(), *rep.cost.last().unwrap()));
     }
     let (a, b) = (&sols[0], &sols[1]);
     assert!((a.1 - b.1).abs() <= 1e-9 * b.1, "costs {} vs {}", a.1, b.1);
-    let dd = a.0.iter().zip(&b.0).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+    let dd =
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
     let scale = b.0.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
-    assert!(dd <= 1e-4 * scale.max(1.0), "controls differ by {dd:e} (scale {scale:e})");
+    assert!(
+        dd <= 1e-4 * scale.max(1.0),
+        "controls differ by {dd:e} (scale {scale:e})"
+    );
     let c0 = obj.value(&vec![0.0; obj.dim()]).unwrap();
     assert!(a.1 < c0 * (1.0 - 1e-4), "ddp {} from {c0}", a.1);
     // DDP refuses a non-control decision variable
@@ -429,15 +451,36 @@ fn bad_running_and_effort_terms_are_located() {
         format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n{body}")
     };
     // lines: 16 [objective], 17 of, 18 target, 19 wrt, 20 the new table
-    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0]\n"));
-    assert_eq!((e.line, e.path.as_str()), (22, "objective.running[0].target"), "{e}");
-    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nfrom = 4\nto = 2\n"));
+    let e = objective_error(&obj(
+        "[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0]\n",
+    ));
+    assert_eq!(
+        (e.line, e.path.as_str()),
+        (22, "objective.running[0].target"),
+        "{e}"
+    );
+    let e = objective_error(&obj(
+        "[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nfrom = 4\nto = 2\n",
+    ));
     assert!(e.to_string().contains("must be below"), "{e}");
-    let e = objective_error(&obj("[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nto = 9\n"));
-    assert_eq!((e.line, e.path.as_str()), (23, "objective.running[0].to"), "{e}");
+    let e = objective_error(&obj(
+        "[[objective.running]]\nof = [\"ball.velocity\"]\ntarget = [0, 0, 0]\nto = 9\n",
+    ));
+    assert_eq!(
+        (e.line, e.path.as_str()),
+        (23, "objective.running[0].to"),
+        "{e}"
+    );
     let e = objective_error(&obj("[objective.effort]\nweights = [1, 2]\n"));
-    assert_eq!((e.line, e.path.as_str()), (21, "objective.effort.weights"), "{e}");
-    assert!(e.to_string().contains("one value per control entry (6)"), "{e}");
+    assert_eq!(
+        (e.line, e.path.as_str()),
+        (21, "objective.effort.weights"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("one value per control entry (6)"),
+        "{e}"
+    );
     let e = objective_error(&obj("[objective.effort]\ntarget = [1]\n"));
     assert!(e.to_string().contains("missing required field"), "{e}");
 }
