@@ -21,7 +21,7 @@
 //! ```
 //!
 //! The cost is one step Jacobian of `m` local columns per step, whatever
-//! the number of decision variables (the forward [`rollout_jacobian`]
+//! the number of decision variables (the forward [`rollout_jacobian`](super::rollout_jacobian)
 //! carries one column per decision variable through every step).
 //!
 //! # Second order: the second-order implicit function theorem
@@ -102,6 +102,49 @@ fn locals(nv: usize, model: &[Param]) -> Vec<Param> {
 trait SecondOrder {
     fn hessian(&self, lambda: &DVec<f64>) -> Result<DMat<f64>, DiffError>;
     fn hvp(&self, lambda: &DVec<f64>, dir: &DVec<f64>) -> Result<DVec<f64>, DiffError>;
+    /// `∂²Φ_i/∂z²` for every output `i` (`2 nv` matrices `m × m`): the
+    /// same hyper-dual evaluations as one contraction, kept so that any
+    /// `λ` contracts them by a weighted sum (DDP's repeated backward
+    /// passes).
+    fn tensor(&self) -> Result<Vec<DMat<f64>>, DiffError>;
+}
+
+/// `∂²gᵢ/∂z²` of a vector function `g` of `m` seeds (`outs` entries), by
+/// 8 × 8 hyper-dual blocks.
+fn blocks_tensor(
+    m: usize,
+    outs: usize,
+    mut g: impl FnMut(&[H]) -> Result<Vec<H>, DiffError>,
+) -> Result<Vec<DMat<f64>>, DiffError> {
+    let nb = m.div_ceil(B);
+    let mut t = vec![DMat::zeros(m, m); outs];
+    for bi in 0..nb {
+        for bj in bi..nb {
+            let seeds: Vec<H> = (0..m)
+                .map(|k| {
+                    let mut d = H::from_re(0.0);
+                    if k / B == bi {
+                        d = d.derivative1(k % B);
+                    }
+                    if k / B == bj {
+                        d = d.derivative2(k % B);
+                    }
+                    d
+                })
+                .collect();
+            let v = g(&seeds)?;
+            for (ti, vi) in t.iter_mut().zip(&v) {
+                let hb = vi.eps1eps2.unwrap_generic(Const::<B>, Const::<B>);
+                for a in 0..B.min(m - bi * B) {
+                    for c in 0..B.min(m - bj * B) {
+                        ti[(bi * B + a, bj * B + c)] = hb[(a, c)];
+                        ti[(bj * B + c, bi * B + a)] = hb[(a, c)];
+                    }
+                }
+            }
+        }
+    }
+    Ok(t)
 }
 
 /// `λ·∂²g/∂z²` of a scalar function `g` of `m` seeds, by 8 × 8 hyper-dual
@@ -207,13 +250,10 @@ impl<Bk: ImplicitStep> RootStep<Bk> {
         mu
     }
 
-    /// `G(z̄ + s, y* + Y s) = λᵀ O − μᵀ r` in the seed scalar.
-    fn lagrangian<T: Scalar>(
-        &self,
-        lambda: &DVec<f64>,
-        mu: &DVec<f64>,
-        seeds: &[T],
-    ) -> Result<T, DiffError> {
+    /// The residual `r` and the output `O` at `(z̄ + s, y* + Y s)` in the
+    /// seed scalar.
+    #[allow(clippy::type_complexity)]
+    fn parts<T: Scalar>(&self, seeds: &[T]) -> Result<(DVec<T>, DVec<T>), DiffError> {
         let (wt, xt, ut) = seeded(&self.world, &self.state, &self.u, &self.locals, seeds)?;
         let n = self.y.len();
         let mut yt: DVec<T> = self.y.map(T::from_re);
@@ -231,19 +271,35 @@ impl<Bk: ImplicitStep> RootStep<Bk> {
         let v = yt.rows(0, nv).into_owned();
         let q = integrate_model(&wt.model, &xt.q, &v, wt.dt).map_err(SimError::from)?;
         let o = tangent(&wt.model, &self.next.q.map(T::from_re), &State { q, v });
-        let mut g = T::zero();
-        for (oi, li) in o.iter().zip(lambda.iter()) {
-            if *li != 0.0 {
-                g += *oi * T::from_re(*li);
-            }
-        }
-        for (ri, mi) in r.iter().zip(mu.iter()) {
-            if *mi != 0.0 {
-                g -= *ri * T::from_re(*mi);
-            }
-        }
-        Ok(g)
+        Ok((r, o))
     }
+
+    /// `G(z̄ + s, y* + Y s) = λᵀ O − μᵀ r` in the seed scalar.
+    fn lagrangian<T: Scalar>(
+        &self,
+        lambda: &DVec<f64>,
+        mu: &DVec<f64>,
+        seeds: &[T],
+    ) -> Result<T, DiffError> {
+        let (r, o) = self.parts(seeds)?;
+        Ok(contract(&r, &o, lambda, mu))
+    }
+}
+
+/// `λᵀ o − μᵀ r`, skipping zero multipliers.
+fn contract<T: Scalar>(r: &DVec<T>, o: &DVec<T>, lambda: &DVec<f64>, mu: &DVec<f64>) -> T {
+    let mut g = T::zero();
+    for (oi, li) in o.iter().zip(lambda.iter()) {
+        if *li != 0.0 {
+            g += *oi * T::from_re(*li);
+        }
+    }
+    for (ri, mi) in r.iter().zip(mu.iter()) {
+        if *mi != 0.0 {
+            g -= *ri * T::from_re(*mi);
+        }
+    }
+    g
 }
 
 impl<Bk: ImplicitStep> SecondOrder for RootStep<Bk> {
@@ -255,6 +311,22 @@ impl<Bk: ImplicitStep> SecondOrder for RootStep<Bk> {
     fn hvp(&self, lambda: &DVec<f64>, dir: &DVec<f64>) -> Result<DVec<f64>, DiffError> {
         let mu = self.mu(lambda);
         blocks_hvp(self.locals.len(), dir, |s| self.lagrangian(lambda, &mu, s))
+    }
+
+    fn tensor(&self) -> Result<Vec<DMat<f64>>, DiffError> {
+        let outs = 2 * self.world.model.nv;
+        let units: Vec<DVec<f64>> = (0..outs)
+            .map(|i| DVec::from_fn(outs, |j, _| if i == j { 1.0 } else { 0.0 }))
+            .collect();
+        let mus: Vec<DVec<f64>> = units.iter().map(|e| self.mu(e)).collect();
+        blocks_tensor(self.locals.len(), outs, |s| {
+            let (r, o) = self.parts(s)?;
+            Ok(units
+                .iter()
+                .zip(&mus)
+                .map(|(e, mu)| contract(&r, &o, e, mu))
+                .collect())
+        })
     }
 }
 
@@ -288,6 +360,17 @@ impl SecondOrder for SplitStep {
 
     fn hvp(&self, lambda: &DVec<f64>, dir: &DVec<f64>) -> Result<DVec<f64>, DiffError> {
         blocks_hvp(self.locals.len(), dir, |s| self.contracted(lambda, s))
+    }
+
+    fn tensor(&self) -> Result<Vec<DMat<f64>>, DiffError> {
+        blocks_tensor(self.locals.len(), 2 * self.world.model.nv, |s| {
+            let (wt, xt, ut) = seeded(&self.world, &self.state, &self.u, &self.locals, s)?;
+            let next = crate::sim::step(&wt, &xt, &ut)?.state;
+            Ok(tangent(&wt.model, &self.next.q.map(H::from_re), &next)
+                .iter()
+                .copied()
+                .collect())
+        })
     }
 }
 
@@ -482,6 +565,12 @@ impl Linearization {
     /// `λᵀ ∂²Φ_k/∂z²` (`m × m`), `λ` an adjoint on `ξ_{k+1}`.
     pub fn step_hessian(&self, k: usize, lambda: &DVec<f64>) -> Result<DMat<f64>, DiffError> {
         self.second_at(k)?.hessian(lambda).map_err(|e| at(k, e))
+    }
+
+    /// `∂²Φ_{k,i}/∂z²` for every output `i` of step `k` (`2 nv`
+    /// matrices `m × m`; `Σᵢ λᵢ` of them is [`Self::step_hessian`]).
+    pub fn step_tensor(&self, k: usize) -> Result<Vec<DMat<f64>>, DiffError> {
+        self.second_at(k)?.tensor().map_err(|e| at(k, e))
     }
 
     /// `(λᵀ ∂²Φ_k/∂z²) dir` (`m`).

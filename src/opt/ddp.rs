@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use super::{Objective, OptError, Stages};
 use crate::diff::adjoint::state_difference;
-use crate::diff::{DiffError, DiffOptions, Input, Linearization};
+use crate::diff::{DiffOptions, Input, Linearization};
 use crate::math::{DMat, DVec};
 use crate::sim::step;
 
@@ -90,6 +90,16 @@ pub(super) struct Iteration {
     /// Whether the iterate already met the gradient tolerance (no step
     /// taken).
     pub converged: bool,
+}
+
+/// What every backward pass of one iteration reuses.
+struct Parts<'p> {
+    /// Per step, the second derivatives of each output.
+    tensors: &'p [Vec<DMat<f64>>],
+    /// Per step, the stage cost's gradient and Hessian in `(ξ, u)`.
+    stage: &'p [(DVec<f64>, DMat<f64>)],
+    /// The final stage's.
+    terminal: &'p (DVec<f64>, DMat<f64>),
 }
 
 /// The DDP state carried between iterations.
@@ -155,13 +165,26 @@ impl<'a> Ddp<'a> {
         if self.gradient_norm <= gtol {
             return Ok(stay(true));
         }
-        // stage derivatives and step second derivatives need V_x: backward
+        // each step's second derivatives, once per linearization (every
+        // backward pass contracts them with its own V_x)
+        let tensors: Vec<Vec<DMat<f64>>> = (0..n)
+            .map(|k| lin.step_tensor(k))
+            .collect::<Result<_, _>>()?;
+        let stage: Vec<(DVec<f64>, DMat<f64>)> = (0..n)
+            .map(|k| lin.stage_hessian(&stages, k))
+            .collect::<Result<_, _>>()?;
+        let terminal = lin.stage_hessian(&stages, n)?;
+        let parts = Parts {
+            tensors: &tensors,
+            stage: &stage,
+            terminal: &terminal,
+        };
         loop {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 self.out_of_time = true;
                 return Ok(stay(false));
             }
-            let Some((ks, kk, dv1, dv2)) = self.backward(&lin, &stages, delta, nv, nu)? else {
+            let Some((ks, kk, dv1, dv2)) = self.backward(&lin, &parts, delta, nv, nu) else {
                 self.mu = (self.mu * 10.0).max(1e-6);
                 if self.mu > MU_MAX {
                     return Ok(stay(false));
@@ -199,17 +222,16 @@ impl<'a> Ddp<'a> {
     fn backward(
         &self,
         lin: &Linearization,
-        stages: &Stages<'_>,
+        parts: &Parts<'_>,
         delta: &[f64],
         nv: usize,
         nu: usize,
-    ) -> Result<Option<(Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64)>, DiffError> {
+    ) -> Option<(Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64)> {
         let n = self.obj.steps;
         let ent = &self.lay.entries;
         let r = self.obj.regularization;
-        let (gn, hn) = lin.stage_hessian(stages, n)?;
-        let mut vx = gn;
-        let mut vxx = hn;
+        let mut vx = parts.terminal.0.clone();
+        let mut vxx = parts.terminal.1.clone();
         let mut ks = vec![DVec::zeros(nu); n];
         let mut kk = vec![DMat::zeros(nu, 2 * nv); n];
         let (mut dv1, mut dv2) = (0.0, 0.0);
@@ -217,8 +239,14 @@ impl<'a> Ddp<'a> {
             let j = &lin.jacobians[k];
             let a = j.columns(0, 2 * nv).into_owned();
             let b = DMat::from_fn(2 * nv, nu, |i, c| j[(i, 2 * nv + ent[c])]);
-            let (g, h) = lin.stage_hessian(stages, k)?;
-            let f = lin.step_hessian(k, &vx)?;
+            let (g, h) = &parts.stage[k];
+            let m = parts.tensors[k][0].nrows();
+            let mut f = DMat::zeros(m, m);
+            for (vi, ti) in vx.iter().zip(&parts.tensors[k]) {
+                if *vi != 0.0 {
+                    f += ti * *vi;
+                }
+            }
             let ui = |c: usize| 2 * nv + ent[c];
             let qx = g.rows(0, 2 * nv).into_owned() + a.transpose() * &vx;
             let mut qu = DVec::from_fn(nu, |c, _| g[ui(c)] + r * delta[self.lay.column[k][c]])
@@ -237,9 +265,7 @@ impl<'a> Ddp<'a> {
             for p in 0..nu {
                 reg[(p, p)] += self.mu;
             }
-            let Some(ch) = reg.cholesky() else {
-                return Ok(None);
-            };
+            let ch = reg.cholesky()?;
             qu = qu.clone();
             let kff = -ch.solve(&qu);
             let kfb = -ch.solve(&qux);
@@ -257,7 +283,7 @@ impl<'a> Ddp<'a> {
             ks[k] = kff;
             kk[k] = kfb;
         }
-        Ok(Some((ks, kk, dv1, dv2)))
+        Some((ks, kk, dv1, dv2))
     }
 
     /// The closed-loop rollout at step size `alpha`: the new offsets and

@@ -31,7 +31,7 @@ pub enum OptMethod {
     Gradient,
     /// Cross-entropy method.
     Cem,
-    /// Full DDP over per-step controls ([`super::ddp`]).
+    /// Full DDP over per-step controls (see `docs/optimization.md`).
     Ddp,
 }
 
