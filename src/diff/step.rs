@@ -967,12 +967,8 @@ pub fn step_jacobian_with(
     opts: &DiffOptions,
     workspace: &mut crate::contact::Workspace<f64>,
 ) -> Result<StepJacobian, DiffError> {
-    let method = if method == Method::Adjoint {
-        Method::Ift
-    } else {
-        method
-    };
-    if method != Method::Ift || opts.gradient != Gradient::Exact {
+    // (for one step, `adjoint` is the same implicit-function solve)
+    if !matches!(method, Method::Ift | Method::Adjoint) || opts.gradient != Gradient::Exact {
         return step_jacobian(world, state, u, params, method, opts);
     }
     crate::sim::check_inputs(world, state, u)?;
@@ -1012,16 +1008,16 @@ pub fn step_jacobian(
     method: Method,
     opts: &DiffOptions,
 ) -> Result<StepJacobian, DiffError> {
+    // the solve of `ift` and `fd` does not go through `sim::step`: the same
+    // input checks (a non-finite control is an error, not a NaN Jacobian)
+    crate::sim::check_inputs(world, state, u)?;
+    complementarity::check(world, method, opts)?;
     // For one step, the reverse form is the same implicit-function solve.
     let method = if method == Method::Adjoint {
         Method::Ift
     } else {
         method
     };
-    // the solve of `ift` and `fd` does not go through `sim::step`: the same
-    // input checks (a non-finite control is an error, not a NaN Jacobian)
-    crate::sim::check_inputs(world, state, u)?;
-    complementarity::check(world, method, opts)?;
     let w = with_rho(world, opts);
     if opts.gradient == Gradient::ComplementarityAware {
         return complementarity::aware_step_jacobian(&w, state, u, params, opts);
