@@ -955,7 +955,13 @@ pub fn rollout_hvp<C: StageCost>(
     v: &DVec<f64>,
     opts: &DiffOptions,
 ) -> Result<(f64, DVec<f64>, DVec<f64>), DiffError> {
-    assert_eq!(v.len(), inputs.len(), "one direction entry per input");
+    if v.len() != inputs.len() {
+        return Err(DiffError::BadParam(format!(
+            "the direction has {} entries for {} inputs",
+            v.len(),
+            inputs.len()
+        )));
+    }
     let nv = world.model.nv;
     let map = InputMap::new(nv, steps, inputs)?;
     let lin = Linearization::new(world, x0, controls, steps, &map.model, true, opts)?;
