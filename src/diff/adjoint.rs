@@ -109,15 +109,18 @@ trait SecondOrder {
     fn tensor(&self) -> Result<Vec<DMat<f64>>, DiffError>;
 }
 
-/// `∂²gᵢ/∂z²` of a vector function `g` of `m` seeds (`outs` entries), by
-/// 8 × 8 hyper-dual blocks.
-fn blocks_tensor(
+/// Gradients and Hessians of a vector function `g` of `m` seeds (`outs`
+/// entries), by 8 × 8 hyper-dual blocks (`⌈m/8⌉(⌈m/8⌉+1)/2`
+/// evaluations).
+#[allow(clippy::type_complexity)]
+fn blocks_second(
     m: usize,
     outs: usize,
     mut g: impl FnMut(&[H]) -> Result<Vec<H>, DiffError>,
-) -> Result<Vec<DMat<f64>>, DiffError> {
+) -> Result<(Vec<DVec<f64>>, Vec<DMat<f64>>), DiffError> {
     let nb = m.div_ceil(B);
-    let mut t = vec![DMat::zeros(m, m); outs];
+    let mut grads = vec![DVec::zeros(m); outs];
+    let mut hess = vec![DMat::zeros(m, m); outs];
     for bi in 0..nb {
         for bj in bi..nb {
             let seeds: Vec<H> = (0..m)
@@ -133,60 +136,42 @@ fn blocks_tensor(
                 })
                 .collect();
             let v = g(&seeds)?;
-            for (ti, vi) in t.iter_mut().zip(&v) {
+            for ((gi, hi), vi) in grads.iter_mut().zip(hess.iter_mut()).zip(&v) {
+                if bi == bj {
+                    let gb = vi.eps1.unwrap_generic(Const::<B>, U1);
+                    for a in 0..B.min(m - bi * B) {
+                        gi[bi * B + a] = gb[a];
+                    }
+                }
                 let hb = vi.eps1eps2.unwrap_generic(Const::<B>, Const::<B>);
                 for a in 0..B.min(m - bi * B) {
                     for c in 0..B.min(m - bj * B) {
-                        ti[(bi * B + a, bj * B + c)] = hb[(a, c)];
-                        ti[(bj * B + c, bi * B + a)] = hb[(a, c)];
+                        hi[(bi * B + a, bj * B + c)] = hb[(a, c)];
+                        hi[(bj * B + c, bi * B + a)] = hb[(a, c)];
                     }
                 }
             }
         }
     }
-    Ok(t)
+    Ok((grads, hess))
 }
 
-/// `λ·∂²g/∂z²` of a scalar function `g` of `m` seeds, by 8 × 8 hyper-dual
-/// blocks (`⌈m/8⌉(⌈m/8⌉+1)/2` evaluations); also its gradient.
+/// `∂²gᵢ/∂z²` of a vector function `g` of `m` seeds (`outs` entries).
+fn blocks_tensor(
+    m: usize,
+    outs: usize,
+    g: impl FnMut(&[H]) -> Result<Vec<H>, DiffError>,
+) -> Result<Vec<DMat<f64>>, DiffError> {
+    Ok(blocks_second(m, outs, g)?.1)
+}
+
+/// Gradient and Hessian of a scalar function `g` of `m` seeds.
 fn blocks_hessian(
     m: usize,
     mut g: impl FnMut(&[H]) -> Result<H, DiffError>,
 ) -> Result<(DVec<f64>, DMat<f64>), DiffError> {
-    let nb = m.div_ceil(B);
-    let mut hess = DMat::zeros(m, m);
-    let mut grad = DVec::zeros(m);
-    for bi in 0..nb {
-        for bj in bi..nb {
-            let seeds: Vec<H> = (0..m)
-                .map(|k| {
-                    let mut d = H::from_re(0.0);
-                    if k / B == bi {
-                        d = d.derivative1(k % B);
-                    }
-                    if k / B == bj {
-                        d = d.derivative2(k % B);
-                    }
-                    d
-                })
-                .collect();
-            let v = g(&seeds)?;
-            let hb = v.eps1eps2.unwrap_generic(Const::<B>, Const::<B>);
-            if bi == bj {
-                let gb = v.eps1.unwrap_generic(Const::<B>, U1);
-                for a in 0..B.min(m - bi * B) {
-                    grad[bi * B + a] = gb[a];
-                }
-            }
-            for a in 0..B.min(m - bi * B) {
-                for c in 0..B.min(m - bj * B) {
-                    hess[(bi * B + a, bj * B + c)] = hb[(a, c)];
-                    hess[(bj * B + c, bi * B + a)] = hb[(a, c)];
-                }
-            }
-        }
-    }
-    Ok((grad, hess))
+    let (mut gs, mut hs) = blocks_second(m, 1, |s| Ok(vec![g(s)?]))?;
+    Ok((gs.remove(0), hs.remove(0)))
 }
 
 /// `(∂²g/∂z²) dir` of a scalar function of `m` seeds: one
