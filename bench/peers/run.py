@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""dualsim against MuJoCo, Nimble and Pinocchio on the same scenes, in one run.
+"""dualsim against MuJoCo, Nimble, Pinocchio and Crocoddyl on the same scenes, in one run.
 
     bench/peers/run.sh [--out FILE] [--rounds 3] [--reps 200] [--only ...]
 
-Sets up two virtual environments on first use (or with --setup):
-bench/peers/.venv (mujoco 3.x, pin; numpy 2) and bench/peers/.venv-nimble
+Sets up three virtual environments on first use (or with --setup):
+bench/peers/.venv (mujoco 3.x, pin; numpy 2), bench/peers/.venv-nimble
 (nimblephysics 0.10 with numpy < 2; Pinocchio's wheels need numpy >= 2.2
-and Nimble's need numpy < 2, so they cannot share one). Builds and runs
-`examples/peers_dualsim.rs`, runs the peer scripts, and prints a markdown
-table of medians with the ratio dualsim / peer (< 1: dualsim is faster),
-plus the quantities that show the engines simulate the same thing. See
-README.md in this directory.
+and Nimble's need numpy < 2, so they cannot share one) and
+bench/peers/.venv-croc (crocoddyl 3.2.1 with the pin it was built against,
+4.0.0, and example-robot-data). Builds and runs `examples/peers_dualsim.rs`
+and, for the `ur5_ddp` figure, the `dualsim` command (`optimize --method
+ddp`), runs the peer scripts, and prints a markdown table of medians with
+the ratio dualsim / peer (< 1: dualsim is faster), plus the quantities
+that show the engines simulate the same thing. See README.md in this
+directory.
 
 This script itself needs only the Python standard library (3.11+).
 """
@@ -31,15 +34,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import scenes  # noqa: E402
+import ur5_ddp  # noqa: E402
 
 VENV = os.path.join(HERE, ".venv")
 VENV_NIMBLE = os.path.join(HERE, ".venv-nimble")
 REQ_MAIN = ["mujoco>=3,<4", "pin>=3"]
+VENV_CROC = os.path.join(HERE, ".venv-croc")
+# Crocoddyl and the robot it loads. Its own venv: crocoddyl 3.2.1's wheel
+# (libcrocoddyl) was built against libpinocchio 4.0.0 but declares any
+# libpinocchio, and with pin / libpinocchio 4.1.0 (what `pin>=3` in .venv
+# resolves to) its FreeFwdDynamics computes the accelerations without
+# gravity (pin.aba with model.gravity = 0, exactly) and a frame-translation
+# cost crashes in calcDiff. With pin 4.0.0 it agrees with pin.aba exactly (peer_crocoddyl.py
+# checks this and refuses to time otherwise).
+REQ_CROC = ["crocoddyl==3.2.1", "pin==4.0.0", "example-robot-data==5.0.0"]
 REQ_NIMBLE_DEPS = ["numpy<2"]
 REQ_NIMBLE = ["nimblephysics>=0.10,<0.11"]
 
 FAST = ["box", "box_jacobian", "humanoid"]
 PILES = ["pile120", "sphere_pile"]
+OPT = ["ur5_ddp"]  # one run each, after the rounds (ur5_ddp.py)
 
 
 def log(*a):
@@ -93,10 +107,18 @@ MARKER = "peers-installed.json"
 
 def setup(force):
     ok = {"main": ready(VENV, [REQ_MAIN]),
+          "croc": ready(VENV_CROC, [REQ_CROC]),
           "nimble": ready(VENV_NIMBLE, [REQ_NIMBLE_DEPS, ["--no-deps", *REQ_NIMBLE]])}
     if force or not ok["main"]:
         make_venv(VENV, [REQ_MAIN])
         ok["main"] = True
+    if force or not ok["croc"]:
+        try:
+            make_venv(VENV_CROC, [REQ_CROC])
+            ok["croc"] = True
+        except subprocess.CalledProcessError as e:
+            log(f"crocoddyl could not be installed: {e}")
+            log("the ur5_ddp figure will have no Crocoddyl column")
     if force or not ok["nimble"]:
         try:
             # --no-deps: nimblephysics declares torch (its optional autograd
@@ -189,28 +211,44 @@ def main():
     ap.add_argument("--reps", type=int, default=200, help="timed batches per fast figure and round (default 200)")
     ap.add_argument("--budget", type=float, default=20.0,
                     help="seconds per pile figure for repeating the run (at least one run; default 20)")
-    ap.add_argument("--only", default=",".join(FAST + PILES), help="comma-separated figures")
+    ap.add_argument("--only", default=",".join(FAST + PILES + OPT), help="comma-separated figures")
     ap.add_argument("--nimble-pile-limit", type=float, default=300.0,
                     help="seconds after which a Nimble pile run is abandoned (extrapolated)")
-    ap.add_argument("--no-build", action="store_true", help="do not build the dualsim example first")
+    ap.add_argument("--no-build", action="store_true",
+                    help="do not build the dualsim example (and, for ur5_ddp, the dualsim command) first")
+    ap.add_argument("--ur5-repeats", type=int, default=20, help="ur5_ddp: Crocoddyl solves per start (median)")
+    ap.add_argument("--ur5-gtol", type=float, default=1e-8,
+                    help="ur5_ddp: dualsim's --gradient-tolerance (relative to the cost at the start; default 1e-8)")
+    ap.add_argument("--ur5-max-iterations", type=int, default=500, help="ur5_ddp: dualsim's --max-iterations")
+    ap.add_argument("--ur5-max-seconds", type=float, default=900.0, help="ur5_ddp: dualsim's --max-seconds")
     a = ap.parse_args()
     only = a.only.split(",")
-    bad = set(only) - set(FAST + PILES)
+    bad = set(only) - set(FAST + PILES + OPT)
     if bad:
         ap.error(f"unknown figures {sorted(bad)}")
 
     ok = setup(a.setup)
     if a.setup:
         return 0
-    if not scenes.up_to_date():
-        log("bench/peers/scenes.json or humanoid32.urdf differ from scenes.py: run `python3 bench/peers/scenes.py`")
+    stale = scenes.stale()
+    if stale:
+        log(f"bench/peers/{', '.join(stale)} differ from scenes.py: run `python3 bench/peers/scenes.py`")
         return 1
+    if "ur5_ddp" in only and scenes.ur5_source() is None:
+        log("ur5_ddp: example-robot-data is not installed in bench/peers/.venv-croc, so bench/peers/ur5.urdf "
+            "could not be checked against it; Crocoddyl's column will be empty")
 
     env = dict(os.environ)
+    sim_figs = [f for f in only if f in FAST + PILES]
     if not a.no_build:
-        sh(["cargo", "build", "--release", "--features", "examples", "--example", "peers_dualsim"], cwd=ROOT, env=env)
+        if sim_figs:
+            sh(["cargo", "build", "--release", "--features", "examples", "--example", "peers_dualsim"],
+               cwd=ROOT, env=env)
+        if "ur5_ddp" in only:
+            sh(["cargo", "build", "--release", "--bin", "dualsim"], cwd=ROOT, env=env)
     target = env.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     exe = os.path.join(target, "release", "examples", "peers_dualsim")
+    cli = os.path.join(target, "release", "dualsim")
     scenes_json = os.path.join(HERE, "scenes.json")
     common_args = ["--scenes", scenes_json, "--reps", str(a.reps)]
 
@@ -237,6 +275,8 @@ def main():
     plan = [(r, [f for f in FAST if f in only]) for r in range(a.rounds)]
     plan[0] = (0, plan[0][1] + [f for f in PILES if f in only])
     for rnd, figs in plan:
+        if not figs:
+            continue
         log(f"== round {rnd + 1}/{a.rounds}: {', '.join(figs)}")
         for eng, cmd in engines.items():
             mine = [f for f in figs if f in can[eng]]
@@ -246,6 +286,11 @@ def main():
             if err:
                 errors.append(f"{eng} ({','.join(mine)}): {err}")
             records += [(rnd, r) for r in recs]
+    if "ur5_ddp" in only:
+        log("== ur5_ddp")
+        recs, errs = ur5_ddp.run(cli, py(VENV_CROC) if ok["croc"] else None, scenes_json, a, run_jsonl, log)
+        records += [(0, r) for r in recs]
+        errors += errs
 
     report = make_report(records, errors, a, ok)
     print(report)
@@ -279,20 +324,25 @@ def make_report(records, errors, a, ok):
         rs = by.get((eng, fig), [])
         return rs[0] if rs else {}
 
-    vers = {e: first(e, "version").get("version", "–") for e in ("mujoco", "nimble", "pin")}
+    vers = {e: first(e, "version").get("version", "–") for e in ("mujoco", "nimble", "pin", "crocoddyl")}
     L = []
-    L.append("## dualsim vs MuJoCo, Nimble, Pinocchio (one run)")
+    L.append("## dualsim vs MuJoCo, Nimble, Pinocchio, Crocoddyl (one run)")
     L.append("")
     cmd = "bench/peers/run.sh " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     L.append(f"`{cmd.strip()}` — {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, dualsim {git_rev()}, "
-             f"MuJoCo {vers['mujoco']}, Nimble {vers['nimble']}, Pinocchio {vers['pin']}; "
+             f"MuJoCo {vers['mujoco']}, Nimble {vers['nimble']}, Pinocchio {vers['pin']}, Crocoddyl {vers['crocoddyl']}; "
              f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
-             f"Medians of wall-clock timings; fast figures: median over {a.rounds} round(s) of the median of "
-             f"{a.reps} timed batches, engines alternating within a round; piles: median of whole runs "
-             f"(repeated while within {a.budget:g} s, at least once). Ratio = dualsim / peer (< 1: dualsim faster).")
-    L.append("")
-    L.append("| figure | what is timed | dualsim | MuJoCo (elliptic) | ratio | MuJoCo (pyramidal, default) | ratio | Nimble | ratio |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
+             + (f"Medians of wall-clock timings; fast figures: median over {a.rounds} round(s) of the median of "
+                f"{a.reps} timed batches, engines alternating within a round; piles: median of whole runs "
+                f"(repeated while within {a.budget:g} s, at least once). "
+                if any(f in FAST + PILES for f in a.only.split(",")) else "")
+             + "Ratio = dualsim / peer (< 1: dualsim faster).")
+    only = a.only.split(",")
+    contact_figs = [f for f in ("box", "box_jacobian", "pile120", "sphere_pile") if f in only]
+    if contact_figs:
+        L.append("")
+        L.append("| figure | what is timed | dualsim | MuJoCo (elliptic) | ratio | MuJoCo (pyramidal, default) | ratio | Nimble | ratio |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
     rows = [
         ("box", "box_step", "0.2 m cube of 1 kg resting on a plane (μ = 0.5), one step, h = 0.01",
          "one step of the settled box (chained steps, batches of 10)"),
@@ -350,11 +400,12 @@ def make_report(records, errors, a, ok):
             L.append(f"| {label} | {fmt_t(d)} | {fmt_t(p)} | {fmt_ratio(d, p)} |")
 
     # Comparability.
-    L.append("")
-    L.append("Same physics? (values from the first round)")
-    L.append("")
-    L.append("| check | dualsim | MuJoCo (elliptic) | MuJoCo (pyramidal) | Nimble |")
-    L.append("|---|---|---|---|---|")
+    if contact_figs:
+        L.append("")
+        L.append("Same physics? (values from the first round)")
+        L.append("")
+        L.append("| check | dualsim | MuJoCo (elliptic) | MuJoCo (pyramidal) | Nimble |")
+        L.append("|---|---|---|---|---|")
     E = ["dualsim", "mujoco", "mujoco_pyramidal", "nimble"]
 
     def row(label, fig, key, spec=".3g"):
@@ -388,7 +439,12 @@ def make_report(records, errors, a, ok):
             L.append(f"Humanoid: dualsim vs Pinocchio at the state of scenes.json (Pinocchio's results converted to "
                      f"dualsim's free-joint convention): max |Δτ| = {dt:.2e} (max |τ| = {st:.3g}), "
                      f"max |Δq̈| = {dq:.2e} (max |q̈| = {sq:.3g}).")
-    if not ok["nimble"]:
+    if "ur5_ddp" in only:
+        L += ur5_ddp.report([r for _, r in records], fmt_g, fmt_t)
+        if not ok["croc"]:
+            L.append("")
+            L.append("Crocoddyl: not installed (see the setup messages); its rows are empty.")
+    if not ok["nimble"] and contact_figs:
         L.append("")
         L.append("Nimble: not installed (no nimblephysics wheel for this Python); its columns are empty.")
     if errors:

@@ -24,8 +24,18 @@ so every engine builds the same scene from the same numbers:
   (free joint: position, quaternion [w x y z], world-frame linear and
   angular velocity); `run.py` converts them to Pinocchio's free flyer
   (quaternion [x y z w], body-frame twist).
+* `ur5_reach`: a contact-free reaching problem for dualsim's DDP and
+  Crocoddyl's FDDP: the UR5 of example-robot-data (fixed base, 6 revolute
+  joints), 100 knots of 10 ms, from the neutral posture at rest to a
+  joint-space target state. `ur5.urdf` is example-robot-data's
+  `ur_description/urdf/ur5_robot.urdf` without its `<collision>`
+  elements (meshes, which dualsim's importer refuses), copied from the
+  package installed in `bench/peers/.venv-croc`; `ur5_reach.toml` is the
+  dualsim scene with Crocoddyl's costs converted to dualsim's weights
+  (see `ur5_reach_toml`).
 """
 
+import glob
 import json
 import math
 import os
@@ -151,6 +161,121 @@ def humanoid_state(nv=32):
     return q, r(nv), r(nv), r(nv)
 
 
+# The UR5 reaching problem, in Crocoddyl's terms. Crocoddyl's cost with
+# CostModelResidual (ActivationModelQuad, ½‖r‖²) and CostModelSum weights,
+# running cost times dt (IntegratedActionModelEuler), terminal cost not:
+#   J = Σ_{k<N} dt (w_x ½‖x_k ⊖ x*‖² + w_u ½‖u_k‖²) + w_T ½‖x_N ⊖ x*‖²
+# (ResidualModelState: q ⊖ q* = q − q* for revolute joints, v − v*;
+# ResidualModelControl: u, zero reference). dualsim's objective is
+# ½ Σ w (y − target)² with per-step running and effort sums, not scaled by
+# dt: its weights are w_T (final), dt·w_x (running, states 0 … N−1) and
+# dt·w_u (effort), and the two objectives are the same function of the
+# controls (factor 1).
+UR5_ERD_VERSION = "5.0.0"
+UR5_REACH = {
+    "urdf": "bench/peers/ur5.urdf",
+    "scene": "bench/peers/ur5_reach.toml",
+    "erd_robot": "ur5",
+    "dt": 0.01,
+    "knots": 100,
+    "q0": [0.0] * 6,
+    "v0": [0.0] * 6,
+    "q_target": [0.0, -1.0, 1.0, 0.0, 0.5, 0.0],
+    "v_target": [0.0] * 6,
+    "w_terminal": 1e3,
+    "w_running_state": 1e-1,
+    "w_control": 1e-3,
+}
+
+
+def ur5_source(venv=os.path.join(HERE, ".venv-croc")):
+    """example-robot-data's ur5_robot.urdf inside `venv`, or None."""
+    pat = os.path.join(venv, "lib", "python*", "site-packages", "cmeel.prefix", "share", "example-robot-data",
+                       "robots", "ur_description", "urdf", "ur5_robot.urdf")
+    hits = sorted(glob.glob(pat))
+    return hits[0] if hits else None
+
+
+def ur5_urdf(src):
+    """The UR5 URDF text without its <collision> elements."""
+    coll = re.findall(r"<collision>.*?</collision>", src, flags=re.S)
+    meshes = sum("<mesh" in c for c in coll)
+    body, n = re.subn(r"\n[ \t]*<collision>.*?</collision>", "", src, flags=re.S)
+    if n == 0:
+        raise ValueError("ur5_robot.urdf: no <collision> element found (a different file?)")
+    if "<mesh" in re.sub(r"<visual>.*?</visual>", "", body, flags=re.S):
+        raise ValueError("ur5_robot.urdf: a mesh is left outside <visual>")
+    head = (f"<!-- Written by bench/peers/scenes.py from example-robot-data {UR5_ERD_VERSION}'s\n"
+            f"     robots/ur_description/urdf/ur5_robot.urdf (Crocoddyl's example_robot_data.load(\"ur5\")):\n"
+            f"     the same file without its {n} <collision> elements ({meshes} meshes, which dualsim's\n"
+            f"     URDF importer refuses, and {n - meshes} primitive): no collision geometry, as in\n"
+            f"     Crocoddyl's contact-free problem. The <visual> meshes are kept (dualsim does not\n"
+            f"     read them). -->\n")
+    i = body.index("?>") + 2 if body.startswith("<?xml") else 0
+    return body[:i] + "\n" + head + body[i:].lstrip("\n")
+
+
+def fnum(x):
+    return repr(float(x))
+
+
+def flist(xs):
+    return "[" + ", ".join(fnum(x) for x in xs) + "]"
+
+
+def ur5_reach_toml(p=UR5_REACH):
+    """dualsim's scene of the UR5 reaching problem."""
+    n, dt = 6, p["dt"]
+    target = p["q_target"] + p["v_target"]
+    return f"""# Written by bench/peers/scenes.py (do not edit): the UR5 reaching problem
+# of bench/peers/peer_crocoddyl.py, the same problem as Crocoddyl's
+#   running: IntegratedActionModelEuler(FreeFwdDynamics, dt = {dt:g}) with
+#            {p['w_running_state']:g} * ResidualModelState(x*) + {p['w_control']:g} * ResidualModelControl (zero reference)
+#   terminal: {p['w_terminal']:g} * ResidualModelState(x*)
+# Crocoddyl: J = sum_k dt (w_x/2 |x_k - x*|^2 + w_u/2 |u_k|^2) + w_T/2 |x_N - x*|^2;
+# dualsim sums its running and effort terms per step without dt, so their
+# weights here are dt * w_x = {dt * p['w_running_state']:g} and dt * w_u = {dt * p['w_control']:g}
+# (the final-state weight is w_T): the same function of the controls.
+# No contact (no static geometry, no collision shapes): semi-implicit
+# Euler on ABA, as Crocoddyl's Euler integrator (v' = v + dt a, q' = q + dt v').
+[sim]
+dt = {fnum(dt)}
+steps = {p['knots']}
+gravity = [0.0, 0.0, -9.81]
+
+[[robot]]
+name = "arm"
+urdf = "ur5.urdf"
+base = "fixed"
+# The URDF has joint limits (no backend enforces them; Crocoddyl's
+# FreeFwdDynamics does not either).
+ignore_joint_limits = true
+q = {flist(p['q0'])}
+v = {flist(p['v0'])}
+
+[[control]]
+target = "arm"
+values = {flist([0.0] * n)}
+
+[objective]
+of = ["arm.q", "arm.v"]
+target = {flist(target)}
+weights = {flist([p['w_terminal']] * 2 * n)}
+wrt = ["arm.control"]
+
+[[objective.running]]
+of = ["arm.q", "arm.v"]
+target = {flist(target)}
+weights = {flist([dt * p['w_running_state']] * 2 * n)}
+from = 0
+to = {p['knots']}
+
+[objective.effort]
+weights = [{fnum(dt * p['w_control'])}]
+target = [0.0]
+"""
+
+
 def scenes():
     q, v, a, tau = humanoid_state()
     return {
@@ -168,6 +293,7 @@ def scenes():
         },
         "sphere_pile": {"toml": "examples/scenes/sphere_pile.toml"},
         "humanoid": {"urdf": "bench/peers/humanoid32.urdf", "q": q, "v": v, "a": a, "tau": tau},
+        "ur5_reach": UR5_REACH,
     }
 
 
@@ -178,23 +304,53 @@ def dumps(obj):
 
 
 def write(out_dir=HERE):
-    with open(os.path.join(out_dir, "scenes.json"), "w") as fh:
-        fh.write(dumps(scenes()))
-    with open(os.path.join(out_dir, "humanoid32.urdf"), "w") as fh:
-        fh.write(humanoid_urdf())
+    """Writes the generated files; `ur5.urdf` only when example-robot-data
+    is installed in bench/peers/.venv-croc (it is copied from there)."""
+    files = {"scenes.json": dumps(scenes()), "humanoid32.urdf": humanoid_urdf(),
+             "ur5_reach.toml": ur5_reach_toml()}
+    src = ur5_source()
+    if src:
+        with open(src) as fh:
+            files["ur5.urdf"] = ur5_urdf(fh.read())
+    for name, text in files.items():
+        with open(os.path.join(out_dir, name), "w") as fh:
+            fh.write(text)
+    return sorted(files), src
+
+
+def stale(out_dir=HERE):
+    """The generated files that differ from what `write` would write
+    (`ur5.urdf` checked only when its source is installed)."""
+    out = []
+    try:
+        with open(os.path.join(out_dir, "scenes.json")) as fh:
+            if json.load(fh) != json.loads(json.dumps(scenes())):
+                out.append("scenes.json")
+    except (OSError, ValueError):
+        out.append("scenes.json")
+    expect = {"humanoid32.urdf": humanoid_urdf, "ur5_reach.toml": ur5_reach_toml}
+    src = ur5_source()
+    if src:
+        with open(src) as fh:
+            text = fh.read()
+        expect["ur5.urdf"] = lambda: ur5_urdf(text)
+    for name, make in expect.items():
+        try:
+            with open(os.path.join(out_dir, name)) as fh:
+                if fh.read() != make():
+                    out.append(name)
+        except OSError:
+            out.append(name)
+    return out
 
 
 def up_to_date(out_dir=HERE):
-    try:
-        with open(os.path.join(out_dir, "scenes.json")) as fh:
-            s = json.load(fh)
-        with open(os.path.join(out_dir, "humanoid32.urdf")) as fh:
-            u = fh.read()
-    except OSError:
-        return False
-    return s == json.loads(json.dumps(scenes())) and u == humanoid_urdf()
+    return not stale(out_dir)
 
 
 if __name__ == "__main__":
-    write()
-    print("wrote", os.path.join(HERE, "scenes.json"), "and", os.path.join(HERE, "humanoid32.urdf"))
+    names, src = write()
+    print("wrote", ", ".join(os.path.join(HERE, n) for n in names))
+    if not src:
+        print("ur5.urdf not written: example-robot-data is not installed in bench/peers/.venv-croc "
+              "(bench/peers/run.sh --setup)")

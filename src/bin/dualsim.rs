@@ -1605,7 +1605,9 @@ fn optimize(
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(EXIT_SIM);
+            // a method that cannot take this objective is a usage error
+            let input = matches!(e, dualsim::opt::OptError::Unsupported { .. });
+            return ExitCode::from(if input { EXIT_INPUT } else { EXIT_SIM });
         }
     };
     let mut code = ExitCode::SUCCESS;

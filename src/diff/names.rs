@@ -800,3 +800,68 @@ pub fn output_rows(
     };
     Ok((values, m))
 }
+
+/// The value of a model parameter in a world.
+pub fn model_value(w: &World<f64>, p: Param) -> f64 {
+    match p {
+        Param::Mass(b) => w.model.bodies[b].inertia.mass,
+        Param::Inertia(b, k) => w.model.bodies[b].inertia.inertia[(k, k)],
+        Param::Friction(b) => w.materials[b].friction,
+        Param::Restitution(b) => w.materials[b].restitution,
+        Param::Shape(b, k) => match w.shapes[b].as_ref() {
+            Some(Shape::Sphere { radius }) => *radius,
+            Some(Shape::Box { half_extents }) => half_extents[k],
+            Some(
+                Shape::Capsule {
+                    radius,
+                    half_length,
+                }
+                | Shape::Cylinder {
+                    radius,
+                    half_length,
+                },
+            ) => {
+                if k == 0 {
+                    *radius
+                } else {
+                    *half_length
+                }
+            }
+            Some(Shape::Ellipsoid { radii }) => radii[k],
+            Some(Shape::PaddedPolygon { radius, .. }) => *radius,
+            _ => f64::NAN,
+        },
+        Param::Gravity(k) => w.gravity[k],
+        Param::Dt => w.dt,
+        Param::Q(_) | Param::V(_) | Param::U(_) => f64::NAN,
+    }
+}
+
+/// The value of one decision variable in a world, a state and controls:
+/// what `θ₀ + δ` starts from. `None` for a direction with no value of its
+/// own: an orientation's tangent direction, or a coordinate of a robot
+/// with a floating base.
+pub fn input_value(
+    w: &World<f64>,
+    x: &State<f64>,
+    us: &crate::sim::Controls<f64>,
+    input: Input,
+) -> Option<f64> {
+    match input {
+        Input::Control { step, index } => Some(us.at(step)[index]),
+        Input::Velocity(i) => Some(x.v[i]),
+        Input::Model(p) => Some(model_value(w, p)).filter(|v| !v.is_nan()),
+        Input::Config(i) => {
+            if let Some(r) = w
+                .robots
+                .iter()
+                .find(|r| (r.idx_v..r.idx_v + r.nv).contains(&i))
+            {
+                (r.nq == r.nv).then(|| x.q[r.idx_q + i - r.idx_v])
+            } else {
+                let b = &w.model.bodies[w.model.dof_body[i]];
+                (i - b.idx_v < 3).then(|| x.q[b.idx_q + i - b.idx_v])
+            }
+        }
+    }
+}

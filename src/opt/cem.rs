@@ -69,13 +69,16 @@ impl Normal {
 
 /// Minimizes `cost` from `x0`; `stop(iteration, best_cost)` is called
 /// after each iteration with the best cost so far and ends the run when it
-/// returns true. A cost that fails (`None`) counts as `+∞`. Returns the
-/// best point and its cost.
+/// returns true. A cost that fails (`None`) counts as `+∞`. Each sample
+/// is passed through `project` (the objective's bounds: samples outside
+/// the box are clamped onto it) before it is evaluated. Returns the best
+/// point and its cost.
 pub fn minimize(
     cost: &mut dyn FnMut(&[f64]) -> Option<f64>,
     x0: &[f64],
     params: &CemParams,
     stop: &mut dyn FnMut(usize, f64) -> bool,
+    project: &dyn Fn(&mut [f64]),
 ) -> (Vec<f64>, f64) {
     let n = x0.len();
     let mut rng = Rng(params.seed.max(1));
@@ -86,7 +89,8 @@ pub fn minimize(
     for it in 1.. {
         let mut samples: Vec<(f64, Vec<f64>)> = (0..params.population.max(1))
             .map(|_| {
-                let x: Vec<f64> = (0..n).map(|i| mu[i] + sigma[i] * rng.normal()).collect();
+                let mut x: Vec<f64> = (0..n).map(|i| mu[i] + sigma[i] * rng.normal()).collect();
+                project(&mut x);
                 let c = cost(&x).filter(|c| c.is_finite()).unwrap_or(f64::INFINITY);
                 (c, x)
             })

@@ -51,11 +51,13 @@ fn layout(obj: &Objective) -> Result<Layout, OptError> {
         match *inp {
             Input::Control { step, index } if step < steps => per[step].push((index, c)),
             _ => {
-                return Err(OptError::BadObjective(
-                    "ddp optimizes per-step controls: every decision variable must be a \
-                     control entry (`NAME.control`); use newton for other decision variables"
+                return Err(OptError::Unsupported {
+                    method: "ddp",
+                    what: "optimize decision variables other than per-step controls: every \
+                           decision variable must be a control entry (`NAME.control`); use \
+                           newton for the others"
                         .into(),
-                ))
+                })
             }
         }
     }
@@ -113,6 +115,8 @@ pub(super) struct Ddp<'a> {
     pub gradient_norm: f64,
     /// Whether the last iteration stopped at the deadline.
     pub out_of_time: bool,
+    /// The last backward pass's feedforward terms (the box QPs' warm start).
+    warm: Vec<DVec<f64>>,
 }
 
 const MU_MIN: f64 = 1e-9;
@@ -126,6 +130,7 @@ impl<'a> Ddp<'a> {
             mu: 1e-6,
             gradient_norm: f64::INFINITY,
             out_of_time: false,
+            warm: Vec::new(),
         })
     }
 
@@ -148,14 +153,15 @@ impl<'a> Ddp<'a> {
         let r = obj.regularization;
         // the gradient at the current iterate, from the same linearization
         let (_, ws) = lin.adjoints(&stages)?;
-        let mut g2 = 0.0;
+        let mut grad = vec![0.0; obj.dim()];
         for k in 0..n {
             for (j, &e) in ent.iter().enumerate() {
-                let gj = ws[k][2 * nv + e] + r * delta[self.lay.column[k][j]];
-                g2 += gj * gj;
+                let c = self.lay.column[k][j];
+                grad[c] = ws[k][2 * nv + e] + r * delta[c];
             }
         }
-        self.gradient_norm = g2.sqrt();
+        // ‖∇f‖, or under bounds the projected gradient norm
+        self.gradient_norm = obj.projected_gradient_norm(delta, &grad);
         let stay = |converged: bool| Iteration {
             delta: delta.to_vec(),
             cost,
@@ -198,6 +204,9 @@ impl<'a> Ddp<'a> {
                     let expected = -(alpha * dv1 + 0.5 * alpha * alpha * dv2);
                     if c.is_finite() && cost - c >= 1e-4 * expected.max(0.0) && c < cost {
                         self.mu = (self.mu / 10.0).max(MU_MIN);
+                        // the next iteration's box QPs start from these
+                        // steps, shifted by what was taken
+                        self.warm = ks.iter().map(|k| k * (1.0 - alpha)).collect();
                         return Ok(Iteration {
                             delta: d,
                             cost: c,
@@ -265,10 +274,33 @@ impl<'a> Ddp<'a> {
             for p in 0..nu {
                 reg[(p, p)] += self.mu;
             }
-            let ch = reg.cholesky()?;
+            let (kff, kfb) = match self.obj.bounds() {
+                None => {
+                    let ch = reg.cholesky()?;
+                    (-ch.solve(&qu), -ch.solve(&qux))
+                }
+                Some((lo, hi)) => {
+                    // box-DDP: the feedforward term solves the box QP of
+                    // the control's bounds; clamped controls get no feedback
+                    let col = &self.lay.column[k];
+                    let l = DVec::from_fn(nu, |c, _| lo[col[c]] - delta[col[c]]);
+                    let h = DVec::from_fn(nu, |c, _| hi[col[c]] - delta[col[c]]);
+                    let warm = self.warm.get(k).cloned().unwrap_or_else(|| DVec::zeros(nu));
+                    let (kff, free) = box_qp(&reg, &qu, &l, &h, &warm)?;
+                    let mut kfb = DMat::zeros(nu, 2 * nv);
+                    let fi: Vec<usize> = (0..nu).filter(|&c| free[c]).collect();
+                    if !fi.is_empty() {
+                        let hf = DMat::from_fn(fi.len(), fi.len(), |a, b| reg[(fi[a], fi[b])]);
+                        let qf = DMat::from_fn(fi.len(), 2 * nv, |a, b| qux[(fi[a], b)]);
+                        let kf = -hf.cholesky()?.solve(&qf);
+                        for (a, &c) in fi.iter().enumerate() {
+                            kfb.set_row(c, &kf.row(a));
+                        }
+                    }
+                    (kff, kfb)
+                }
+            };
             qu = qu.clone();
-            let kff = -ch.solve(&qu);
-            let kfb = -ch.solve(&qux);
             dv1 += kff.dot(&qu);
             dv2 += kff.dot(&(&quu * &kff));
             vx = &qx
@@ -308,8 +340,17 @@ impl<'a> Ddp<'a> {
             let du = &ks[k] * alpha + &kk[k] * dx;
             let mut u = lin.controls[k].clone();
             for (j, &e) in self.lay.entries.iter().enumerate() {
-                u[e] += du[j];
-                d[self.lay.column[k][j]] += du[j];
+                let c = self.lay.column[k][j];
+                match obj.bounds() {
+                    None => {
+                        d[c] += du[j];
+                        u[e] += du[j];
+                    }
+                    Some((lo, hi)) => {
+                        d[c] = (delta[c] + du[j]).clamp(lo[c], hi[c]);
+                        u[e] += d[c] - delta[c];
+                    }
+                }
             }
             if crate::diff::StageCost::active(&stages, k) {
                 cost += crate::diff::StageCost::eval(&stages, k, w, &x, Some(&u));
@@ -325,4 +366,78 @@ impl<'a> Ddp<'a> {
         cost += 0.5 * obj.regularization * d.iter().map(|v| v * v).sum::<f64>();
         Ok(cost.is_finite().then_some((d, cost)))
     }
+}
+
+/// Minimizes `½ xᵀ H x + gᵀ x` over `l ≤ x ≤ u` by projected Newton
+/// (Tassa, Mansard and Todorov 2014, "Control-limited differential dynamic
+/// programming", Algorithm 3), from `x0` clamped into the box. Returns the
+/// minimizer and which entries are free (not clamped at a bound with the
+/// gradient pushing outward); `None` when `H` restricted to the free set is
+/// not positive definite.
+fn box_qp(
+    h: &DMat<f64>,
+    g: &DVec<f64>,
+    l: &DVec<f64>,
+    u: &DVec<f64>,
+    x0: &DVec<f64>,
+) -> Option<(DVec<f64>, Vec<bool>)> {
+    let n = g.len();
+    let clamp = |x: &DVec<f64>| DVec::from_fn(n, |i, _| x[i].clamp(l[i], u[i]));
+    let value = |x: &DVec<f64>| x.dot(g) + 0.5 * x.dot(&(h * x));
+    let mut x = clamp(x0);
+    let mut v = value(&x);
+    let clamped_at = |x: &DVec<f64>| -> Vec<bool> {
+        let grad = g + h * x;
+        (0..n)
+            .map(|i| (x[i] <= l[i] && grad[i] > 0.0) || (x[i] >= u[i] && grad[i] < 0.0))
+            .collect()
+    };
+    for _ in 0..100 {
+        let clamped = clamped_at(&x);
+        let fi: Vec<usize> = (0..n).filter(|&i| !clamped[i]).collect();
+        if fi.is_empty() {
+            break;
+        }
+        let grad = g + h * &x;
+        if fi.iter().map(|&i| grad[i] * grad[i]).sum::<f64>().sqrt() < 1e-13 * (1.0 + g.norm()) {
+            break;
+        }
+        // Newton on the free set with the clamped entries held
+        let xc = DVec::from_fn(n, |i, _| if clamped[i] { x[i] } else { 0.0 });
+        let gc = g + h * xc;
+        let hf = DMat::from_fn(fi.len(), fi.len(), |a, b| h[(fi[a], fi[b])]);
+        let gf = DVec::from_fn(fi.len(), |a, _| gc[fi[a]]);
+        let target = -hf.cholesky()?.solve(&gf);
+        let mut search = DVec::zeros(n);
+        for (a, &i) in fi.iter().enumerate() {
+            search[i] = target[a] - x[i];
+        }
+        let sdotg = search.dot(&grad);
+        if sdotg >= 0.0 {
+            break;
+        }
+        // projected Armijo line search
+        let mut step = 1.0;
+        let mut next = None;
+        while step > 1e-20 {
+            let xt = clamp(&(&x + &search * step));
+            let vt = value(&xt);
+            if (vt - v) / (step * sdotg) > 0.1 {
+                next = Some((xt, vt));
+                break;
+            }
+            step *= 0.6;
+        }
+        let Some((xt, vt)) = next else {
+            break;
+        };
+        let improvement = v - vt;
+        x = xt;
+        v = vt;
+        if improvement < 1e-14 * (1.0 + v.abs()) {
+            break;
+        }
+    }
+    let clamped = clamped_at(&x);
+    Some((x, clamped.iter().map(|c| !c).collect()))
 }

@@ -40,11 +40,18 @@
 //!
 //! | method | how |
 //! |---|---|
-//! | `newton` | argmin's trust region (Steihaug–CG subproblem) with the exact Hessian (`lift`) |
+//! | `newton` | argmin's trust region (Steihaug–CG subproblem) with the exact Hessian ([`HessianMethod::Adjoint`]) |
 //! | `gauss_newton` | the same trust region with the Gauss–Newton Hessian `Jᵀ W J + r I` (exact `ift` Jacobians) |
 //! | `lbfgs` | argmin's L-BFGS (memory 10, Moré–Thuente line search) |
 //! | `gradient` | argmin's steepest descent with a backtracking (Armijo) line search |
+//! | `ddp` | full DDP over per-step controls (`ddp`, written here) |
 //! | `cem` | cross-entropy method, zeroth order ([`cem`]; written here, argmin has none) |
+//!
+//! With bounds on the decision variables (`[[objective.bounds]]`), `ddp`
+//! is box-DDP, `newton`, `gauss_newton` and `gradient` run Bertsekas'
+//! projected Newton method (`projected`: argmin has no bound-constrained
+//! solver), `cem` clamps its samples and `lbfgs` refuses
+//! ([`OptError::Unsupported`]).
 //!
 //! argmin's nalgebra backend supports nalgebra 0.34 while dualsim uses
 //! 0.35, so the adapters use argmin's `Vec<f64>` backend (parameters
@@ -61,6 +68,7 @@
 pub mod cem;
 pub mod compare;
 mod ddp;
+mod projected;
 mod scene_out;
 mod solve;
 pub mod sysid;
@@ -73,8 +81,7 @@ use num_dual::HyperDualSVec64;
 
 use crate::diff::names::{self, Output, OutputField};
 use crate::diff::rollout::seeded_rollout;
-use crate::diff::{lift_step, DiffError, DiffOptions, Input, Param};
-use crate::geometry::Shape;
+use crate::diff::{lift_step, DiffError, DiffOptions, Input};
 use crate::math::{DMat, DVec};
 use crate::scene::{ObjectiveSpec, Scene};
 use crate::sim::{rollout, step, Controls, State, World};
@@ -97,6 +104,16 @@ pub enum OptError {
     /// A simulation or derivative failed.
     #[error(transparent)]
     Diff(#[from] DiffError),
+    /// A method that cannot honour part of the objective (bounds under
+    /// `lbfgs`, decision variables other than per-step controls under
+    /// `ddp`).
+    #[error("`{method}` cannot {what}")]
+    Unsupported {
+        /// The method's name.
+        method: &'static str,
+        /// What it cannot do, and what to use instead.
+        what: String,
+    },
     /// The cost or a derivative is not finite.
     #[error("the {what} is not finite at this point")]
     NonFinite {
@@ -176,6 +193,9 @@ pub struct Objective {
     running: Vec<Running>,
     /// Control effort: weights and targets per control entry.
     effort: Option<(Vec<f64>, Vec<f64>)>,
+    /// Box bounds on δ (`lower − θ₀ ≤ δ ≤ upper − θ₀`), one pair per
+    /// decision variable; `None` without `[[objective.bounds]]`.
+    bounds: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 /// A running state term of the objective.
@@ -272,6 +292,62 @@ impl Objective {
                 Some((e.weights.clone(), e.target.clone()))
             }
         };
+        let bounds = if spec.bounds.is_empty() {
+            None
+        } else {
+            let n: usize = groups.iter().map(|(_, i)| i.len()).sum();
+            let (mut lo, mut hi) = (vec![f64::NEG_INFINITY; n], vec![f64::INFINITY; n]);
+            for (bi, b) in spec.bounds.iter().enumerate() {
+                let mut offset = 0;
+                let mut found = false;
+                for (label, inputs) in &groups {
+                    if *label == b.wrt {
+                        found = true;
+                        let width = crate::scene::bound_width(inputs);
+                        if b.lower.len() != width
+                            || b.upper.len() != width
+                            || (0..width).any(|j| !(b.lower[j] <= b.upper[j]))
+                        {
+                            return Err(OptError::BadObjective(format!(
+                                "bounds[{bi}] (`{}`): {width} entries, {} lower and {} upper bounds \
+                                 (each lower <= upper)",
+                                b.wrt,
+                                b.lower.len(),
+                                b.upper.len()
+                            )));
+                        }
+                        for (i, inp) in inputs.iter().enumerate() {
+                            let Some(x0) = names::input_value(world, initial, controls, *inp)
+                            else {
+                                return Err(OptError::BadObjective(format!(
+                                    "bounds[{bi}]: `{}` is not a vector quantity (an orientation or \
+                                     a floating base's coordinates)",
+                                    b.wrt
+                                )));
+                            };
+                            let j = i % width;
+                            if !(b.lower[j] <= x0 && x0 <= b.upper[j]) {
+                                return Err(OptError::BadObjective(format!(
+                                    "bounds[{bi}]: the start value {x0} of `{}` entry {i} is outside \
+                                     [{}, {}]",
+                                    b.wrt, b.lower[j], b.upper[j]
+                                )));
+                            }
+                            lo[offset + i] = b.lower[j] - x0;
+                            hi[offset + i] = b.upper[j] - x0;
+                        }
+                    }
+                    offset += inputs.len();
+                }
+                if !found {
+                    return Err(OptError::BadObjective(format!(
+                        "bounds[{bi}]: `{}` is not one of the decision variables",
+                        b.wrt
+                    )));
+                }
+            }
+            Some((lo, hi))
+        };
         Ok(Objective {
             world: world.clone(),
             initial: initial.clone(),
@@ -285,7 +361,43 @@ impl Objective {
             regularization: spec.regularization,
             running,
             effort,
+            bounds,
         })
+    }
+
+    /// The bounds on δ (`lower − θ₀`, `upper − θ₀` per decision
+    /// variable), if the objective has any.
+    pub fn bounds(&self) -> Option<(&[f64], &[f64])> {
+        self.bounds
+            .as_ref()
+            .map(|(l, h)| (l.as_slice(), h.as_slice()))
+    }
+
+    /// `δ` projected onto the bounds (unchanged without bounds).
+    pub fn project(&self, delta: &mut [f64]) {
+        if let Some((lo, hi)) = &self.bounds {
+            for ((d, l), h) in delta.iter_mut().zip(lo).zip(hi) {
+                *d = d.clamp(*l, *h);
+            }
+        }
+    }
+
+    /// The first-order optimality measure: `‖P(δ − ∇f) − δ‖` under bounds
+    /// (zero exactly at a KKT point), `‖∇f‖` without.
+    pub fn projected_gradient_norm(&self, delta: &[f64], gradient: &[f64]) -> f64 {
+        match &self.bounds {
+            None => gradient.iter().map(|g| g * g).sum::<f64>().sqrt(),
+            Some((lo, hi)) => delta
+                .iter()
+                .zip(gradient)
+                .zip(lo.iter().zip(hi))
+                .map(|((d, g), (l, h))| {
+                    let p = (d - g).clamp(*l, *h) - d;
+                    p * p
+                })
+                .sum::<f64>()
+                .sqrt(),
+        }
     }
 
     /// Number of decision variables.
@@ -756,7 +868,7 @@ impl Objective {
                 Input::Model(_) => inputs
                     .iter()
                     .map(|i| match *i {
-                        Input::Model(p) => model_value(&w, p),
+                        Input::Model(p) => names::model_value(&w, p),
                         _ => unreachable!("a parameter group holds parameters only"),
                     })
                     .collect(),
@@ -764,42 +876,6 @@ impl Objective {
             out.push((label.clone(), values));
         }
         Ok(out)
-    }
-}
-
-/// The value of a model parameter in a world.
-fn model_value(w: &World<f64>, p: Param) -> f64 {
-    match p {
-        Param::Mass(b) => w.model.bodies[b].inertia.mass,
-        Param::Inertia(b, k) => w.model.bodies[b].inertia.inertia[(k, k)],
-        Param::Friction(b) => w.materials[b].friction,
-        Param::Restitution(b) => w.materials[b].restitution,
-        Param::Shape(b, k) => match w.shapes[b].as_ref() {
-            Some(Shape::Sphere { radius }) => *radius,
-            Some(Shape::Box { half_extents }) => half_extents[k],
-            Some(
-                Shape::Capsule {
-                    radius,
-                    half_length,
-                }
-                | Shape::Cylinder {
-                    radius,
-                    half_length,
-                },
-            ) => {
-                if k == 0 {
-                    *radius
-                } else {
-                    *half_length
-                }
-            }
-            Some(Shape::Ellipsoid { radii }) => radii[k],
-            Some(Shape::PaddedPolygon { radius, .. }) => *radius,
-            _ => f64::NAN,
-        },
-        Param::Gravity(k) => w.gravity[k],
-        Param::Dt => w.dt,
-        Param::Q(_) | Param::V(_) | Param::U(_) => f64::NAN,
     }
 }
 

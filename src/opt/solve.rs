@@ -113,7 +113,8 @@ pub struct OptimizeReport {
     pub cost: Vec<f64>,
     /// Wall time (s) at each entry of `cost`.
     pub times: Vec<f64>,
-    /// ‖∇f‖ at the best iterate (NaN if it could not be computed).
+    /// ‖∇f‖ at the best iterate, or with bounds the projected gradient
+    /// norm `‖P(δ − ∇f) − δ‖` (NaN if it could not be computed).
     pub gradient_norm: f64,
     /// ‖∇f‖ / the cost scale `max(f(δ₀), 1e-300)` at the best iterate
     /// (what [`OptimizeOptions::gradient_tolerance`] bounds).
@@ -135,21 +136,21 @@ pub struct OptimizeReport {
 }
 
 /// What the adapters and the observer share.
-struct Shared {
-    start: Instant,
-    best: (Vec<f64>, f64),
-    grad_norm: f64,
+pub(super) struct Shared {
+    pub(super) start: Instant,
+    pub(super) best: (Vec<f64>, f64),
+    pub(super) grad_norm: f64,
     cache: Option<(Vec<f64>, Derivatives)>,
     last_error: Option<String>,
-    cost: Vec<f64>,
-    times: Vec<f64>,
+    pub(super) cost: Vec<f64>,
+    pub(super) times: Vec<f64>,
     stop: Option<String>,
-    converged: bool,
-    bar: indicatif::ProgressBar,
+    pub(super) converged: bool,
+    pub(super) bar: indicatif::ProgressBar,
 }
 
 impl Shared {
-    fn offer(&mut self, p: &[f64], c: f64) {
+    pub(super) fn offer(&mut self, p: &[f64], c: f64) {
         if c.is_finite() && c < self.best.1 {
             self.best = (p.to_vec(), c);
         }
@@ -368,7 +369,27 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
             }
         }};
     }
+    let bounded = obj.bounds().is_some();
+    if bounded && opts.method == OptMethod::Lbfgs {
+        return Err(super::projected::refuse(opts.method));
+    }
     match opts.method {
+        OptMethod::Newton | OptMethod::GaussNewton | OptMethod::Gradient if bounded => {
+            let e = super::projected::minimize(
+                obj,
+                opts.method,
+                &shared,
+                &x0,
+                c0,
+                gtol,
+                target,
+                max_iters,
+                opts.max_seconds,
+            );
+            termination = e.termination;
+            iterations = e.iterations;
+            error = e.error;
+        }
         OptMethod::Newton | OptMethod::GaussNewton => {
             let tr = TrustRegion::new(Steihaug::new().with_max_iters(4 * n.max(1) as u64))
                 .with_radius(opts.trust_radius)
@@ -415,7 +436,8 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                         let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
                         s.converged = true;
                         break format!(
-                            "first-order optimality: gradient norm {:.3e} <= {gtol:.3e} (tolerance x cost scale)",
+                            "first-order optimality: {}gradient norm {:.3e} <= {gtol:.3e} (tolerance x cost scale)",
+                            if bounded { "projected " } else { "" },
                             ddp.gradient_norm
                         );
                     }
@@ -485,7 +507,8 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                     false
                 }
             };
-            cem::minimize(&mut cost, &x0, &opts.cem, &mut stop);
+            let project = |p: &mut [f64]| obj.project(p);
+            cem::minimize(&mut cost, &x0, &opts.cem, &mut stop, &project);
             termination = reason;
         }
     }
@@ -498,7 +521,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
     drop(s);
     let gradient_norm = obj
         .gradient(&delta)
-        .map(|(_, g)| g.norm())
+        .map(|(_, g)| obj.projected_gradient_norm(&delta, g.as_slice()))
         .unwrap_or(f64::NAN);
     let converged =
         error.is_none() && (best <= target || converged_by_gradient || gradient_norm <= gtol);

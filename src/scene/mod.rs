@@ -47,7 +47,7 @@ use crate::sim::validate::{self as limits, range_text};
 use crate::sim::{Controls, State, World};
 
 mod objective;
-pub use objective::{EffortSpec, ObjectiveSpec, RunningSpec};
+pub use objective::{bound_width, BoundSpec, EffortSpec, ObjectiveSpec, RunningSpec};
 
 /// A loaded scene: the world, its initial state, controls and step count.
 #[derive(Clone, Debug)]
@@ -1253,7 +1253,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
 
     // [objective], once every name it may use is known.
     let objective = match objective_table {
-        Some(t) => Some(objective::read(cx, t, &world, steps)?),
+        Some(t) => Some(objective::read(cx, t, &world, &initial, &controls, steps)?),
         None => None,
     };
     Ok(Scene {

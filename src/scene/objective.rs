@@ -33,10 +33,14 @@ pub(super) const OBJECTIVE_KEYS: &[&str] = &[
     "regularization",
     "running",
     "effort",
+    "bounds",
 ];
 
 /// The keys of an `[[objective.running]]` term.
 pub(super) const RUNNING_KEYS: &[&str] = &["of", "target", "weights", "from", "to"];
+
+/// The keys of an `[[objective.bounds]]` entry.
+pub(super) const BOUNDS_KEYS: &[&str] = &["wrt", "lower", "upper"];
 
 /// The keys of `[objective.effort]`.
 pub(super) const EFFORT_KEYS: &[&str] = &["weights", "target"];
@@ -68,6 +72,19 @@ pub struct EffortSpec {
     pub target: Vec<f64>,
 }
 
+/// Box bounds on one decision variable of `wrt`:
+/// `lower ≤ θ ≤ upper` entry by entry (absolute values, not offsets).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BoundSpec {
+    /// The decision variable, exactly as one entry of `wrt`.
+    pub wrt: String,
+    /// One lower bound per entry (per control entry for `NAME.control`,
+    /// the same at every step); `-inf` for none.
+    pub lower: Vec<f64>,
+    /// One upper bound per entry; `inf` for none.
+    pub upper: Vec<f64>,
+}
+
 /// A scene's `[objective]`, with its names checked against the scene's world.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ObjectiveSpec {
@@ -85,6 +102,22 @@ pub struct ObjectiveSpec {
     pub running: Vec<RunningSpec>,
     /// The control-effort cost (`[objective.effort]`).
     pub effort: Option<EffortSpec>,
+    /// Box bounds on decision variables (`[[objective.bounds]]`).
+    pub bounds: Vec<BoundSpec>,
+}
+
+/// The number of bound values a decision variable takes: one per control
+/// entry for per-step controls (the same bounds at every step), else one
+/// per entry.
+pub fn bound_width(inputs: &[crate::diff::Input]) -> usize {
+    use crate::diff::Input;
+    match inputs.first() {
+        Some(Input::Control { step, .. }) => inputs
+            .iter()
+            .filter(|i| matches!(i, Input::Control { step: s, .. } if s == step))
+            .count(),
+        _ => inputs.len(),
+    }
 }
 
 /// A list of strings (`of`, `wrt`) with each entry's span.
@@ -204,7 +237,14 @@ fn outputs_targets_weights(
 }
 
 /// Reads and checks `[objective]` once the world is complete.
-pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<ObjectiveSpec> {
+pub(super) fn read(
+    cx: &Cx,
+    mut t: Tab,
+    world: &World<f64>,
+    initial: &crate::sim::State<f64>,
+    controls: &crate::sim::Controls<f64>,
+    steps: usize,
+) -> R<ObjectiveSpec> {
     let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
         cx.error(span, path, msg)
     };
@@ -319,6 +359,149 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
             Some(EffortSpec { weights, target })
         }
     };
+    let mut bounds: Vec<BoundSpec> = Vec::new();
+    for mut b in t.array_of_tables("bounds", BOUNDS_KEYS)? {
+        let Some((nv_, np)) = b.get("wrt") else {
+            return Err(b.missing("wrt"));
+        };
+        let name = match nv_.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            other => {
+                return Err(type_error(
+                    cx,
+                    nv_,
+                    &np,
+                    "a string (one entry of `wrt`)",
+                    other,
+                ))
+            }
+        };
+        if !wrt.iter().any(|(w, _, _)| *w == name) {
+            return Err(loc(
+                nv_.span(),
+                &np,
+                format!(
+                    "`{name}` is not a decision variable of this objective (wrt: {})",
+                    wrt.iter()
+                        .map(|(w, _, _)| w.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        if bounds.iter().any(|o| o.wrt == name) {
+            return Err(loc(
+                nv_.span(),
+                &np,
+                format!("`{name}` has bounds already: give each decision variable one entry"),
+            ));
+        }
+        let inputs = names::parse_inputs(world, &name, steps)
+            .map_err(|e| loc(nv_.span(), &np, strip_item(&e.to_string())))?
+            .remove(0)
+            .1;
+        let starts: Vec<Option<f64>> = inputs
+            .iter()
+            .map(|i| names::input_value(world, initial, controls, *i))
+            .collect();
+        if starts.iter().any(Option::is_none) {
+            return Err(loc(
+                nv_.span(),
+                &np,
+                format!(
+                    "`{name}` has no bounds: an orientation or a floating base's coordinates are \
+                     not a vector quantity (bound a position, velocity, control or parameter)"
+                ),
+            ));
+        }
+        let width = bound_width(&inputs);
+        let side = |b: &mut Tab,
+                    key: &'static str,
+                    default: f64|
+         -> R<(Vec<f64>, Option<(std::ops::Range<usize>, String)>)> {
+            match b.get(key) {
+                None => Ok((vec![default; width], None)),
+                Some((v, p)) => {
+                    let xs = num_list(cx, v, &p)?;
+                    let xs = if xs.len() == 1 {
+                        vec![xs[0]; width]
+                    } else {
+                        xs
+                    };
+                    if xs.len() != width {
+                        return Err(loc(
+                            v.span(),
+                            &p,
+                            format!(
+                                "expected one value per entry of `{name}` ({width}) or one for all, found {}",
+                                xs.len()
+                            ),
+                        ));
+                    }
+                    if xs.iter().any(|x| x.is_nan()) {
+                        return Err(loc(
+                            v.span(),
+                            &p,
+                            "a bound must be a number or inf, not nan".into(),
+                        ));
+                    }
+                    Ok((xs, Some((v.span(), p))))
+                }
+            }
+        };
+        let (lower, lo_at) = side(&mut b, "lower", f64::NEG_INFINITY)?;
+        let (upper, hi_at) = side(&mut b, "upper", f64::INFINITY)?;
+        if lo_at.is_none() && hi_at.is_none() {
+            return Err(loc(
+                b.span.clone(),
+                &b.path,
+                "give `lower`, `upper` or both".into(),
+            ));
+        }
+        let at = lo_at.clone().or(hi_at.clone()).expect("one side is given");
+        if let Some(j) = (0..width).find(|&j| lower[j] > upper[j]) {
+            return Err(loc(
+                at.0,
+                &at.1,
+                format!(
+                    "entry {j}: lower bound {} > upper bound {}",
+                    lower[j], upper[j]
+                ),
+            ));
+        }
+        // the start (the scene's values) must be feasible
+        for (i, (inp, x)) in inputs.iter().zip(&starts).enumerate() {
+            let x = x.expect("checked above");
+            let j = i % width;
+            let (bad, side_at) = if x < lower[j] {
+                (Some(lower[j]), lo_at.clone())
+            } else if x > upper[j] {
+                (Some(upper[j]), hi_at.clone())
+            } else {
+                (None, None)
+            };
+            if let (Some(bnd), Some((span, path))) = (bad, side_at) {
+                let which = match inp {
+                    crate::diff::Input::Control { step, .. } => format!("entry {j} at step {step}"),
+                    _ => format!("entry {j}"),
+                };
+                return Err(loc(
+                    span,
+                    &path,
+                    format!(
+                        "the scene's value of `{name}` {which} is {x}, outside this bound ({bnd}): \
+                         the optimization starts from the scene's values, which must be feasible"
+                    ),
+                ));
+            }
+        }
+        b.finish()?;
+        bounds.push(BoundSpec {
+            wrt: name,
+            lower,
+            upper,
+        });
+    }
     t.finish()?;
     Ok(ObjectiveSpec {
         of,
@@ -328,6 +511,7 @@ pub(super) fn read(cx: &Cx, mut t: Tab, world: &World<f64>, steps: usize) -> R<O
         regularization,
         running,
         effort,
+        bounds,
     })
 }
 

@@ -484,3 +484,195 @@ fn bad_running_and_effort_terms_are_located() {
     let e = objective_error(&obj("[objective.effort]\ntarget = [1]\n"));
     assert!(e.to_string().contains("missing required field"), "{e}");
 }
+
+/// The box pushed for 10 steps of 50 ms with bounds on its wrench that
+/// the unbounded optimum violates.
+const BOUNDED_PUSH: &str = r#"
+[sim]
+dt = 0.05
+steps = 10
+gravity = [0.0, 0.0, -9.81]
+
+[solver_params]
+rho = 1e-4
+
+[[body]]
+name = "box"
+mass = 1.0
+inertia = [0.00667, 0.00667, 0.00667]
+position = [0.0, 0.0, 0.1]
+friction = 0.5
+shape = { type = "box", half_extents = [0.1, 0.1, 0.1] }
+
+[[static]]
+name = "ground"
+shape = { type = "plane", normal = [0.0, 0.0, 1.0], offset = 0.0 }
+friction = 0.5
+
+[[control]]
+target = "box"
+values = [6.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+[objective]
+of = ["box.position"]
+target = [0.2, 0.05, 0.1]
+weights = [1.0, 1.0, 0.0]
+wrt = ["box.control"]
+
+[objective.effort]
+weights = [1e-3]
+target = [6.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+[[objective.bounds]]
+wrt = "box.control"
+lower = [5.0, -0.5, -5.0, -0.1, -0.1, -0.1]
+upper = [6.3, 0.5, 5.0, 0.1, 0.1, 0.1]
+"#;
+
+#[test]
+fn bounded_controls_newton_and_box_ddp_meet_the_kkt_conditions() {
+    let s = scene::parse(BOUNDED_PUSH, "bounded_push.toml").unwrap();
+    let obj = Objective::from_scene(&s).unwrap();
+    let (lo, hi) = obj.bounds().map(|(l, h)| (l.to_vec(), h.to_vec())).unwrap();
+    let mut sols = Vec::new();
+    for method in [OptMethod::Ddp, OptMethod::Newton] {
+        let opts = OptimizeOptions {
+            method,
+            target_cost: 0.0,
+            gradient_tolerance: 1e-9,
+            max_iterations: 100,
+            ..Default::default()
+        };
+        let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
+        assert!(rep.converged, "{}: {rep:?}", method.name());
+        let d = &rep.delta;
+        // feasible
+        for i in 0..d.len() {
+            assert!(
+                lo[i] <= d[i] && d[i] <= hi[i],
+                "{}: entry {i}",
+                method.name()
+            );
+        }
+        // KKT with the gradient (the adjoint, checked against fd
+        // elsewhere): free entries stationary, entries at a bound pushed
+        // outward
+        let (c, g) = obj.gradient(d).unwrap();
+        let tol = 1e-7 * c;
+        let mut active = 0;
+        for i in 0..d.len() {
+            if d[i] == lo[i] {
+                assert!(
+                    g[i] >= -tol,
+                    "{}: g[{i}] = {:e} at lower",
+                    method.name(),
+                    g[i]
+                );
+                active += 1;
+            } else if d[i] == hi[i] {
+                assert!(
+                    g[i] <= tol,
+                    "{}: g[{i}] = {:e} at upper",
+                    method.name(),
+                    g[i]
+                );
+                active += 1;
+            } else {
+                assert!(
+                    g[i].abs() <= tol,
+                    "{}: g[{i}] = {:e} free",
+                    method.name(),
+                    g[i]
+                );
+            }
+        }
+        assert!(
+            active >= 10,
+            "{}: only {active} bounds active",
+            method.name()
+        );
+        sols.push((rep.delta.clone(), c));
+    }
+    let (a, b) = (&sols[0], &sols[1]);
+    assert!((a.1 - b.1).abs() <= 1e-9 * b.1, "costs {} vs {}", a.1, b.1);
+    let dd =
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max);
+    assert!(dd <= 1e-5, "controls differ by {dd:e}");
+    // cem's samples stay in the box; lbfgs refuses bounds (typed)
+    let opts = OptimizeOptions {
+        method: OptMethod::Cem,
+        max_iterations: 3,
+        ..Default::default()
+    };
+    let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
+    assert!((0..rep.delta.len()).all(|i| lo[i] <= rep.delta[i] && rep.delta[i] <= hi[i]));
+    let opts = OptimizeOptions {
+        method: OptMethod::Lbfgs,
+        ..Default::default()
+    };
+    let e = dualsim::opt::optimize(&obj, &opts).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            dualsim::opt::OptError::Unsupported {
+                method: "lbfgs",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_bounds_are_located() {
+    let obj = |body: &str| {
+        format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\", \"ball.orientation\"]\n{body}")
+    };
+    // lines: 16 [objective], 17 of, 18 target, 19 wrt, 20 [[objective.bounds]], 21 wrt, 22 …
+    let cases: [(&str, usize, &str, &str); 6] = [
+        (
+            "wrt = \"ball.mass\"\nlower = [0.1]\n",
+            21,
+            "objective.bounds[0].wrt",
+            "not a decision variable",
+        ),
+        (
+            "wrt = \"ball.velocity\"\nlower = [0, 1]\n",
+            22,
+            "objective.bounds[0].lower",
+            "one value per entry of `ball.velocity` (3)",
+        ),
+        (
+            "wrt = \"ball.velocity\"\nlower = [1]\nupper = [0]\n",
+            22,
+            "objective.bounds[0].lower",
+            "lower bound 1 > upper bound 0",
+        ),
+        (
+            "wrt = \"ball.velocity\"\nupper = [-1, 0, 0]\n",
+            22,
+            "objective.bounds[0].upper",
+            "outside this bound",
+        ),
+        (
+            "wrt = \"ball.orientation\"\nupper = [1]\n",
+            21,
+            "objective.bounds[0].wrt",
+            "not a vector quantity",
+        ),
+        (
+            "wrt = \"ball.velocity\"\n",
+            20,
+            "objective.bounds[0]",
+            "give `lower`, `upper` or both",
+        ),
+    ];
+    for (body, line, path, msg) in cases {
+        let e = objective_error(&obj(&format!("[[objective.bounds]]\n{body}")));
+        assert_eq!((e.line, e.path.as_str()), (line, path), "{e}");
+        assert!(e.to_string().contains(msg), "{e}");
+    }
+}
