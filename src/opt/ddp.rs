@@ -19,8 +19,11 @@
 //! ([`Linearization::step_hessian`]: the second-order implicit function
 //! theorem at the solver's solution). iLQR and Crocoddyl's FDDP drop it;
 //! "full" DDP keeps it, so that near the optimum the step is Newton's.
-//! `μ` (Levenberg–Marquardt) grows when `Q_uu` is not positive definite
-//! or a line search fails, and shrinks after a success. The forward pass
+//! When some `Q_uu + μ I` is not positive definite (far from a minimum
+//! `V_x·Φ` can make it indefinite), the iteration takes the iLQR step
+//! (the same recursion without `V_x·Φ`) at the same `μ` instead; `μ`
+//! (Levenberg–Marquardt) grows only when both fail or a line search
+//! fails, and shrinks after a success. The forward pass
 //! rolls out `u_k = ū_k + α k_k + K_k (x_k ⊖ x̄_k)` for `α = 1, ½, …`
 //! and accepts the first cost decrease of at least 10⁻⁴ of the predicted
 //! one; a simulation that fails at a trial is a rejected trial (cost
@@ -190,7 +193,13 @@ impl<'a> Ddp<'a> {
                 self.out_of_time = true;
                 return Ok(stay(false));
             }
-            let Some((ks, kk, dv1, dv2)) = self.backward(&lin, &parts, delta, nv, nu) else {
+            // full DDP; where its Q_uu is not positive definite at this μ
+            // (far from a minimum V_x·Φ can be indefinite), this
+            // iteration's iLQR step (without V_x·Φ) before a larger μ
+            let pass = self
+                .backward(&lin, &parts, delta, nv, nu, true)
+                .or_else(|| self.backward(&lin, &parts, delta, nv, nu, false));
+            let Some((ks, kk, dv1, dv2)) = pass else {
                 self.mu = (self.mu * 10.0).max(1e-6);
                 if self.mu > MU_MAX {
                     return Ok(stay(false));
@@ -235,6 +244,7 @@ impl<'a> Ddp<'a> {
         delta: &[f64],
         nv: usize,
         nu: usize,
+        full: bool,
     ) -> Option<(Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64)> {
         let n = self.obj.steps;
         let ent = &self.lay.entries;
@@ -252,7 +262,7 @@ impl<'a> Ddp<'a> {
             let m = parts.tensors[k][0].nrows();
             let mut f = DMat::zeros(m, m);
             for (vi, ti) in vx.iter().zip(&parts.tensors[k]) {
-                if *vi != 0.0 {
+                if full && *vi != 0.0 {
                     f += ti * *vi;
                 }
             }
