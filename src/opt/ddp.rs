@@ -20,10 +20,11 @@
 //! theorem at the solver's solution). iLQR and Crocoddyl's FDDP drop it;
 //! "full" DDP keeps it, so that near the optimum the step is Newton's.
 //! When some `Q_uu + μ I` is not positive definite (far from a minimum
-//! `V_x·Φ` can make it indefinite), the iteration takes the iLQR step
-//! (the same recursion without `V_x·Φ`) at the same `μ` instead; `μ`
-//! (Levenberg–Marquardt) grows only when both fail or a line search
-//! fails, and shrinks after a success. The forward pass
+//! `V_x·Φ` can make it indefinite), the iteration line-searches both the
+//! iLQR step at the same `μ` (the recursion without `V_x·Φ`) and full DDP
+//! at the smallest larger `μ` (×10) that is positive definite, and takes
+//! the lower cost. `μ` (Levenberg–Marquardt) grows when no trial
+//! decreases the cost, and shrinks after a success. The forward pass
 //! rolls out `u_k = ū_k + α k_k + K_k (x_k ⊖ x̄_k)` for `α = 1, ½, …`
 //! and accepts the first cost decrease of at least 10⁻⁴ of the predicted
 //! one; a simulation that fails at a trial is a rejected trial (cost
@@ -95,6 +96,18 @@ pub(super) struct Iteration {
     /// Whether the iterate already met the gradient tolerance (no step
     /// taken).
     pub converged: bool,
+}
+
+/// A backward pass's feedforward and feedback terms and the predicted
+/// decrease's linear and quadratic parts.
+type Pass = (Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64);
+
+/// An accepted forward pass.
+struct Trial {
+    delta: Vec<f64>,
+    cost: f64,
+    alpha: f64,
+    ks: Vec<DVec<f64>>,
 }
 
 /// What every backward pass of one iteration reuses.
@@ -193,50 +206,91 @@ impl<'a> Ddp<'a> {
                 self.out_of_time = true;
                 return Ok(stay(false));
             }
-            // full DDP; where its Q_uu is not positive definite at this μ
-            // (far from a minimum V_x·Φ can be indefinite), this
-            // iteration's iLQR step (without V_x·Φ) before a larger μ
-            let pass = self
-                .backward(&lin, &parts, delta, nv, nu, true)
-                .or_else(|| self.backward(&lin, &parts, delta, nv, nu, false));
-            let Some((ks, kk, dv1, dv2)) = pass else {
-                self.mu = (self.mu * 10.0).max(1e-6);
-                if self.mu > MU_MAX {
-                    return Ok(stay(false));
+            // full DDP at this μ; where its Q_uu is not positive definite
+            // (far from a minimum V_x·Φ can be indefinite), the better of
+            // this μ's iLQR step (without V_x·Φ) and full DDP at the
+            // smallest larger μ that makes it positive definite
+            let mut best: Option<Trial> = None;
+            let mut best_mu = self.mu;
+            if let Some(p) = self.backward(&lin, &parts, delta, nv, nu, true) {
+                best = self.search(&lin, delta, cost, p, deadline)?;
+            } else {
+                let mu0 = self.mu;
+                if let Some(p) = self.backward(&lin, &parts, delta, nv, nu, false) {
+                    best = self.search(&lin, delta, cost, p, deadline)?;
                 }
-                continue;
-            };
-            // forward pass with a line search
-            let mut alpha = 1.0;
-            while alpha > 1e-4 && !deadline.is_some_and(|d| Instant::now() >= d) {
-                if let Some((d, c)) = self.forward(&lin, delta, &ks, &kk, alpha)? {
-                    let expected = -(alpha * dv1 + 0.5 * alpha * alpha * dv2);
-                    if c.is_finite() && cost - c >= 1e-4 * expected.max(0.0) && c < cost {
-                        self.mu = (self.mu / 10.0).max(MU_MIN);
-                        // the next iteration's box QPs start from these
-                        // steps, shifted by what was taken
-                        self.warm = ks.iter().map(|k| k * (1.0 - alpha)).collect();
-                        return Ok(Iteration {
-                            delta: d,
-                            cost: c,
-                            accepted: true,
-                            converged: false,
-                        });
+                while self.mu <= MU_MAX {
+                    self.mu = (self.mu * 10.0).max(1e-6);
+                    if let Some(p) = self.backward(&lin, &parts, delta, nv, nu, true) {
+                        if let Some(t) = self.search(&lin, delta, cost, p, deadline)? {
+                            if best.as_ref().is_none_or(|b| t.cost < b.cost) {
+                                best = Some(t);
+                                best_mu = self.mu;
+                            }
+                        }
+                        break;
                     }
                 }
-                alpha *= 0.5;
+                if best_mu != self.mu {
+                    self.mu = mu0;
+                }
             }
-            self.mu = (self.mu * 10.0).max(1e-6);
-            if self.mu > MU_MAX {
-                return Ok(stay(false));
+            match best {
+                Some(t) => {
+                    self.mu = (best_mu / 10.0).max(MU_MIN);
+                    // the next iteration's box QPs start from these
+                    // steps, shifted by what was taken
+                    self.warm = t.ks.iter().map(|k| k * (1.0 - t.alpha)).collect();
+                    return Ok(Iteration {
+                        delta: t.delta,
+                        cost: t.cost,
+                        accepted: true,
+                        converged: false,
+                    });
+                }
+                None => {
+                    self.mu = (self.mu * 10.0).max(1e-6);
+                    if self.mu > MU_MAX {
+                        return Ok(stay(false));
+                    }
+                }
             }
         }
+    }
+
+    /// The forward passes of one backward pass's steps, `α = 1, ½, …`:
+    /// the first that decreases the cost by at least 10⁻⁴ of the
+    /// predicted decrease.
+    fn search(
+        &self,
+        lin: &Linearization,
+        delta: &[f64],
+        cost: f64,
+        pass: Pass,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Trial>, OptError> {
+        let (ks, kk, dv1, dv2) = pass;
+        let mut alpha = 1.0;
+        while alpha > 1e-4 && !deadline.is_some_and(|d| Instant::now() >= d) {
+            if let Some((d, c)) = self.forward(lin, delta, &ks, &kk, alpha)? {
+                let expected = -(alpha * dv1 + 0.5 * alpha * alpha * dv2);
+                if c.is_finite() && cost - c >= 1e-4 * expected.max(0.0) && c < cost {
+                    return Ok(Some(Trial {
+                        delta: d,
+                        cost: c,
+                        alpha,
+                        ks,
+                    }));
+                }
+            }
+            alpha *= 0.5;
+        }
+        Ok(None)
     }
 
     /// The Riccati recursion; `None` when some `Q_uu + μ I` is not
     /// positive definite. Returns the feedforward and feedback terms and
     /// the predicted decrease's linear and quadratic parts.
-    #[allow(clippy::type_complexity)]
     fn backward(
         &self,
         lin: &Linearization,
@@ -245,7 +299,7 @@ impl<'a> Ddp<'a> {
         nv: usize,
         nu: usize,
         full: bool,
-    ) -> Option<(Vec<DVec<f64>>, Vec<DMat<f64>>, f64, f64)> {
+    ) -> Option<Pass> {
         let n = self.obj.steps;
         let ent = &self.lay.entries;
         let r = self.obj.regularization;
