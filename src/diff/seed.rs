@@ -88,6 +88,21 @@ pub fn seeded<T: Scalar>(
     let bad = |p: &Param| DiffError::BadParam(format!("{p:?} does not exist in this world"));
     for (p, d) in params.iter().zip(deltas) {
         let d = *d;
+        // a perturbation must stay inside the parameter's domain: a
+        // negative mass or friction coefficient is not a world to simulate
+        let (below, above) = domain_room(world, p);
+        let strict = matches!(
+            p,
+            Param::Mass(_) | Param::Inertia(..) | Param::Shape(..) | Param::Dt
+        );
+        let r = d.re();
+        let outside = if strict { r <= -below } else { r < -below } || r > above;
+        if outside && below.is_finite() | above.is_finite() {
+            return Err(DiffError::BadParam(format!(
+                "{p:?} moved by {r:e} leaves its domain (room {below:e} below, {above:e} above: \
+                 masses, inertias, sizes and dt > 0, friction >= 0, restitution in [0, 1])"
+            )));
+        }
         match *p {
             Param::Q(i) if i < nv => {
                 dq[i] += d;

@@ -42,7 +42,7 @@
 //! |---|---|
 //! | `newton` | argmin's trust region (Steihaug–CG subproblem) with the exact Hessian ([`HessianMethod::Adjoint`]) |
 //! | `gauss_newton` | the same trust region with the Gauss–Newton Hessian `Jᵀ W J + r I` (exact `ift` Jacobians) |
-//! | `lbfgs` | argmin's L-BFGS (memory 10, Moré–Thuente line search) |
+//! | `lbfgs` | argmin's L-BFGS (memory 10) with a weak-Wolfe bisection line search (`linesearch`) that takes a failed simulation as a step too far |
 //! | `gradient` | argmin's steepest descent with a backtracking (Armijo) line search |
 //! | `ddp` | full DDP over per-step controls (`ddp`, written here) |
 //! | `cem` | cross-entropy method, zeroth order ([`cem`]; written here, argmin has none) |
@@ -68,6 +68,7 @@
 pub mod cem;
 pub mod compare;
 mod ddp;
+mod linesearch;
 mod projected;
 mod scene_out;
 mod solve;

@@ -11,7 +11,7 @@ use argmin::core::{
 };
 use argmin::solver::gradientdescent::SteepestDescent;
 use argmin::solver::linesearch::condition::ArmijoCondition;
-use argmin::solver::linesearch::{BacktrackingLineSearch, MoreThuenteLineSearch};
+use argmin::solver::linesearch::BacktrackingLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use argmin::solver::trustregion::{Steihaug, TrustRegion};
 
@@ -398,7 +398,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
             run!(tr)
         }
         OptMethod::Lbfgs => {
-            let l = LBFGS::new(MoreThuenteLineSearch::new(), 10)
+            let l = LBFGS::new(super::linesearch::WolfeBisection::default(), 10)
                 .with_tolerance_grad(gtol)
                 .map_err(|e| OptError::BadObjective(e.to_string()))?;
             run!(l)

@@ -150,10 +150,12 @@ fn sysid_reduced() {
     }
 }
 
-/// Pushing a box at rest with L-BFGS from zero forces: the line search
-/// tries forces that spin the box beyond what a step can integrate; the
-/// run stops with that message, exit status 1, and reports the best
-/// iterate, whose cost is the last one recorded.
+/// Pushing a box at rest with L-BFGS from zero forces: after some
+/// iterations the search direction leads to forces that spin the box
+/// beyond what a step can integrate, right where the cost still
+/// decreases steeply, so no step meets the Wolfe conditions; the run stops
+/// with that message, exit status 1, and reports the best iterate, whose
+/// cost is the last one recorded.
 #[test]
 fn a_failing_optimization_keeps_its_best_iterate() {
     let src = std::fs::read_to_string(scene_path("opt_box_push.toml"))
@@ -197,7 +199,11 @@ fn a_failing_optimization_keeps_its_best_iterate() {
         "{err}"
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(v["error"].as_str().unwrap().contains("too large"), "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.contains("line search") && e.contains("failed to simulate"),
+        "{v}"
+    );
     assert_eq!(v["converged"], false);
     // the reported solution is the best iterate: its cost is the last one recorded
     let costs: Vec<f64> = v["cost"]

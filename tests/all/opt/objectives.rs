@@ -676,3 +676,42 @@ fn bad_bounds_are_located() {
         assert!(e.to_string().contains(msg), "{e}");
     }
 }
+
+/// A ball pushed by 10 N for N = 100 steps of h = 10 ms without gravity
+/// or contact ends at x_N = F h² N(N+1) / (2m) (semi-implicit Euler);
+/// its mass is identified from x_N. From m = 1 the first L-BFGS trial
+/// (step 1 along −∇f, ∇f ≈ 25) has a negative mass: a failed simulation
+/// (the mass leaves its domain), which the line search must take as a
+/// step too far, not as the end of the run.
+#[test]
+fn lbfgs_takes_a_failed_trial_as_a_step_too_far_and_identifies_the_mass() {
+    let (f, h, n, m_true) = (10.0, 0.01, 100.0, 0.5);
+    let x_n = f * h * h * n * (n + 1.0) / (2.0 * m_true);
+    let src = format!(
+        "[sim]\ndt = {h}\nsteps = {n}\ngravity = [0.0, 0.0, 0.0]\n\n[[body]]\nname = \"ball\"\nmass = 1.0\n\
+         inertia = [0.004, 0.004, 0.004]\nposition = [0.0, 0.0, 1.0]\nshape = {{ type = \"sphere\", radius = 0.1 }}\n\n\
+         [[control]]\ntarget = \"ball\"\nvalues = [{f}, 0.0, 0.0, 0.0, 0.0, 0.0]\n\n\
+         [objective]\nof = [\"ball.position\"]\ntarget = [{x_n}, 0.0, 1.0]\nweights = [1.0, 0.0, 0.0]\nwrt = [\"ball.mass\"]\n"
+    );
+    let s = scene::parse(&src, "mass_id.toml").unwrap();
+    let obj = Objective::from_scene(&s).unwrap();
+    // the first trial of step 1 along −∇f leaves the mass's domain
+    let (_, g) = obj.gradient(&[0.0]).unwrap();
+    assert!(g[0] > 1.0, "∇f = {}", g[0]);
+    assert!(
+        obj.value(&[-g[0]]).is_err(),
+        "a negative mass must not simulate"
+    );
+    let opts = OptimizeOptions {
+        method: OptMethod::Lbfgs,
+        target_cost: 0.0,
+        gradient_tolerance: 1e-10,
+        max_iterations: 100,
+        ..Default::default()
+    };
+    let rep = dualsim::opt::optimize(&obj, &opts).unwrap();
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert!(rep.converged, "{rep:?}");
+    let m = rep.solution["ball.mass"][0].as_f64().unwrap();
+    assert!((m - m_true).abs() <= 1e-8, "mass {m}, closed form {m_true}");
+}
