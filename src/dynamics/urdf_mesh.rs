@@ -4,7 +4,8 @@
 //! Resolution of `filename` (Pinocchio's convention for packages):
 //! * `package://PKG/REST`: `DIR/PKG/REST` for the first directory `DIR` of
 //!   [`MeshOptions::package_dirs`] that has a folder `PKG`
-//!   ([`MeshError::UnresolvedPackage`] when none has);
+//!   ([`MeshError::UnresolvedPackage`] when none has); `package:///PKG/REST`
+//!   (three slashes, as in some files) reads the same;
 //! * `file:///ABS`: the absolute path;
 //! * any other `scheme://`: [`MeshError::UnsupportedUri`];
 //! * a relative path: relative to the URDF file's folder
@@ -43,7 +44,11 @@ pub struct MeshFailure {
 
 impl std::fmt::Display for MeshFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "link `{}`, mesh `{}`: {}", self.link, self.filename, self.error)
+        write!(
+            f,
+            "link `{}`, mesh `{}`: {}",
+            self.link, self.filename, self.error
+        )
     }
 }
 
@@ -80,6 +85,8 @@ pub fn describe(failures: &[MeshFailure]) -> String {
 /// ```
 pub fn resolve(filename: &str, opts: &MeshOptions) -> Result<PathBuf, MeshError> {
     if let Some(rest) = filename.strip_prefix("package://") {
+        // `package:///PKG/...` (an empty authority) as Pinocchio reads it
+        let rest = rest.trim_start_matches('/');
         let (package, tail) = rest.split_once('/').unwrap_or((rest, ""));
         return opts
             .package_dirs

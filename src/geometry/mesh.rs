@@ -1,6 +1,7 @@
 //! Triangle meshes as convex collision shapes: a mesh file is read
 //! (`mesh-loader`: STL binary and ASCII, Wavefront OBJ, Collada/DAE with
-//! its `<unit>` and node transforms), scaled, and replaced by its convex
+//! its `<unit>` and node transforms; a binary STL whose header starts with
+//! `solid` is recognised by its size), scaled, and replaced by its convex
 //! hull (parry's quickhull), as MuJoCo does with mesh geoms.
 //!
 //! The hull becomes a [`Shape::Polytope`] `{x : nᵢ · x ≤ bᵢ}`: one row per
@@ -124,12 +125,19 @@ pub fn read_vertices(path: &Path, scale: [f64; 3]) -> Result<Vec<Vec3<f64>>, Mes
             extension,
         });
     }
+    let read_error = |message: String| MeshError::Read {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut bytes = std::fs::read(path).map_err(|e| read_error(e.to_string()))?;
+    if extension == "stl" && is_binary_stl(&bytes) {
+        // a binary STL whose 80-byte header starts with "solid" (as many
+        // exporters write) would be taken for ASCII: the header is free text
+        bytes[..80].fill(0);
+    }
     let scene = mesh_loader::Loader::default()
-        .load(path)
-        .map_err(|e| MeshError::Read {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        .load_from_slice(&bytes, path)
+        .map_err(|e| read_error(e.to_string()))?;
     let mut out = Vec::new();
     for m in &scene.meshes {
         for v in &m.vertices {
@@ -144,6 +152,15 @@ pub fn read_vertices(path: &Path, scale: [f64; 3]) -> Result<Vec<Vec3<f64>>, Mes
         }
     }
     Ok(out)
+}
+
+/// Whether `bytes` have the exact size of a binary STL: an 80-byte header,
+/// a triangle count `n`, and `n` records of 50 bytes.
+fn is_binary_stl(bytes: &[u8]) -> bool {
+    bytes.len() >= 84 && {
+        let n = u32::from_le_bytes([bytes[80], bytes[81], bytes[82], bytes[83]]) as usize;
+        bytes.len() == 84 + 50 * n
+    }
 }
 
 /// Reads a mesh file and returns its scaled convex hull ([module docs](self)).
@@ -240,7 +257,12 @@ fn faces(verts: &[Vec3<f64>], tris: &[[u32; 3]], diameter: f64) -> (Vec<Vec3<f64
     let normals: Vec<Vec3<f64>> = groups.iter().map(|(s, _, _)| s.normalize()).collect();
     let offsets = normals
         .iter()
-        .map(|n| verts.iter().map(|v| n.dot(v)).fold(f64::NEG_INFINITY, f64::max))
+        .map(|n| {
+            verts
+                .iter()
+                .map(|v| n.dot(v))
+                .fold(f64::NEG_INFINITY, f64::max)
+        })
         .collect();
     (normals, offsets)
 }
