@@ -28,7 +28,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.path.join(HERE, "..", "target", "release", "dualsim")
+BIN = os.environ.get("DUALSIM_BIN", os.path.join(HERE, "..", "target", "release", "dualsim"))
 
 
 def urdfs(root):
