@@ -20,7 +20,7 @@
 //!   (sparse `LᵀDL` of `M`), [`rnea_derivatives`] and [`aba_derivatives`]
 //!   (analytical partial derivatives, Carpentier & Mansard, RSS 2018);
 //! * [`configuration`]: `q ⊕ v` on the joint manifolds and its inverse;
-//! * [`urdf`]: URDF import.
+//! * [`urdf`]: URDF import; [`urdf_mesh`]: its mesh collision elements.
 
 pub mod aba;
 pub mod aba_derivatives;
@@ -36,5 +36,6 @@ pub mod model;
 pub mod rnea;
 pub mod rnea_derivatives;
 pub mod urdf;
+pub mod urdf_mesh;
 
 pub use model::{Body, Data, Joint, JointLimits, Model, ModelError};

@@ -15,11 +15,15 @@
 //!   body's `placement`; the inertial `origin` gives the centre of mass and
 //!   rotates the inertia tensor, `I_c = R I Rᵀ`.
 //! * Collision `box`, `sphere`, `cylinder` and `capsule` become
-//!   [`Shape`]s (half extents and half lengths); a `mesh` is
-//!   [`UrdfError::UnsupportedMesh`].
+//!   [`Shape`]s (half extents and half lengths); a `mesh` becomes the
+//!   convex hull of its file, scaled, as a [`Shape::Polytope`]
+//!   ([`urdf_mesh`](super::urdf_mesh): STL, OBJ, Collada/DAE;
+//!   `package://` URIs through [`MeshOptions::package_dirs`]). Every mesh
+//!   that cannot be used is listed in one [`UrdfError::Meshes`].
 //!
 //! Bad input is a typed [`UrdfError`], never a panic.
 
+use super::urdf_mesh::{describe, mesh_hull, MeshFailure, MeshOptions};
 use super::{Joint, JointLimits, Model, ModelError};
 use crate::geometry::Shape;
 use crate::math::{spatial::RigidInertia, Mat3, Pose, Quat, Vec3};
@@ -39,12 +43,11 @@ pub enum UrdfError {
     /// The XML could not be read or parsed.
     #[error("cannot read URDF: {0}")]
     Parse(#[from] urdf_rs::UrdfError),
-    /// A collision geometry is a mesh (only primitives are supported).
-    #[error("link `{link}`: mesh collision geometry is not supported (use box, sphere, cylinder or capsule)")]
-    UnsupportedMesh {
-        /// Link name.
-        link: String,
-    },
+    /// Collision meshes that cannot be used (missing or unreadable file,
+    /// unsupported format, unresolved package, degenerate hull): all of
+    /// them, the message naming the count and the first few.
+    #[error("{}", describe(.0))]
+    Meshes(Vec<MeshFailure>),
     /// A joint names a parent or child link that does not exist.
     #[error("joint `{joint}`: link `{link}` does not exist")]
     MissingLink {
@@ -102,13 +105,30 @@ pub struct UrdfRobot {
     pub joint_order: Vec<String>,
 }
 
-/// Reads a URDF file.
+/// Reads a URDF file; relative mesh paths start at its folder, no package
+/// directories ([`load_file_with`]).
 pub fn load_file(
     path: impl AsRef<std::path::Path>,
     base: BaseJoint,
 ) -> Result<UrdfRobot, UrdfError> {
+    load_file_with(path, base, &[])
+}
+
+/// Reads a URDF file whose `package://PKG/...` meshes are looked up in
+/// `package_dirs` (each holding a folder `PKG`); relative mesh paths start
+/// at the file's folder.
+pub fn load_file_with(
+    path: impl AsRef<std::path::Path>,
+    base: BaseJoint,
+    package_dirs: &[std::path::PathBuf],
+) -> Result<UrdfRobot, UrdfError> {
+    let path = path.as_ref();
     let robot = urdf_rs::read_file(path)?;
-    from_robot(&robot, base)
+    let opts = MeshOptions {
+        urdf_dir: path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+        package_dirs: package_dirs.to_vec(),
+    };
+    from_robot_with(&robot, base, &opts)
 }
 
 /// Parses URDF text.
@@ -119,11 +139,21 @@ pub fn load_file(
 ///   <collision><geometry><mesh filename="b.stl"/></geometry></collision></link>
 ///   <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
 ///   <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"#;
-/// assert!(matches!(from_str(xml, BaseJoint::Fixed), Err(UrdfError::UnsupportedMesh { link }) if link == "b"));
+/// // meshes resolve relative to the current directory: `b.stl` is not there
+/// assert!(matches!(from_str(xml, BaseJoint::Fixed), Err(UrdfError::Meshes(f)) if f[0].link == "b"));
 /// ```
 pub fn from_str(xml: &str, base: BaseJoint) -> Result<UrdfRobot, UrdfError> {
+    from_str_with(xml, base, &MeshOptions::default())
+}
+
+/// Parses URDF text, its meshes resolved by `opts`.
+pub fn from_str_with(
+    xml: &str,
+    base: BaseJoint,
+    opts: &MeshOptions,
+) -> Result<UrdfRobot, UrdfError> {
     let robot = urdf_rs::read_from_string(xml)?;
-    from_robot(&robot, base)
+    from_robot_with(&robot, base, opts)
 }
 
 /// Rotation `R_z(y) R_y(p) R_x(r)` as a quaternion.
@@ -142,8 +172,54 @@ fn pose(p: &urdf_rs::Pose) -> Pose<f64> {
     Pose::new(rpy_to_quat(p.rpy.0), Vec3::from(p.xyz.0))
 }
 
-/// Converts a parsed `urdf_rs::Robot`.
+/// Converts a parsed `urdf_rs::Robot` (meshes relative to the current
+/// directory, no package directories).
 pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, UrdfError> {
+    from_robot_with(robot, base, &MeshOptions::default())
+}
+
+/// The convex hull (shape, pose of the hull's origin in the collision
+/// frame) of every mesh collision element, by (link, element) index; every
+/// failure collected.
+fn mesh_shapes(
+    robot: &urdf_rs::Robot,
+    opts: &MeshOptions,
+) -> Result<std::collections::HashMap<(usize, usize), (Shape<f64>, Pose<f64>)>, UrdfError> {
+    let mut out = std::collections::HashMap::new();
+    let mut failures = Vec::new();
+    for (li, l) in robot.links.iter().enumerate() {
+        for (ci, c) in l.collision.iter().enumerate() {
+            if let urdf_rs::Geometry::Mesh {
+                ref filename,
+                scale,
+            } = c.geometry
+            {
+                match mesh_hull(filename, scale.map(|s| s.0), opts) {
+                    Ok(h) => {
+                        let at = Pose::new(crate::math::so3::identity(), h.centre);
+                        out.insert((li, ci), (h.shape(), at));
+                    }
+                    Err(error) => failures.push(MeshFailure {
+                        link: l.name.clone(),
+                        filename: filename.clone(),
+                        error,
+                    }),
+                }
+            }
+        }
+    }
+    match failures.is_empty() {
+        true => Ok(out),
+        false => Err(UrdfError::Meshes(failures)),
+    }
+}
+
+/// Converts a parsed `urdf_rs::Robot`, its meshes resolved by `opts`.
+pub fn from_robot_with(
+    robot: &urdf_rs::Robot,
+    base: BaseJoint,
+    opts: &MeshOptions,
+) -> Result<UrdfRobot, UrdfError> {
     let link_index = |name: &str| robot.links.iter().position(|l| l.name == name);
     let mut parent_joint: Vec<Option<usize>> = vec![None; robot.links.len()];
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); robot.links.len()];
@@ -173,13 +249,6 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
                 mass: m,
             });
         }
-        for c in &l.collision {
-            if matches!(c.geometry, urdf_rs::Geometry::Mesh { .. }) {
-                return Err(UrdfError::UnsupportedMesh {
-                    link: l.name.clone(),
-                });
-            }
-        }
     }
     let roots: Vec<usize> = (0..robot.links.len())
         .filter(|&i| parent_joint[i].is_none())
@@ -187,6 +256,7 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
     if roots.len() != 1 {
         return Err(UrdfError::NotATree(format!("{} root links", roots.len())));
     }
+    let meshes = mesh_shapes(robot, opts)?;
     let mut out = UrdfRobot {
         name: robot.name.clone(),
         model: Model::new(),
@@ -256,7 +326,8 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
         if joint.nv() > 0 {
             out.joint_order.push(jname);
         }
-        for c in &link.collision {
+        for (ci, c) in link.collision.iter().enumerate() {
+            let mut at = pose(&c.origin);
             let shape = match c.geometry {
                 urdf_rs::Geometry::Box { ref size } => Shape::Box {
                     half_extents: Vec3::from(size.0) * 0.5,
@@ -271,14 +342,14 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
                     half_length: length * 0.5,
                 },
                 urdf_rs::Geometry::Mesh { .. } => {
-                    return Err(UrdfError::UnsupportedMesh {
-                        link: link.name.clone(),
-                    })
+                    let (shape, centre) = meshes[&(li, ci)].clone();
+                    at = at * centre;
+                    shape
                 }
             };
             out.collisions.push(UrdfCollision {
                 body,
-                pose: pose(&c.origin),
+                pose: at,
                 shape,
             });
         }

@@ -5,6 +5,8 @@
 //! `{normal, offset}` is the half-space `normal · x ≤ offset` (its surface
 //! is `normal · x = offset`, the outward normal is `normal`).
 
+pub mod mesh;
+
 use crate::math::{Pose, Vec3};
 use crate::Scalar;
 

@@ -366,6 +366,31 @@ fn num_list(cx: &Cx, v: &Val, path: &str) -> R<Vec<f64>> {
         .collect()
 }
 
+/// `package_dirs`: existing folders, relative to the scene file's folder.
+fn package_dirs(cx: &Cx, v: &Val, path: &str, base_dir: &Path) -> R<Vec<std::path::PathBuf>> {
+    array(cx, v, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let p = format!("{path}[{i}]");
+            match e.get_ref() {
+                DeValue::String(s) => {
+                    let dir = base_dir.join(s.as_ref() as &str);
+                    match dir.is_dir() {
+                        true => Ok(dir),
+                        false => Err(cx.error(
+                            e.span(),
+                            &p,
+                            format!("package directory `{}` does not exist", dir.display()),
+                        )),
+                    }
+                }
+                other => Err(type_error(cx, e, &p, "a string", other)),
+            }
+        })
+        .collect()
+}
+
 fn choose<T: Copy>(
     cx: &Cx,
     found: Option<(&str, Range<usize>, String)>,
@@ -447,6 +472,7 @@ const ROBOT_KEYS: &[&str] = &[
     "base_orientation",
     "q",
     "v",
+    "package_dirs",
     "ignore_joint_limits",
 ];
 const CONTROL_KEYS: &[&str] = &["target", "values", "per_step"];
@@ -948,7 +974,11 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         };
         let base_dir = Path::new(cx.file).parent().unwrap_or(Path::new("."));
         let base = choose(cx, r.str_opt("base")?, BASES, BaseJoint::Fixed)?;
-        let urdf = urdf::load_file(base_dir.join(file), base)
+        let package_dirs = match r.get("package_dirs") {
+            None => Vec::new(),
+            Some((val, p)) => package_dirs(cx, val, &p, base_dir)?,
+        };
+        let urdf = urdf::load_file_with(base_dir.join(file), base, &package_dirs)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
         if base == BaseJoint::Floating {
             // a massless root leaves the base's coordinates without inertia

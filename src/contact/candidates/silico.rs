@@ -136,6 +136,11 @@ fn provably_apart(
 /// the xy plane); `None` when there is no vertex.
 fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
     let k = n.len();
+    if !planar && k > 16 {
+        if let Some(r) = polytope_radius_polar(n, b) {
+            return Some(r);
+        }
+    }
     let feasible = |x: &Vec3<f64>| {
         n.iter()
             .zip(b)
@@ -179,6 +184,48 @@ fn polytope_radius(n: &[Vec3<f64>], b: &[f64], planar: bool) -> Option<f64> {
         }
     }
     best
+}
+
+/// [`polytope_radius`] of a bounded polytope with the origin strictly
+/// inside (every `bₖ > 0`; URDF mesh hulls), through its polar: the
+/// polar `conv{nₖ / bₖ}` has a facet `{y : m·y = c}` (c > 0) for each
+/// vertex `m / c` of the polytope. One convex hull of `k` points instead
+/// of the `O(k⁴)` triple intersections; `None` (the caller falls back to
+/// those) when an offset is not positive or the polar's hull fails or
+/// does not hold the origin strictly inside (an open polytope).
+fn polytope_radius_polar(n: &[Vec3<f64>], b: &[f64]) -> Option<f64> {
+    use parry3d_f64::math::Vector as PVec;
+    if b.iter().any(|bi| !(*bi > 0.0)) {
+        return None;
+    }
+    let pts: Vec<PVec> = n
+        .iter()
+        .zip(b)
+        .map(|(ni, bi)| PVec::new(ni.x / bi, ni.y / bi, ni.z / bi))
+        .collect();
+    let (verts, tris) = parry3d_f64::transformation::try_convex_hull(&pts).ok()?;
+    let v = |i: u32| {
+        Vec3::new(
+            verts[i as usize].x,
+            verts[i as usize].y,
+            verts[i as usize].z,
+        )
+    };
+    let mut best = 0.0_f64;
+    for t in &tris {
+        let (a, bb, c) = (v(t[0]), v(t[1]), v(t[2]));
+        let m = (bb - a).cross(&(c - a));
+        let (mn, off) = (m.norm(), m.dot(&a));
+        if !(mn > 0.0) {
+            continue;
+        }
+        // the facet's offset along its unit normal: > 0 with the origin inside
+        if !(off / mn > 1e-12 * (1.0 + a.norm())) {
+            return None;
+        }
+        best = best.max(mn / off);
+    }
+    (best > 0.0).then_some(best)
 }
 
 /// The convex parts of body `i`'s shape in its body frame.

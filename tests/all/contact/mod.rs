@@ -16,6 +16,7 @@ mod lcp_bounce;
 mod lcp_pile;
 mod lcp_scenes;
 mod lcp_solver;
+mod mesh_hulls;
 mod robots_contact;
 mod silico;
 mod soft;

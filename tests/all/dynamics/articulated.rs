@@ -502,14 +502,14 @@ const URDF_TAIL: &str = r#"<joint name="j" type="revolute"><parent link="a"/><ch
   <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"#;
 
 #[test]
-fn urdf_mesh_collision_is_a_typed_error() {
+fn urdf_mesh_collision_missing_file_is_a_typed_error() {
     let xml = format!(
         r#"<robot name="r"><link name="a"/><link name="b"><collision><geometry>
         <mesh filename="package://b.stl"/></geometry></collision></link>{URDF_TAIL}"#
     );
     let e = urdf::from_str(&xml, BaseJoint::Fixed).unwrap_err();
     assert!(
-        matches!(&e, UrdfError::UnsupportedMesh { link } if link == "b"),
+        matches!(&e, UrdfError::Meshes(f) if f.len() == 1 && f[0].link == "b"),
         "{e}"
     );
 }

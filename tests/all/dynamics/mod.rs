@@ -3,3 +3,4 @@
 mod articulated;
 mod robots;
 mod robots_floating;
+mod urdf_meshes;
