@@ -808,29 +808,13 @@ pub fn model_value(w: &World<f64>, p: Param) -> f64 {
         Param::Inertia(b, k) => w.model.bodies[b].inertia.inertia[(k, k)],
         Param::Friction(b) => w.materials[b].friction,
         Param::Restitution(b) => w.materials[b].restitution,
-        Param::Shape(b, k) => match w.shapes[b].as_ref() {
-            Some(Shape::Sphere { radius }) => *radius,
-            Some(Shape::Box { half_extents }) => half_extents[k],
-            Some(
-                Shape::Capsule {
-                    radius,
-                    half_length,
-                }
-                | Shape::Cylinder {
-                    radius,
-                    half_length,
-                },
-            ) => {
-                if k == 0 {
-                    *radius
-                } else {
-                    *half_length
-                }
-            }
-            Some(Shape::Ellipsoid { radii }) => radii[k],
-            Some(Shape::PaddedPolygon { radius, .. }) => *radius,
-            _ => f64::NAN,
-        },
+        Param::Shape(b, k) => {
+            let mut shape = w.shapes[b].clone();
+            shape
+                .as_mut()
+                .and_then(|s| super::seed::shape_param(s, k))
+                .map_or(f64::NAN, |v| *v)
+        }
         Param::Gravity(k) => w.gravity[k],
         Param::Dt => w.dt,
         Param::Q(_) | Param::V(_) | Param::U(_) => f64::NAN,

@@ -9,7 +9,7 @@ use super::DiffError;
 
 pub use crate::contact::Param;
 
-fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
+pub(crate) fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
     match shape {
         Shape::Sphere { radius } if k == 0 => Some(radius),
         Shape::Box { half_extents } if k < 3 => Some(&mut half_extents[k]),

@@ -204,18 +204,10 @@ pub(super) fn minimize(
                 x = trial;
                 f = ft;
                 s.offer(&x, f);
-                let t = s.start.elapsed().as_secs_f64();
-                let best = s.best.1;
-                s.cost.push(best);
-                s.times.push(t);
-                s.bar.set_position(it);
-                s.bar.set_message(format!("cost {best:.3e}"));
+                s.record(it);
             }
             None => {
-                let t = s.start.elapsed().as_secs_f64();
-                let best = s.best.1;
-                s.cost.push(best);
-                s.times.push(t);
+                s.record(it);
                 drop(s);
                 if deadline.is_some_and(|t| Instant::now() >= t) {
                     return end(out_of_time(), it, None);

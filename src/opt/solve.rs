@@ -150,6 +150,16 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// Records the best cost so far and the wall time after iteration `it`.
+    pub(super) fn record(&mut self, it: u64) {
+        let t = self.start.elapsed().as_secs_f64();
+        let best = self.best.1;
+        self.cost.push(best);
+        self.times.push(t);
+        self.bar.set_position(it);
+        self.bar.set_message(format!("cost {best:.3e}"));
+    }
+
     pub(super) fn offer(&mut self, p: &[f64], c: f64) {
         if c.is_finite() && c < self.best.1 {
             self.best = (p.to_vec(), c);
@@ -449,12 +459,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                             cost = r.cost;
                             s.offer(&delta, cost);
                         }
-                        let t = s.start.elapsed().as_secs_f64();
-                        let best = s.best.1;
-                        s.cost.push(best);
-                        s.times.push(t);
-                        s.bar.set_position(it);
-                        s.bar.set_message(format!("cost {best:.3e}"));
+                        s.record(it);
                         if !r.accepted {
                             if ddp.out_of_time {
                                 break format!(
