@@ -179,13 +179,14 @@ enum Command {
         #[arg(long, default_value_t = 1e-7)]
         fd_eps: f64,
         /// Also sample up to this many event steps (a contact closes or
-        /// opens), spread over the events.
-        #[arg(long, default_value_t = 0)]
+        /// opens, or starts or stops sliding), spread over the events.
+        #[arg(long, default_value_t = 8)]
         event_samples: usize,
-        /// Also compare the Jacobian of the whole rollout that `grad` returns
-        /// (`ift`) with finite differences of the whole rollout, per entry.
+        /// Skip the comparison of the Jacobian of the whole rollout that
+        /// `grad` returns (`ift`) with finite differences of the whole
+        /// rollout (on by default).
         #[arg(long)]
-        rollout: bool,
+        no_rollout: bool,
         /// Largest number of input columns of the whole-rollout comparison;
         /// more are sampled (seeded), always keeping the bodies in impacts.
         #[arg(long, default_value_t = 96)]
@@ -346,7 +347,7 @@ fn main() -> ExitCode {
             samples,
             fd_eps,
             event_samples,
-            rollout,
+            no_rollout,
             rollout_columns,
             partials,
             json,
@@ -356,7 +357,7 @@ fn main() -> ExitCode {
             rho,
             (samples, event_samples),
             fd_eps,
-            rollout.then_some(rollout_columns),
+            (!no_rollout).then_some(rollout_columns),
             partials,
             json,
         ),
@@ -847,9 +848,23 @@ fn check(
         }
         if report.fd_skipped_columns > 0 {
             println!(
-                "fd not compared on {} input column(s) where the step is not smooth within ±eps (kink or candidate-set change)",
-                report.fd_skipped_columns
+                "fd not compared on {} of {} input column(s) (at most {}% allowed), where the step is not smooth within ±eps:",
+                report.fd_skipped_columns,
+                report.fd_columns,
+                report.max_fd_skipped_total_share * 100.0
             );
+            for c in &report.fd_skipped {
+                println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
+            }
+        }
+        if !report.fd_one_sided.is_empty() {
+            println!(
+                "fd one-sided on {} input column(s), where the step map jumps on the other side within ±eps (an impact on a step boundary):",
+                report.fd_one_sided.len()
+            );
+            for c in &report.fd_one_sided {
+                println!("  step {:>5}  {}", c.step, c.input);
+            }
         }
         if let Some(r) = &report.rollout {
             print_rollout_report(r);

@@ -50,8 +50,9 @@ pub use implicit::ImplicitStep;
 pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
 pub use seed::{domain_room, seeded, Param};
 pub use step::{
-    lift_step, second_difference_grows, second_difference_is_quadratic, step_jacobian,
-    step_jacobian_with, DiffOptions, Partials, StepJacobian, KINK_SLOPE_JUMP,
+    jumps_within, lift_step, second_difference_grows, second_difference_is_quadratic,
+    step_jacobian, step_jacobian_with, DiffOptions, NonSmooth, Partials, StepJacobian,
+    KINK_SLOPE_JUMP,
 };
 
 use crate::contact::SolveError;

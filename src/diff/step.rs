@@ -96,6 +96,83 @@ pub struct StepJacobian {
     /// contact at very small ρ, where the relaxed gap ρ/γ is shorter than
     /// ε; not error of the solves, which is compared).
     pub nonsmooth: Vec<usize>,
+    /// `fd` only: why each column of [`nonsmooth`](Self::nonsmooth) is
+    /// not smooth (the same order).
+    pub nonsmooth_why: Vec<NonSmooth>,
+    /// `fd` only: columns where the step map itself jumps within ±ε
+    /// ([`jumps_within`]: an impact on a step boundary moves into this step
+    /// or the next), taken as the one-sided difference on the nominal's
+    /// side and compared (the derivative of the branch the nominal lies
+    /// on).
+    pub one_sided: Vec<usize>,
+}
+
+/// Why a column of `fd` is not a derivative ([`StepJacobian::nonsmooth`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NonSmooth {
+    /// The ±ε perturbation changed the solver's structure (the contact
+    /// candidate set, or an active set).
+    Structure,
+    /// The slope jumps within ±2ε (the second differences grow with the
+    /// step: [`second_difference_grows`]), or, at a domain edge, on the one
+    /// side the domain allows.
+    Kink,
+}
+
+impl NonSmooth {
+    /// A sentence for reports.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NonSmooth::Structure => {
+                "the perturbation changes the solver's structure (contact candidates or active set)"
+            }
+            NonSmooth::Kink => "the slope jumps within ±2ε (a kink)",
+        }
+    }
+}
+
+/// Whether a map sampled at `−2ε, −ε, 0, ε, 2ε` jumps within `±ε`: one of
+/// the two middle consecutive differences (`f(0) − f(−ε)`, `f(ε) − f(0)`)
+/// is at least 10 times each of the other three (∞-norms). A smooth map's
+/// four differences are all about `ε f'`, a kink's two and two (the two
+/// slopes), error of the solves spreads over at least two (a wrong value
+/// enters two differences); a jump `J` between two samples puts `J` into
+/// exactly one. The rollout through such a step is continuous (the impact
+/// happens in one step or the next), and `check`'s rollout comparison
+/// verifies it there.
+///
+/// ```
+/// use dualsim::diff::jumps_within;
+/// use dualsim::math::DVec;
+/// let at = |f: &dyn Fn(f64) -> f64, h: f64| DVec::from_vec(vec![f(h)]);
+/// let e = 1e-7;
+/// let step = |x: f64| if x > 0.0 { 1.0 + x } else { x };
+/// let smooth = |x: f64| x;
+/// let s = [-2.0 * e, -e, 0.0, e, 2.0 * e];
+/// assert!(jumps_within(&s.map(|h| at(&step, h))));
+/// assert!(!jumps_within(&s.map(|h| at(&smooth, h))));
+/// let kink = |x: f64| x.abs();
+/// assert!(!jumps_within(&s.map(|h| at(&kink, h))));
+/// ```
+pub fn jumps_within(f: &[DVec<f64>; 5]) -> bool {
+    smooth_side(f).is_some()
+}
+
+/// Of a map that [`jumps_within`] `±ε`, the side without the jump (`+1`
+/// when the jump is in `[−ε, 0)`, `−1` when it is in `(0, ε]`): the
+/// nominal value belongs to the branch on that side.
+pub(crate) fn smooth_side(f: &[DVec<f64>; 5]) -> Option<f64> {
+    let d: Vec<f64> = (0..4).map(|i| (&f[i + 1] - &f[i]).amax()).collect();
+    let dominates =
+        |m: usize| d[m] > 0.0 && (0..4).filter(|&i| i != m).all(|i| d[m] >= 10.0 * d[i]);
+    if dominates(1) {
+        Some(1.0)
+    } else if dominates(2) {
+        Some(-1.0)
+    } else {
+        None
+    }
 }
 
 /// `(q ⊖ q_nominal, v)` as one vector of length `2 nv`.
@@ -400,6 +477,8 @@ pub(crate) fn ift_output(
         },
         jacobian: jac,
         nonsmooth: Vec::new(),
+        nonsmooth_why: Vec::new(),
+        one_sided: Vec::new(),
     })
 }
 
@@ -671,6 +750,8 @@ fn unrolled(
         next: nominal,
         jacobian,
         nonsmooth: Vec::new(),
+        nonsmooth_why: Vec::new(),
+        one_sided: Vec::new(),
     })
 }
 
@@ -833,6 +914,7 @@ fn fd<B: ImplicitStep>(
     let zero = tangent(&world.model, &nominal.q, &nominal);
     let mut jac = DMat::zeros(2 * nv, params.len());
     let mut changed = Vec::new();
+    let mut jumped = Vec::new();
     for (c, p) in params.iter().enumerate() {
         let run = |d: f64| -> Result<(DVec<f64>, B::Structure), DiffError> {
             let (w, s, uu) = seeded(world, state, u, &[*p], &[d])?;
@@ -845,8 +927,10 @@ fn fd<B: ImplicitStep>(
             let (f1, s1) = run(side * eps)?;
             let (f2, s2) = run(2.0 * side * eps)?;
             let (column, kink) = one_sided_column(&zero, &f1, &f2, eps, side);
-            if kink || !B::same_structure(&s1, &st0) || !B::same_structure(&s2, &st0) {
-                changed.push(c);
+            if kink {
+                changed.push((c, NonSmooth::Kink));
+            } else if !B::same_structure(&s1, &st0) || !B::same_structure(&s2, &st0) {
+                changed.push((c, NonSmooth::Structure));
             }
             jac.set_column(c, &column);
             continue;
@@ -866,20 +950,28 @@ fn fd<B: ImplicitStep>(
             |h: f64| -> Result<(DVec<f64>, DVec<f64>), DiffError> { Ok((run(h)?.0, run(-h)?.0)) };
         let mut column = central.clone();
         let candidate = s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0);
+        // the solves at ±2ε: for the kink and jump tests of a candidate,
+        // and for the extrapolation
+        // (`None`: not needed, or a solve failed there)
+        let far = if candidate || extrapolate {
+            pair(2.0 * eps).ok()
+        } else {
+            None
+        };
         let kink = if !extrapolate {
             // Plain central differences: the solve at 2ε only for a kink
             // candidate (is the jump in the map's slope, or error of the
             // solves? see `second_difference_grows`).
             candidate
-                && match pair(2.0 * eps) {
-                    Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
-                    Err(_) => true,
+                && match &far {
+                    Some((p2, m2)) => second_difference_grows(&s1, &(p2 + m2 - &zero * 2.0)),
+                    None => true,
                 }
         } else {
-            match pair(2.0 * eps) {
+            match far.clone() {
                 // (only a kink candidate needs the solve at 2ε)
-                Err(_) => candidate,
-                Ok((p2, m2)) => {
+                None => candidate,
+                Some((p2, m2)) => {
                     let s2 = &p2 + &m2 - &zero * 2.0;
                     let grows = second_difference_grows(&s1, &s2);
                     if quadratic_ratio(&s1, &s2) {
@@ -937,15 +1029,52 @@ fn fd<B: ImplicitStep>(
                 }
             }
         };
-        if kink || !B::same_structure(&sp, &st0) || !B::same_structure(&sm, &st0) {
-            changed.push(c);
+        // A jump of the map itself (not of its slope: the second
+        // differences do not grow, one difference holds it all): the
+        // column is the one-sided difference on the nominal's side.
+        let jump = match &far {
+            Some((p2, m2)) if candidate && !kink => {
+                let samples = [
+                    m2.clone(),
+                    minus.clone(),
+                    zero.clone(),
+                    plus.clone(),
+                    p2.clone(),
+                ];
+                smooth_side(&samples).map(|side| {
+                    let (near, far) = if side > 0.0 {
+                        (&plus, p2)
+                    } else {
+                        (&minus, m2)
+                    };
+                    one_sided_column(&zero, near, far, eps, side)
+                })
+            }
+            _ => None,
+        };
+        match jump {
+            Some((one_sided, kinked)) => {
+                column = one_sided;
+                if kinked {
+                    changed.push((c, NonSmooth::Kink));
+                } else {
+                    jumped.push(c);
+                }
+            }
+            None if kink => changed.push((c, NonSmooth::Kink)),
+            None if !B::same_structure(&sp, &st0) || !B::same_structure(&sm, &st0) => {
+                changed.push((c, NonSmooth::Structure))
+            }
+            None => {}
         }
         jac.set_column(c, &column);
     }
     Ok(StepJacobian {
         next: nominal,
         jacobian: jac,
-        nonsmooth: changed,
+        nonsmooth: changed.iter().map(|c| c.0).collect(),
+        nonsmooth_why: changed.iter().map(|c| c.1).collect(),
+        one_sided: jumped,
     })
 }
 
@@ -1078,6 +1207,7 @@ fn split_jacobian(
     let zero = tangent(&world.model, &nominal.q, &nominal);
     let mut jac = DMat::zeros(2 * nv, params.len());
     let mut changed = Vec::new();
+    let mut jumped = Vec::new();
     for (c, p) in params.iter().enumerate() {
         let run = |d: f64| -> Result<DVec<f64>, DiffError> {
             let (w, s, uu) = seeded(world, state, u, &[*p], &[d])?;
@@ -1088,7 +1218,7 @@ fn split_jacobian(
             let (column, kink) =
                 one_sided_column(&zero, &run(side * eps)?, &run(2.0 * side * eps)?, eps, side);
             if kink {
-                changed.push(c);
+                changed.push((c, NonSmooth::Kink));
             }
             jac.set_column(c, &column);
             continue;
@@ -1098,12 +1228,36 @@ fn split_jacobian(
         let central = (&plus - &minus) / (2.0 * eps);
         let s1 = &plus + &minus - &zero * 2.0;
         if s1.amax() / eps > KINK_SLOPE_JUMP * central.amax().max(1.0) {
-            let kink = match run(2.0 * eps).and_then(|p2| Ok((p2, run(-2.0 * eps)?))) {
-                Ok((p2, m2)) => second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)),
-                Err(_) => true,
-            };
-            if kink {
-                changed.push(c);
+            match run(2.0 * eps).and_then(|p2| Ok((p2, run(-2.0 * eps)?))) {
+                Ok((p2, m2)) => {
+                    let samples = [
+                        m2.clone(),
+                        minus.clone(),
+                        zero.clone(),
+                        plus.clone(),
+                        p2.clone(),
+                    ];
+                    if second_difference_grows(&s1, &(&p2 + &m2 - &zero * 2.0)) {
+                        changed.push((c, NonSmooth::Kink));
+                    } else if let Some(side) = smooth_side(&samples) {
+                        // an impact on the step boundary moves into this
+                        // step or the next: one-sided on the nominal's side
+                        let (near, far) = if side > 0.0 {
+                            (&plus, &p2)
+                        } else {
+                            (&minus, &m2)
+                        };
+                        let (column, kinked) = one_sided_column(&zero, near, far, eps, side);
+                        if kinked {
+                            changed.push((c, NonSmooth::Kink));
+                        } else {
+                            jumped.push(c);
+                        }
+                        jac.set_column(c, &column);
+                        continue;
+                    }
+                }
+                Err(_) => changed.push((c, NonSmooth::Kink)),
             }
         }
         jac.set_column(c, &central);
@@ -1111,6 +1265,8 @@ fn split_jacobian(
     Ok(StepJacobian {
         next: nominal,
         jacobian: jac,
-        nonsmooth: changed,
+        nonsmooth: changed.iter().map(|c| c.0).collect(),
+        nonsmooth_why: changed.iter().map(|c| c.1).collect(),
+        one_sided: jumped,
     })
 }

@@ -205,9 +205,25 @@ pub fn contact_rows<T: Scalar>(mu: T, sigma: T, y: &Vector3<T>, f: &Vector3<T>) 
         f[0]
     };
     let bound = mu * f[0];
+    // the primal slip and tangential impulse, for a frictionless contact
+    // that presses without slipping (below)
+    let scale = (0..3).fold(0.0f64, |m, i| m.max(y[i].re().abs()).max(f[i].re().abs()));
+    let small = 1e-12 * (1.0 + scale);
     let rt = |k: usize| {
         let u = (f[k] - sigma * y[k]).re();
-        if bound.re() <= 0.0 {
+        if mu.re() == 0.0 && f[0].re() > 0.0 && y[k].re().abs() <= small && f[k].re().abs() <= small
+        {
+            // μ = 0 with a pressing normal impulse and no slip (a ball
+            // dropped head-on): f_t is 0 on a whole neighbourhood (for
+            // μ > 0 it sticks with f_t = 0; at μ = 0 any other input
+            // leaves f_t = 0), so its row is `f_t = 0`, both partials
+            // zero. The bound's row `f_t = ±μ f_n` would give
+            // `∂f_t/∂μ = ±f_n` on an arbitrary side (a spin from
+            // nothing), the sticking row a tangential impulse that a
+            // frictionless contact cannot make. The impact LCP of
+            // [`ccd`] uses the same row.
+            f[k]
+        } else if bound.re() <= 0.0 {
             // A contact without normal impulse: the box is the point
             // f_t = 0, whatever the slip (even an exactly zero one).
             if u >= 0.0 {

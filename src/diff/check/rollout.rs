@@ -15,16 +15,19 @@
 //! time step, and the controls of the first step and of every event step
 //! (below). Every column is compared when there are at most
 //! [`RolloutCheckOptions::max_columns`]; otherwise a seeded random sample
-//! of that many, which always includes the initial-state columns of every
-//! body that takes part in an impact (a contact that closes during the
-//! rollout). The report lists the columns and says whether they were
+//! of that many, which takes the initial-state columns of the bodies that
+//! take part in an impact (a contact that closes during the rollout)
+//! first: all of them when they fit, else a sample of them, and fills the
+//! rest with a sample of the other candidates. The report lists the columns and says whether they were
 //! sampled.
 //!
 //! # Events
 //!
 //! A step is an event when the set of touching pairs (primal normal
-//! impulse > 0) differs from the previous step's: a contact closes (an
-//! impact) or opens. The one-step comparisons always sample them (up to
+//! impulse > 0), or the friction mode of one of them (sticking or
+//! sliding), differs from the previous step's: a contact closes (an
+//! impact, a ccd split at its time of impact), opens, starts or stops
+//! sliding. The one-step comparisons always sample them (up to
 //! [`super::CheckOptions::max_event_samples`], spread over the events).
 //!
 //! # Finite differences and skips
@@ -49,11 +52,13 @@
 //! small against both its row and its column is held to their geometric
 //! mean, not to the block's largest entry), and `η_i = 64 u (1 + |x_i|) /
 //! ε` the round-off of a central difference of a quantity of size `|x_i|`
-//! (`u` the unit round-off) plus the column's own error estimate, the
-//! difference between its central quotients at ε and 2ε (what the solves'
-//! tolerances and the truncation leave in the finite difference: a long
-//! rollout through iterative contact solves is not differentiated by fd
-//! to round-off). A wrong derivative on a smooth column stands far above
+//! (`u` the unit round-off) plus the column's own error estimate: the
+//! difference between its central quotients at ε and 2ε (truncation), and
+//! the noise of the perturbed rollouts' values, `|Δ⁴_i| / ε` with `Δ⁴` the
+//! fourth difference of the five samples (nil on a smooth map, about 8
+//! times the noise of the values otherwise: what the solves' tolerances
+//! leave in a long rollout through iterative contact solves, which fd
+//! does not differentiate to round-off). A wrong derivative on a smooth column stands far above
 //! both: a sign flip or an entry 1 % off is rejected (tests/all/diff/
 //! check_rollout.rs).
 
@@ -141,7 +146,32 @@ pub struct RolloutReport {
     pub passed: bool,
 }
 
-/// The event steps of a rollout and the bodies in impacts (module docs).
+/// Whether a pressing contact slides: its tangential impulse is on the
+/// friction cone's (or the pyramid's box's) boundary, `‖f_t‖ ≥ (1 − 1e-6)
+/// μ f_n` or one tangential component at `μ f_n`, with `μ` the pair's
+/// coefficient (against static geometry, the largest coefficient the body
+/// makes with any static: an impulse does not name its static).
+fn sliding(world: &World<f64>, c: &ContactImpulse<f64>) -> bool {
+    let mine = world.materials.get(c.body_a).map_or(0.0, |m| m.friction);
+    let mu = match c.body_b {
+        Some(b) => world
+            .friction_combine
+            .apply(mine, world.materials.get(b).map_or(0.0, |m| m.friction)),
+        None => world
+            .statics
+            .iter()
+            .map(|s| world.friction_combine.apply(mine, s.material.friction))
+            .fold(0.0, f64::max),
+    };
+    let bound = (1.0 - 1e-6) * mu * c.normal_impulse;
+    mu > 0.0 && (c.tangent_impulse.norm() >= bound || c.tangent_impulse.amax() >= bound)
+}
+
+/// The event steps of a rollout and the bodies in impacts (module docs):
+/// the steps where the set of pressing contacts (primal normal impulse
+/// `> 0`), or the friction mode (sticking or sliding) of one of them,
+/// differs from the previous step's. A ccd split with an impact is such a
+/// step, as the contact it meets presses there.
 pub fn events(
     world: &World<f64>,
     x0: &State<f64>,
@@ -149,7 +179,7 @@ pub fn events(
     steps: usize,
 ) -> Result<(Vec<usize>, Vec<usize>), DiffError> {
     let mut sets: Vec<Vec<(usize, Option<usize>, bool)>> = Vec::with_capacity(steps);
-    let key = |c: &ContactImpulse<f64>| (c.body_a, c.body_b, c.normal_impulse > 0.0);
+    let key = |c: &ContactImpulse<f64>| (c.body_a, c.body_b, sliding(world, c));
     rollout_inspect(world, x0, controls, steps, |_, out| {
         let mut s: Vec<_> = out
             .contacts
@@ -168,7 +198,12 @@ pub fn events(
         let prev = if k == 0 { &empty } else { &sets[k - 1] };
         if s != prev {
             event_steps.push(k);
-            for c in s.iter().filter(|c| !prev.contains(c)) {
+            // a pair that starts to press (not one that changes its
+            // friction mode): its bodies take part in an impact
+            for c in s
+                .iter()
+                .filter(|c| !prev.iter().any(|p| (p.0, p.1) == (c.0, c.1)))
+            {
                 bodies.push(c.0);
                 bodies.extend(c.1);
             }
@@ -360,7 +395,15 @@ fn fd_column(
             s2.amax()
         ));
     }
-    let err = (&central - &central2).abs();
+    // The difference's own error: the quotients at ε and 2ε apart, plus
+    // the noise of the rollouts' values (iterative solves over hundreds
+    // of steps), estimated per entry from the fourth difference
+    // `f(2ε) − 4 f(ε) + 6 f(0) − 4 f(−ε) + f(−2ε)`: about `ε⁴ f⁗` (nil)
+    // where the map is smooth, about `8 n` for values of noise `n`, whose
+    // central quotient is off by about `0.7 n / ε`; `|Δ⁴| / ε` bounds that
+    // with a margin of 10.
+    let fourth = &p2 + &m2 - (&p1 + &m1) * 4.0 + &zero * 6.0;
+    let err = (&central - &central2).abs() + fourth.abs() / eps;
     if quadratic_ratio(&s1, &s2) {
         return Ok(((&central * 4.0 - central2) / 3.0, err));
     }
@@ -469,16 +512,23 @@ pub fn check_rollout(
     let mut chosen: Vec<usize> = (0..all.len()).collect();
     let sampled = all.len() > opts.max_columns;
     if sampled {
-        let (keep, mut rest): (Vec<usize>, Vec<usize>) = (0..all.len()).partition(|&c| {
+        let (keep, rest): (Vec<usize>, Vec<usize>) = (0..all.len()).partition(|&c| {
             matches!(all[c].0, Input::Config(_) | Input::Velocity(_))
                 && all[c].2.is_some_and(|b| impact.contains(&b))
         });
         let mut state = opts.seed;
-        for i in (1..rest.len()).rev() {
-            let j = (splitmix(&mut state) % (i as u64 + 1)) as usize;
-            rest.swap(i, j);
-        }
-        chosen = keep;
+        let mut shuffle = |v: &mut Vec<usize>| {
+            for i in (1..v.len()).rev() {
+                let j = (splitmix(&mut state) % (i as u64 + 1)) as usize;
+                v.swap(i, j);
+            }
+        };
+        // the impact bodies' columns first (a sample of them when they
+        // alone are more than the cap), then a sample of the rest
+        let (mut keep, mut rest) = (keep, rest);
+        shuffle(&mut keep);
+        shuffle(&mut rest);
+        chosen = keep.into_iter().take(opts.max_columns).collect();
         let room = opts.max_columns.saturating_sub(chosen.len());
         chosen.extend(rest.into_iter().take(room));
         chosen.sort();

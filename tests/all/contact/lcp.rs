@@ -302,3 +302,52 @@ fn derivative_methods_agree_while_sliding() {
         assert!(a < 1e-6 && b < 1e-8 && c < 1e-8, "{a:e} {b:e} {c:e}");
     }
 }
+
+/// A frictionless box resting on frictionless ground under `lcp` (μ = 0,
+/// no slip, pressing contacts): for μ > 0 it sticks with `f_t = 0`, and at
+/// μ = 0 nothing pushes it sideways, so every derivative of the step with
+/// respect to the friction coefficient is zero (the closed form), and the
+/// derivative with respect to the tangential velocity is the free slide's
+/// (`∂v⁺_x/∂v_x = 1`: frictionless). The bound's row `f_t = ±μ f_n` gave
+/// `∂v⁺_x/∂μ = ±f_n/m` on an arbitrary side (`∓g h/2` here) and a spin
+/// from the corners' offsets. Held to round-off (1e-12): the rows are
+/// exact.
+#[test]
+fn frictionless_resting_contact_has_no_friction_derivative() {
+    let mut w = World::<f64>::new(0.01);
+    w.solver = LCP;
+    w.friction_cone = FrictionCone::Pyramid;
+    w.gravity = Vec3::new(0.0, 0.0, -9.81);
+    w.add_body(
+        "box",
+        1.0,
+        cube_inertia(1.0, 0.5),
+        Some(Shape::Box {
+            half_extents: Vec3::new(0.25, 0.25, 0.25),
+        }),
+        mat(0.0),
+    )
+    .unwrap();
+    w.statics.push(ground(0.0));
+    let x0 = State::at_rest(&w.model, &[[0.0, 0.0, 0.25]]);
+    let x = run(&w, &x0, 5).last().clone();
+    let u = w.zero_control();
+    let nv = w.model.nv;
+    let params = [Param::Friction(0), Param::V(0)];
+    let o = DiffOptions {
+        fd_eps: 1e-6,
+        ..Default::default()
+    };
+    for method in [Method::Ift, Method::Lift, Method::Unrolled, Method::Fd] {
+        let j = step_jacobian(&w, &x, &u, &params, method, &o).unwrap();
+        let dmu = j.jacobian.column(0).amax();
+        let dvx = j.jacobian[(nv, 1)];
+        println!("{method:?}: max |d x+/d mu| = {dmu:e}, dvx+/dvx = {dvx}");
+        assert!(
+            dmu < 1e-12,
+            "{method:?}: d x+/d mu = {}",
+            j.jacobian.column(0)
+        );
+        assert!((dvx - 1.0).abs() < 1e-9, "{method:?}: dvx+/dvx = {dvx}");
+    }
+}

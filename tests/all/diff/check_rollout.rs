@@ -107,23 +107,34 @@ fn an_injected_wrong_rollout_derivative_is_rejected() {
 /// boundary of steps 32 and 33, the event steps are sampled, both balls
 /// are impact bodies, every column is compared (the scene is small) and
 /// the whole-rollout comparison passes. Friction is 0: the one-step fd
-/// of the friction columns is one-sided, no error. (The one-step `fd`
-/// comparison at the impact step itself fails: the one-step map jumps
-/// there, which `fd`'s kink test does not recognise yet; open, see
-/// docs/derivatives.md.)
+/// of the friction columns is one-sided, no error. At the impact steps
+/// the one-step map jumps (a ±ε perturbation moves the impact into this
+/// step or the next): those columns are taken one-sided on the nominal's
+/// side ([`dualsim::diff::jumps_within`]) and compared, so the whole
+/// check, with its defaults (event steps and the rollout comparison on),
+/// passes with nothing skipped.
 #[test]
 fn check_samples_the_impact_and_compares_the_whole_rollout() {
     let s = load("nimble_two_ball.toml");
+    // as `dualsim check` runs it (its fd step is 1e-7)
     let opts = CheckOptions {
         diff: DiffOptions {
             fd_eps: 1e-7,
             ..CheckOptions::default().diff
         },
-        rollout: Some(RolloutCheckOptions::default()),
-        max_event_samples: 8,
         ..Default::default()
     };
+    assert!(opts.rollout.is_some() && opts.max_event_samples > 0);
     let r = check(&s.world, &s.initial, &s.controls, s.steps, &opts).unwrap();
+    assert!(r.passed, "{r:#?}");
+    assert!(r.fd_skipped.is_empty(), "{:?}", r.fd_skipped);
+    // the impact steps' jumping columns, compared one-sided
+    assert!(
+        r.fd_one_sided.iter().any(|c| (31..=32).contains(&c.step)),
+        "{:?}",
+        r.fd_one_sided
+    );
+    assert!(r.fd_one_sided.iter().all(|c| (31..=33).contains(&c.step)));
     let ro = r.rollout.as_ref().expect("the rollout comparison runs");
     assert!(
         ro.event_steps.iter().any(|k| (31..=33).contains(k)),
@@ -153,4 +164,51 @@ fn check_samples_the_impact_and_compares_the_whole_rollout() {
             );
         }
     }
+}
+
+/// The Jacobian the code before the boundary-impact fix returned on this
+/// scene (issue 43: `∂x_target,f/∂(x_cue, x_target, v_cue) = (−33.5,
+/// 34.5, −10.04)` by `ift`, `lift` and `unrolled`, where continuous time
+/// and fd give (1, 0, 1)) is rejected by the rollout comparison, and the
+/// worst entry is one of those three.
+#[test]
+fn the_pre_fix_boundary_impact_jacobian_is_rejected() {
+    let s = load("nimble_two_ball.toml");
+    let (inputs, labels) = two_ball_inputs(&s);
+    let rj = rollout_jacobian(
+        &s.world,
+        &s.initial,
+        &s.controls,
+        s.steps,
+        &inputs,
+        Method::Ift,
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    let row = s.world.model.bodies[1].idx_v;
+    let mut old = rj.jacobian.clone();
+    for (c, v) in [(0, -33.5), (1, 34.5), (2, -10.04)] {
+        old[(row, c)] = v;
+    }
+    let ro = RolloutCheckOptions {
+        max_columns: inputs.len(),
+        ..Default::default()
+    };
+    let r = compare_rollout_jacobian(
+        &s.world,
+        &s.initial,
+        &s.controls,
+        s.steps,
+        &inputs,
+        &labels,
+        &old,
+        1e-7,
+        &ro,
+    )
+    .unwrap();
+    assert!(!r.passed, "{r:#?}");
+    let (out, input, _, _) = r.worst_entry.clone().unwrap();
+    assert_eq!(out, "target.q_tangent[0]");
+    assert!(labels[..3].contains(&input), "{input}");
+    assert!(r.worst_ratio > 1e3, "{}", r.worst_ratio);
 }
