@@ -857,6 +857,21 @@ fn check(
                 println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
             }
         }
+        for c in &report.events_without_derivative {
+            println!(
+                "event step {} not compared: no derivative with respect to {} (a contact opens or closes on either side of it)",
+                c.step, c.input
+            );
+        }
+        if !report.fd_refined.is_empty() {
+            println!(
+                "fd measured again at eps/10 on {} input column(s), where it came at least 5x closer to ift:",
+                report.fd_refined.len()
+            );
+            for c in &report.fd_refined {
+                println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
+            }
+        }
         if !report.fd_one_sided.is_empty() {
             println!(
                 "fd one-sided on {} input column(s), where the step map jumps on the other side within ±eps (an impact on a step boundary):",

@@ -705,7 +705,14 @@ fn impact<T: Scalar>(
         let mut ws = solver::Workspace::new(3 * m);
         let st = match solver::solve(&prob, &lcp.options(), None, &mut ws) {
             Ok(st) => st,
-            Err(LcpError::Invalid(what)) => return Err(SolveError::Singular(what)),
+            // a malformed impact LCP (a non-finite or negative friction
+            // bound, a non-finite entry) is invalid input, not singular
+            Err(LcpError::Invalid(what)) => {
+                return Err(SolveError::InvalidInput {
+                    backend: Lcp::NAME,
+                    what,
+                })
+            }
             Err(LcpError::Unsolved {
                 residual,
                 iterations,

@@ -1,15 +1,45 @@
-//! `dualsim check` passes on every example scene (issue #14, point 8):
+//! `dualsim check` passes on every example scene (issues #14 and #43):
 //! the four derivative methods agree within the stated tolerances (lift
 //! 1e-9, unrolled 1e-7, fd 1e-5, relative to max(1, ‖J‖∞) per block) at
-//! the default three states of each run, and `fd` is compared on enough
-//! columns of every block. The slowest, `sphere_pile` and `box_tower`,
-//! took 38 s and 10 s (wall clock, loaded machine) in a release build
-//! with `fd` at ±ε and ±2ε.
+//! the default three states of each run and at up to 8 of its event
+//! steps (a contact closes, opens or changes friction mode), `fd` is
+//! compared on enough columns of every block (at most 10 % of all left
+//! out, each listed), and the Jacobian `grad` returns for the whole
+//! rollout agrees with finite differences of the whole rollout, per
+//! entry, on up to 96 columns (the bodies in impacts first). That is
+//! `dualsim check`'s default, run here as a user runs it, except on the
+//! scenes of [`NO_ROLLOUT`].
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::parallel::in_parallel;
+
+/// Scenes whose whole-rollout comparison does not pass yet (open, issue
+/// 43; docs/derivatives.md): their one-step comparisons, event steps
+/// included, are still asserted here.
+const NO_ROLLOUT: [(&str, &str); 4] = [
+    (
+        "lcp_box_push.toml",
+        "the rollout has no derivative: at step 5 a contact opens or closes on \
+         either side of the box's initial height (grad's typed NoDerivative)",
+    ),
+    (
+        "soft_quadruped.toml",
+        "an unstable rollout: entries up to 8e9 (∂v/∂dt), which fd cannot \
+         resolve, and 10 of 32 columns not smooth within ±2ε",
+    ),
+    (
+        "arm7_fall.toml",
+        "2000 steps of a 7-dof arm falling onto the ground: rollout Jacobian \
+         entries of 1e2-1e3 that fd of the rollout puts 6-44 % elsewhere",
+    ),
+    (
+        "quadruped_stand.toml",
+        "400 steps of a standing quadruped: 7 of 32 columns not smooth within \
+         ±2ε, and a velocity entry -5.6e-6 by ift against -5.8e-2 by fd",
+    ),
+];
 
 #[test]
 fn check_passes_on_every_example_scene() {
@@ -23,12 +53,14 @@ fn check_passes_on_every_example_scene() {
     assert!(scenes.len() >= 18, "{} example scenes", scenes.len());
     // one scene per core at a time; every scene is checked
     let failed = in_parallel(&scenes, |scene| {
+        let name = scene.file_name().unwrap().to_string_lossy().to_string();
+        let skip_rollout = NO_ROLLOUT.iter().any(|(n, _)| *n == name);
         let out = Command::new(env!("CARGO_BIN_EXE_dualsim"))
             .args(["check", "--json"])
+            .args(skip_rollout.then_some("--no-rollout"))
             .arg(scene)
             .output()
             .unwrap();
-        let name = scene.file_name().unwrap().to_string_lossy().to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         let doc: Option<serde_json::Value> = serde_json::from_slice(&out.stdout).ok();
         let status = doc.as_ref().map(|d| d["status"].clone());
@@ -36,7 +68,12 @@ fn check_passes_on_every_example_scene() {
             .as_ref()
             .and_then(|d| d["blocks"].as_array().map(Vec::len))
             .unwrap_or(0);
-        let ok = out.status.success() && status == Some("passed".into()) && blocks > 0;
+        // the rollout comparison ran (and passed) wherever it is asked for
+        let rollout = doc.as_ref().is_some_and(|d| d["rollout"]["passed"] == true);
+        let ok = out.status.success()
+            && status == Some("passed".into())
+            && blocks > 0
+            && (skip_rollout || rollout);
         (!ok).then(|| {
             format!(
                 "{name}: exit {:?}, status {status:?}, {blocks} blocks, {stderr}",
