@@ -105,40 +105,25 @@ pub(super) fn solve_island<F: Formulation>(
         if it == dp.max_outer {
             break;
         }
-        let del = Delassus::new(island, &ev)?;
-        let a = del.matrix();
-        // c = ŷ(v_k) − W K⁻¹ r_k (r_k: the contact-free residual).
-        let dv0 = del.velocity(&[], Some(&(-&ev.r_dyn)));
-        let wdv = del.contact_velocity(&dv0);
-        let yhat = contact_velocities(&ev, p.h);
-        let mut c = DVec::zeros(Z * m);
-        for k in 0..m {
-            c.fixed_rows_mut::<Z>(Z * k).copy_from(&(yhat[k] + wdv[k]));
-            if let Some(b) = &bias {
-                c[Z * k] += b[k];
-            }
-        }
-        // Inexact Newton: the linearized problem's `c` mixes position-level
-        // normal rows (φ(q⁺)/h) with velocity-level tangential rows, so
-        // away from the root it may be slightly off the range of a rigid
-        // motion of redundant contacts and have no exact solution (the
-        // inner solve then stalls at that floor). An inner point within a
-        // thousandth of the current exact residual is as good as exact
-        // for this linearization; the floor shrinks with the outer
-        // residual, and convergence is tested on the exact residual.
-        let accept = (0.1 * p.params.tolerance).max(1e-3 * last.min(c.amax()));
-        let znew = match form.solve_linear(&a, &c, &mus, scale, z.as_ref(), accept, stats) {
-            Ok(z) => z,
+        let update = linearized_update(
+            form,
+            p,
+            island,
+            &ev,
+            bias.as_deref(),
+            &mus,
+            scale,
+            &z,
+            last,
+            stats,
+        )?;
+        let (dv, znew) = match update {
+            Ok(u) => u,
             Err(e) => {
                 inner_error = Some(e);
                 break;
             }
         };
-        stats.solves += 1;
-        let f: Vec<Vector3<f64>> = (0..m)
-            .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))
-            .collect();
-        let dv = del.velocity(&f, Some(&(-&ev.r_dyn)));
         step_prev = step_now;
         step_now = dv.amax();
         v += dv;
@@ -159,6 +144,61 @@ pub(super) fn solve_island<F: Formulation>(
         residual: last,
         complementarity: 0.0,
     }))
+}
+
+/// One linearization of [`solve_island`]'s loop at the evaluation `ev`:
+/// the Delassus operator `A` and `c = ŷ(v_k) − W K⁻¹ r_k` (plus the
+/// restitution `bias`), the formulation's contact-space solve from the
+/// previous unknowns `z` (accepted within a thousandth of the last exact
+/// residual `last`, see below), and the update of `v` by the new
+/// impulses: `Ok(Ok((Δv, z)))`, or `Ok(Err(_))` when the inner solve
+/// failed (the loop hands over to its fallback).
+#[allow(clippy::too_many_arguments)]
+fn linearized_update<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    island: &Island<f64>,
+    ev: &Eval<f64>,
+    bias: Option<&[f64]>,
+    mus: &[f64],
+    scale: &[f64],
+    z: &Option<DVec<f64>>,
+    last: f64,
+    stats: &mut InnerStats,
+) -> Result<Result<(DVec<f64>, DVec<f64>), SolveError>, SolveError> {
+    let m = island.contacts.len();
+    let del = Delassus::new(island, ev)?;
+    let a = del.matrix();
+    // c = ŷ(v_k) − W K⁻¹ r_k (r_k: the contact-free residual).
+    let dv0 = del.velocity(&[], Some(&(-&ev.r_dyn)));
+    let wdv = del.contact_velocity(&dv0);
+    let yhat = contact_velocities(ev, p.h);
+    let mut c = DVec::zeros(Z * m);
+    for k in 0..m {
+        c.fixed_rows_mut::<Z>(Z * k).copy_from(&(yhat[k] + wdv[k]));
+        if let Some(b) = bias {
+            c[Z * k] += b[k];
+        }
+    }
+    // Inexact Newton: the linearized problem's `c` mixes position-level
+    // normal rows (φ(q⁺)/h) with velocity-level tangential rows, so
+    // away from the root it may be slightly off the range of a rigid
+    // motion of redundant contacts and have no exact solution (the
+    // inner solve then stalls at that floor). An inner point within a
+    // thousandth of the current exact residual is as good as exact
+    // for this linearization; the floor shrinks with the outer
+    // residual, and convergence is tested on the exact residual.
+    let accept = (0.1 * p.params.tolerance).max(1e-3 * last.min(c.amax()));
+    let znew = match form.solve_linear(&a, &c, mus, scale, z.as_ref(), accept, stats) {
+        Ok(z) => z,
+        Err(e) => return Ok(Err(e)),
+    };
+    stats.solves += 1;
+    let f: Vec<Vector3<f64>> = (0..m)
+        .map(|k| form.impulse(mus[k], scale[k], &znew.fixed_rows::<Z>(Z * k).into_owned()))
+        .collect();
+    let dv = del.velocity(&f, Some(&(-&ev.r_dyn)));
+    Ok(Ok((dv, znew)))
 }
 
 /// Outer iterations past the tolerance spent polishing the root towards

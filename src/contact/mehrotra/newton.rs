@@ -1,4 +1,6 @@
 use super::*;
+use crate::contact::candidates::Candidate;
+use crate::contact::space::evaluate::ContactEval;
 
 /// Factorized Newton system of one iterate: the reduced matrix in `v⁺`
 /// and the per-contact blocks needed to recover `dx_c`. Its storage is
@@ -205,43 +207,7 @@ pub(super) fn factor_into<T: Scalar>(
 ) -> Result<(), SolveError> {
     let dim = island.dim();
     let sparse = is_f64::<T>() && dim >= SPARSE_MIN_ROWS && consecutive_units(island);
-    let mut fresh = false;
-    let mut target = match &mut fac.sparse {
-        Some(s) if sparse && pattern_covers(s, island, ev) => Target::Sparse(s),
-        slot if sparse => {
-            fresh = true;
-            Target::Sparse(slot.insert(reduced_pattern(island, ev)))
-        }
-        _ => {
-            if fac.r.shape() != (dim, dim) {
-                fac.r = DMat::zeros(dim, dim);
-            } else {
-                fac.r.fill(T::zero());
-            }
-            Target::Dense(&mut fac.r)
-        }
-    };
-    match &mut target {
-        Target::Dense(r) => {
-            for (u, j) in island.units.iter().zip(&ev.jac) {
-                r.view_mut((u.offset, u.offset), (u.size(), u.size()))
-                    .copy_from(j);
-            }
-        }
-        Target::Sparse(s) => {
-            s.clear();
-            for (ui, (u, j)) in island.units.iter().zip(&ev.jac).enumerate() {
-                let b = s.block(ui, ui).ok_or(SolveError::Singular(
-                    "reduced system (block outside the pattern)",
-                ))?;
-                for c in 0..u.size() {
-                    for r in 0..u.size() {
-                        s.add(b, r, c, j[(r, c)]);
-                    }
-                }
-            }
-        }
-    }
+    let (mut target, fresh) = reduced_target(island, ev, sparse, &mut fac.sparse, &mut fac.r)?;
     fac.local.clear();
     fac.nt_w.clear();
     fac.k_blocks.truncate(xs.len());
@@ -264,82 +230,12 @@ pub(super) fn factor_into<T: Scalar>(
             .ok_or(SolveError::Singular("contact block"))?;
         let n3 = lu.n3(cand.law);
         let ks = &mut fac.k_blocks[c];
-        let la = ce.blocks[0].0;
         // A conic-program contact (`bilevel`) has a gap whose gradient is
         // not the rigid motion of its witness points: always exact.
         if lin == Linearization::ClosedForm && cand.parts.is_none() {
-            // K = diag(h, 1, 1) W on the primal values, in place.
-            let h = p.h.re();
-            ks.truncate(ce.blocks.len());
-            for (s, (u, w)) in ce.blocks.iter().enumerate() {
-                let row_scale = |i: usize| if i == 0 { h } else { 1.0 };
-                set_k(ks, s, *u, w.ncols(), |i, j| {
-                    T::from_re(w[(i, j)].re() * row_scale(i))
-                });
-            }
-            for (lw, w) in ce.blocks.iter() {
-                let ow = island.units[*lw].offset;
-                for (lk, k) in ks.iter() {
-                    let ok = island.units[*lk].offset;
-                    let no_g = None::<&Matrix6<f64>>;
-                    add_block(&mut target, (*lw, ow, w), &n3, (*lk, ok, k), no_g)?;
-                }
-            }
-            fac.local.push(lu);
-            continue;
-        }
-        // Exact primal K and geometric stiffness G of the contact.
-        let f = cand.law.impulse(x).map(|e| e.re());
-        let unit_v = |li: usize| -> Vec<f64> {
-            let u = &island.units[li];
-            (0..u.size()).map(|k| v[u.offset + k].re()).collect()
-        };
-        // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
-        let g = match &island.units[la].kind {
-            UnitKind::Robot(ru) => {
-                let lb = ce.blocks.get(1).map(|b| b.0);
-                let vb: [f64; 6] = match lb {
-                    Some(lb) => {
-                        let o = island.units[lb].offset;
-                        core::array::from_fn(|k| v[o + k].re())
-                    }
-                    None => [0.0; 6],
-                };
-                let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &vb, &f)?;
-                let units = std::iter::once(la).chain(lb);
-                *ks = units
-                    .zip(k.iter())
-                    .map(|(u, k)| (u, k.map(T::from_re)))
-                    .collect();
-                Stiffness::Robot(g)
-            }
-            UnitKind::Body(_) => {
-                let lb = ce.blocks.get(1).map(|b| b.0);
-                let re6 = |li: usize| -> [f64; 6] {
-                    let o = island.units[li].offset;
-                    core::array::from_fn(|k| v[o + k].re())
-                };
-                let va = re6(la);
-                let vb = lb.map(re6).unwrap_or([0.0; 6]);
-                let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
-                ks.truncate(1 + usize::from(lb.is_some()));
-                set_k(ks, 0, la, 6, |i, j| T::from_re(ka[(i, j)]));
-                if let Some(lb) = lb {
-                    set_k(ks, 1, lb, 6, |i, j| T::from_re(kb[(i, j)]));
-                }
-                Stiffness::Body(g)
-            }
-        };
-        for (i, (lw, w)) in ce.blocks.iter().enumerate() {
-            let ow = island.units[*lw].offset;
-            for (j, (lk, k)) in ks.iter().enumerate() {
-                let ok = island.units[*lk].offset;
-                let (wb, kb) = ((*lw, ow, w), (*lk, ok, k));
-                match &g {
-                    Stiffness::Body(g) => add_block(&mut target, wb, &n3, kb, Some(&g[i][j]))?,
-                    Stiffness::Robot(g) => add_block(&mut target, wb, &n3, kb, Some(&g[i][j]))?,
-                }
-            }
+            closed_form_blocks(p, island, ce, &n3, ks, &mut target)?;
+        } else {
+            exact_blocks(p, island, cand, ce, v, x, &n3, ks, &mut target)?;
         }
         fac.local.push(lu);
     }
@@ -349,6 +245,160 @@ pub(super) fn factor_into<T: Scalar>(
     };
     if !ok {
         return Err(SolveError::Singular("reduced system"));
+    }
+    Ok(())
+}
+
+/// The reduced matrix to assemble, holding the units' dynamics Jacobians
+/// on its diagonal: block-sparse in `sparse` (its pattern rebuilt, and
+/// `fresh` returned, when it does not cover the island's contacts) with
+/// `sparse`, else dense in `dense`.
+fn reduced_target<'a, T: Scalar>(
+    island: &Island<T>,
+    ev: &Eval<T>,
+    sparse: bool,
+    slot: &'a mut Option<BlockCsc<T>>,
+    dense: &'a mut DMat<T>,
+) -> Result<(Target<'a, T>, bool), SolveError> {
+    let dim = island.dim();
+    let covers = sparse && matches!(slot, Some(s) if pattern_covers(s, island, ev));
+    let fresh = sparse && !covers;
+    let mut target = if sparse {
+        if fresh {
+            *slot = Some(reduced_pattern(island, ev));
+        }
+        Target::Sparse(slot.as_mut().expect("the pattern is set above"))
+    } else {
+        if dense.shape() != (dim, dim) {
+            *dense = DMat::zeros(dim, dim);
+        } else {
+            dense.fill(T::zero());
+        }
+        Target::Dense(dense)
+    };
+    match &mut target {
+        Target::Dense(r) => {
+            for (u, j) in island.units.iter().zip(&ev.jac) {
+                r.view_mut((u.offset, u.offset), (u.size(), u.size()))
+                    .copy_from(j);
+            }
+        }
+        Target::Sparse(s) => {
+            s.clear();
+            for (ui, (u, j)) in island.units.iter().zip(&ev.jac).enumerate() {
+                let b = s.block(ui, ui).ok_or(SolveError::Singular(
+                    "reduced system (block outside the pattern)",
+                ))?;
+                for c in 0..u.size() {
+                    for r in 0..u.size() {
+                        s.add(b, r, c, j[(r, c)]);
+                    }
+                }
+            }
+        }
+    }
+    Ok((target, fresh))
+}
+
+/// A contact's blocks of the reduced matrix in closed form
+/// ([`Linearization::ClosedForm`]): `K = diag(h, 1, 1) W` on the primal
+/// values into `ks` (in place), `Wᵀ N K` added to `target`.
+fn closed_form_blocks<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    ce: &ContactEval<T>,
+    n3: &Matrix3<T>,
+    ks: &mut Vec<(usize, Matrix3xX<T>)>,
+    target: &mut Target<'_, T>,
+) -> Result<(), SolveError> {
+    let h = p.h.re();
+    ks.truncate(ce.blocks.len());
+    for (s, (u, w)) in ce.blocks.iter().enumerate() {
+        let row_scale = |i: usize| if i == 0 { h } else { 1.0 };
+        set_k(ks, s, *u, w.ncols(), |i, j| {
+            T::from_re(w[(i, j)].re() * row_scale(i))
+        });
+    }
+    for (lw, w) in ce.blocks.iter() {
+        let ow = island.units[*lw].offset;
+        for (lk, k) in ks.iter() {
+            let ok = island.units[*lk].offset;
+            let no_g = None::<&Matrix6<f64>>;
+            add_block(target, (*lw, ow, w), n3, (*lk, ok, k), no_g)?;
+        }
+    }
+    Ok(())
+}
+
+/// A contact's blocks of the reduced matrix, exact
+/// ([`Linearization::Exact`]): the primal `K` of each moving side into
+/// `ks` and the geometric stiffness `G[i][j] = ∂(W_iᵀ f)/∂v_j`, from the
+/// closed-form contact Jacobian of a free body or a robot's, and
+/// `Wᵀ N K − G` added to `target`.
+#[allow(clippy::too_many_arguments)]
+fn exact_blocks<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    island: &Island<T>,
+    cand: &Candidate<T>,
+    ce: &ContactEval<T>,
+    v: &DVec<T>,
+    x: &DVec<T>,
+    n3: &Matrix3<T>,
+    ks: &mut Vec<(usize, Matrix3xX<T>)>,
+    target: &mut Target<'_, T>,
+) -> Result<(), SolveError> {
+    let la = ce.blocks[0].0;
+    let f = cand.law.impulse(x).map(|e| e.re());
+    let unit_v = |li: usize| -> Vec<f64> {
+        let u = &island.units[li];
+        (0..u.size()).map(|k| v[u.offset + k].re()).collect()
+    };
+    // (unit, K) per moving side and G[i][j] = ∂(W_iᵀ f)/∂v_j.
+    let g = match &island.units[la].kind {
+        UnitKind::Robot(ru) => {
+            let lb = ce.blocks.get(1).map(|b| b.0);
+            let vb: [f64; 6] = match lb {
+                Some(lb) => {
+                    let o = island.units[lb].offset;
+                    core::array::from_fn(|k| v[o + k].re())
+                }
+                None => [0.0; 6],
+            };
+            let (k, g) = robot_contact_jacobian(p, ru, cand, &unit_v(la), &vb, &f)?;
+            let units = std::iter::once(la).chain(lb);
+            *ks = units
+                .zip(k.iter())
+                .map(|(u, k)| (u, k.map(T::from_re)))
+                .collect();
+            Stiffness::Robot(g)
+        }
+        UnitKind::Body(_) => {
+            let lb = ce.blocks.get(1).map(|b| b.0);
+            let re6 = |li: usize| -> [f64; 6] {
+                let o = island.units[li].offset;
+                core::array::from_fn(|k| v[o + k].re())
+            };
+            let va = re6(la);
+            let vb = lb.map(re6).unwrap_or([0.0; 6]);
+            let (ka, kb, g) = contact_jacobian(p, cand, &va, &vb, &f)?;
+            ks.truncate(1 + usize::from(lb.is_some()));
+            set_k(ks, 0, la, 6, |i, j| T::from_re(ka[(i, j)]));
+            if let Some(lb) = lb {
+                set_k(ks, 1, lb, 6, |i, j| T::from_re(kb[(i, j)]));
+            }
+            Stiffness::Body(g)
+        }
+    };
+    for (i, (lw, w)) in ce.blocks.iter().enumerate() {
+        let ow = island.units[*lw].offset;
+        for (j, (lk, k)) in ks.iter().enumerate() {
+            let ok = island.units[*lk].offset;
+            let (wb, kb) = ((*lw, ow, w), (*lk, ok, k));
+            match &g {
+                Stiffness::Body(g) => add_block(target, wb, n3, kb, Some(&g[i][j]))?,
+                Stiffness::Robot(g) => add_block(target, wb, n3, kb, Some(&g[i][j]))?,
+            }
+        }
     }
     Ok(())
 }

@@ -48,31 +48,8 @@ pub(super) fn solve_island<T: Scalar>(
         if m.eq <= sp.tolerance
             && m.comp_dev <= (params.complementarity_tolerance * rho).max(COMP_FLOOR)
         {
-            for _ in 0..params.polish_steps {
-                let ur = u.map(|x| x.re());
-                island_jacobian(pf, isl, &ur, &mut j_plain)?;
-                lu_plain.factor(&j_plain)?;
-                let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
-                let du = lu_plain.solve(&rhs);
-                let dre = du.map(|x| x.re());
-                if boundary_step(isl, &u, &dre) <= 1.0 {
-                    break;
-                }
-                let ut = &u + &du;
-                let Ok((rt, et)) = res(&ut) else { break };
-                u = ut;
-                r0 = rt;
-                evals = et;
-            }
-            let m = measures(isl, &r0, &u, rho);
-            return Ok(IslSol {
-                u,
-                evals,
-                iterations: iter,
-                residual: m.eq,
-                complementarity: m.comp_max,
-                capped: false,
-            });
+            let jf = (&mut j_plain, &mut lu_plain);
+            return polish(pf, isl, params, rho, &res, u, r0, evals, iter, jf);
         }
         let stalled = iter < cap
             && m.eq > sp.tolerance
@@ -103,7 +80,7 @@ pub(super) fn solve_island<T: Scalar>(
         lu_nt.factor(if scaled_any { &j_nt } else { &j_plain })?;
         // The unscaled factors, when they differ from the scaled ones and
         // once needed.
-        let mut plain_ready = !scaled_any;
+        let plain_ready = !scaled_any;
         let du_aff = lu_nt.solve(&r_aff).map(|x| x.re());
         if tracing {
             eprintln!(
@@ -141,61 +118,19 @@ pub(super) fn solve_island<T: Scalar>(
         if nt {
             dirs.push((None, false));
         }
-        let mut taken = None;
-        let mut fallback: Option<(f64, (DVec<T>, DVec<T>, Vec<PairEval<T>>))> = None;
-        let mut accepted = 0.0;
-        for (so, scaled) in dirs {
-            let rhs = direction_rhs(&isl.cones, &r0, &u, kappa, so, scaled);
-            let du = if scaled || !scaled_any {
-                lu_nt.solve(&rhs)
-            } else {
-                if !plain_ready {
-                    lu_plain.factor(&j_plain)?;
-                    plain_ready = true;
-                }
-                lu_plain.solve(&rhs)
-            };
-            let dre = du.map(|x| x.re());
-            let mut a = (tau * boundary_step(isl, &u, &dre)).min(1.0);
-            if tracing {
-                eprintln!(
-                    "  dir corr={} nt={scaled} a0={a:.2e} block {}",
-                    so.is_some(),
-                    trace::blocking(isl, &u, &dre)
-                );
-            }
-            for _ in 0..=params.max_backtracks {
-                let ut = &u + &du * T::from_re(a);
-                if let Ok((rt, et)) = res(&ut) {
-                    let merit = measures(isl, &rt, &ut, kappa).merit;
-                    if merit <= (1.0 - params.armijo * a) * merit0 {
-                        accepted = a;
-                        taken = Some((ut, rt, et));
-                        break;
-                    }
-                    if fallback.as_ref().is_none_or(|(mm, _)| merit < *mm) {
-                        fallback = Some((merit, (ut, rt, et)));
-                    }
-                }
-                a *= params.backtrack_factor;
-            }
-            if taken.is_some() {
-                break;
-            }
-        }
+        let factors = Factors {
+            lu_nt: &lu_nt,
+            lu_plain: &mut lu_plain,
+            j_plain: &j_plain,
+            plain_ready,
+            scaled_any,
+        };
+        let (mut taken, fallback, accepted) = search_directions(
+            isl, params, &res, &r0, &u, kappa, merit0, tau, &dirs, factors, tracing,
+        )?;
         if accepted < params.recenter_below {
-            let kc = nu.max(rho);
-            let rhs = direction_rhs(&isl.cones, &r0, &u, kc, None, nt);
-            let du = lu_nt.solve(&rhs);
-            let dre = du.map(|x| x.re());
-            let mut a = (params.fraction_to_boundary * boundary_step(isl, &u, &dre)).min(1.0);
-            for _ in 0..=params.max_backtracks {
-                let ut = &u + &du * T::from_re(a);
-                if let Ok((rt, et)) = res(&ut) {
-                    taken = Some((ut, rt, et));
-                    break;
-                }
-                a *= params.backtrack_factor;
+            if let Some(t) = recentre(isl, params, &res, &r0, &u, nu.max(rho), nt, &lu_nt) {
+                taken = Some(t);
             }
         }
         if tracing {
@@ -215,4 +150,161 @@ pub(super) fn solve_island<T: Scalar>(
         r0 = rn;
         evals = en;
     }
+}
+
+/// A trial point: the unknowns, the residual there and its pairs' evaluations.
+type Trial<T> = (DVec<T>, DVec<T>, Vec<PairEval<T>>);
+
+/// The Newton factors a line search may use: the iteration's own (`lu_nt`,
+/// Nesterov–Todd scaled when `scaled_any`) and the unscaled ones, factored
+/// from `j_plain` into `lu_plain` when first needed (already there when
+/// `plain_ready`).
+pub(super) struct Factors<'a> {
+    pub(super) lu_nt: &'a Factored,
+    pub(super) lu_plain: &'a mut Factored,
+    pub(super) j_plain: &'a DMat<f64>,
+    pub(super) plain_ready: bool,
+    pub(super) scaled_any: bool,
+}
+
+/// The polish of a converged attempt: at most `polish_steps` full Newton
+/// steps on the unscaled residual, each kept when it stays inside the
+/// cones and evaluates; then the attempt's result.
+#[allow(clippy::too_many_arguments)]
+fn polish<T: Scalar>(
+    pf: &StepProblem<'_, f64>,
+    isl: &Isl<T>,
+    params: &Params,
+    rho: f64,
+    res: &impl Fn(&DVec<T>) -> Result<(DVec<T>, Vec<PairEval<T>>), SolveError>,
+    mut u: DVec<T>,
+    mut r0: DVec<T>,
+    mut evals: Vec<PairEval<T>>,
+    iter: usize,
+    (j_plain, lu_plain): (&mut DMat<f64>, &mut Factored),
+) -> Result<IslSol<T>, SolveError> {
+    for _ in 0..params.polish_steps {
+        let ur = u.map(|x| x.re());
+        island_jacobian(pf, isl, &ur, j_plain)?;
+        lu_plain.factor(j_plain)?;
+        let rhs = direction_rhs(&isl.cones, &r0, &u, rho, None, false);
+        let du = lu_plain.solve(&rhs);
+        let dre = du.map(|x| x.re());
+        if boundary_step(isl, &u, &dre) <= 1.0 {
+            break;
+        }
+        let ut = &u + &du;
+        let Ok((rt, et)) = res(&ut) else { break };
+        u = ut;
+        r0 = rt;
+        evals = et;
+    }
+    let m = measures(isl, &r0, &u, rho);
+    Ok(IslSol {
+        u,
+        evals,
+        iterations: iter,
+        residual: m.eq,
+        complementarity: m.comp_max,
+        capped: false,
+    })
+}
+
+/// Backtracking line search on ‖r_κ‖² from `u` along each direction of
+/// `dirs` in turn (`(second-order term, Nesterov–Todd scaled)`), fraction
+/// to the boundary `tau`, until one gives a sufficient decrease (Armijo,
+/// from `merit0`): the accepted trial, the best rejected one (with its
+/// merit) and the accepted step length (0 when none was).
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn search_directions<T: Scalar>(
+    isl: &Isl<T>,
+    params: &Params,
+    res: &impl Fn(&DVec<T>) -> Result<(DVec<T>, Vec<PairEval<T>>), SolveError>,
+    r0: &DVec<T>,
+    u: &DVec<T>,
+    kappa: f64,
+    merit0: f64,
+    tau: f64,
+    dirs: &[(Option<&DVec<f64>>, bool)],
+    f: Factors<'_>,
+    tracing: bool,
+) -> Result<(Option<Trial<T>>, Option<(f64, Trial<T>)>, f64), SolveError> {
+    let Factors {
+        lu_nt,
+        lu_plain,
+        j_plain,
+        mut plain_ready,
+        scaled_any,
+    } = f;
+    let mut taken = None;
+    let mut fallback: Option<(f64, Trial<T>)> = None;
+    let mut accepted = 0.0;
+    for &(so, scaled) in dirs {
+        let rhs = direction_rhs(&isl.cones, r0, u, kappa, so, scaled);
+        let du = if scaled || !scaled_any {
+            lu_nt.solve(&rhs)
+        } else {
+            if !plain_ready {
+                lu_plain.factor(j_plain)?;
+                plain_ready = true;
+            }
+            lu_plain.solve(&rhs)
+        };
+        let dre = du.map(|x| x.re());
+        let mut a = (tau * boundary_step(isl, u, &dre)).min(1.0);
+        if tracing {
+            eprintln!(
+                "  dir corr={} nt={scaled} a0={a:.2e} block {}",
+                so.is_some(),
+                trace::blocking(isl, u, &dre)
+            );
+        }
+        for _ in 0..=params.max_backtracks {
+            let ut = u + &du * T::from_re(a);
+            if let Ok((rt, et)) = res(&ut) {
+                let merit = measures(isl, &rt, &ut, kappa).merit;
+                if merit <= (1.0 - params.armijo * a) * merit0 {
+                    accepted = a;
+                    taken = Some((ut, rt, et));
+                    break;
+                }
+                if fallback.as_ref().is_none_or(|(mm, _)| merit < *mm) {
+                    fallback = Some((merit, (ut, rt, et)));
+                }
+            }
+            a *= params.backtrack_factor;
+        }
+        if taken.is_some() {
+            break;
+        }
+    }
+    Ok((taken, fallback, accepted))
+}
+
+/// A pure centering step from `u` towards `κ = kc` (after a short
+/// accepted step), accepted without the merit test: the longest trial
+/// that evaluates, if any.
+#[allow(clippy::too_many_arguments)]
+fn recentre<T: Scalar>(
+    isl: &Isl<T>,
+    params: &Params,
+    res: &impl Fn(&DVec<T>) -> Result<(DVec<T>, Vec<PairEval<T>>), SolveError>,
+    r0: &DVec<T>,
+    u: &DVec<T>,
+    kc: f64,
+    nt: bool,
+    lu_nt: &Factored,
+) -> Option<Trial<T>> {
+    let rhs = direction_rhs(&isl.cones, r0, u, kc, None, nt);
+    let du = lu_nt.solve(&rhs);
+    let dre = du.map(|x| x.re());
+    let mut a = (params.fraction_to_boundary * boundary_step(isl, u, &dre)).min(1.0);
+    for _ in 0..=params.max_backtracks {
+        let ut = u + &du * T::from_re(a);
+        if let Ok((rt, et)) = res(&ut) {
+            return Some((ut, rt, et));
+        }
+        a *= params.backtrack_factor;
+    }
+    None
 }
