@@ -46,6 +46,19 @@
 //! singular, but `v⁺` and its derivatives are unique; the minimum-norm
 //! solution has the right velocity rows. The same solve serves `ift`
 //! ([`pinv_solve`]).
+//!
+//! # Files
+//!
+//! The module keeps its name (`contact::delassus`; issue 48's
+//! `contact_space/` would rename a path that `lcp`, `convex`,
+//! `implicit_ncp` and `diff` import) and is a folder by operation:
+//! `operator.rs` (the Delassus operator [`Delassus`], scales, contact
+//! velocities), `residual.rs` (the exact residual, [`residual`]),
+//! `driver.rs` (the per-island linearization loop and [`solve`] /
+//! [`solve_f64`]), `fallback.rs` (the damped-Newton and barrier
+//! fallbacks of a loop that stalls), `restitution.rs` (the restitution
+//! bias) and `derivative.rs` (the pseudo-inverse solves of `ift`,
+//! [`pinv_solve`]); the [`Formulation`] contract here.
 
 use nalgebra::{Dyn, Matrix3xX, Vector3};
 

@@ -81,6 +81,19 @@
 //! `v⁺ = v`; each collision program is solved by `collision::conic` at
 //! `q ⊕ h v` to its central point with `s ∘ z = scale² e` (a centred,
 //! interior start), the contact unknowns as in `ipm`.
+//!
+//! # Files
+//!
+//! One per operation: `lowered.rs` (a pair in conic form, [`Lowered`]),
+//! `pair.rs` (its residual rows, [`pair_eval`]), `residual.rs` (the
+//! island and its residual), `jacobian.rs` (the Newton matrix, dual
+//! columns and closed-form frames), `direction.rs` (Nesterov–Todd row
+//! scaling, right-hand sides), `merit.rs` (measures, step to the
+//! boundary), `factor.rs` (the f64 LU applied in any scalar),
+//! `initial.rs` (the initial point), `driver.rs` (one attempt: the
+//! predictor–corrector loop, its line search and polish),
+//! `continuation.rs` (restarts and the continuations in ρ and in
+//! friction), `trace.rs`; the backend itself here.
 
 use nalgebra::{Const, Matrix3, Vector6, U1};
 use num_dual::DualSVec64;
