@@ -1,12 +1,48 @@
 use super::*;
 
-pub(super) fn is_f64<T: Scalar>() -> bool {
-    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>()
+/// How many reduced systems this thread has factored by each path since
+/// it started: a diagnostic for tests, which path a scalar type takes
+/// (`tests/all/scalar.rs`). Counted per thread (a solve runs on its
+/// caller's thread), so tests running in parallel do not mix.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FactorCounts {
+    /// By the generic [`DenseLu`] (any scalar).
+    pub generic: u64,
+    /// By faer's dense LU (a scalar with the `f64` view).
+    pub faer_dense: u64,
+    /// By the block-sparse LUs (a scalar with the `f64` view).
+    pub faer_sparse: u64,
+}
+
+thread_local! {
+    static COUNTS: std::cell::Cell<FactorCounts> = const {
+        std::cell::Cell::new(FactorCounts {
+            generic: 0,
+            faer_dense: 0,
+            faer_sparse: 0,
+        })
+    };
+}
+
+/// This thread's [`FactorCounts`].
+#[doc(hidden)]
+pub fn factorizations() -> FactorCounts {
+    COUNTS.with(|c| c.get())
+}
+
+fn count(f: impl FnOnce(&mut FactorCounts)) {
+    COUNTS.with(|c| {
+        let mut n = c.get();
+        f(&mut n);
+        c.set(n);
+    });
 }
 
 /// LU of the reduced system: [`DenseLu`] (any scalar, storage reused
-/// across iterations), faer's dense (`f64`, large islands) or faer's sparse
-/// (`f64`, large islands, block-sparse assembly).
+/// across iterations), faer's dense or faer's sparse (large islands,
+/// block-sparse assembly), both for a scalar with the `f64` view
+/// ([`Scalar::f64_view`]).
 // One per factorization buffer, never moved in the iterations: the size of
 // the sparse variant costs nothing, boxing it would cost an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -75,14 +111,17 @@ impl<T: Scalar> ReducedLu<T> {
     /// Factors `r`, reusing the storage of a previous dense factorization;
     /// `false` when `r` is singular.
     pub(super) fn factor(&mut self, r: &DMat<T>) -> bool {
-        use std::any::Any;
         if r.nrows() >= FAER_MIN_ROWS {
-            if let Some(r64) = (r as &dyn Any).downcast_ref::<DMat<f64>>() {
-                let m = faer::Mat::<f64>::from_fn(r64.nrows(), r64.ncols(), |i, j| r64[(i, j)]);
+            if let Some(r64) = T::f64_view(r.as_slice()) {
+                // Column-major, as nalgebra stores it.
+                let n = r.nrows();
+                let m = faer::Mat::<f64>::from_fn(n, r.ncols(), |i, j| r64[i + j * n]);
                 *self = ReducedLu::Faer(m.partial_piv_lu());
+                count(|c| c.faer_dense += 1);
                 return true;
             }
         }
+        count(|c| c.generic += 1);
         if !matches!(self, ReducedLu::Dense(_)) {
             *self = ReducedLu::Dense(DenseLu::default());
         }
@@ -92,14 +131,15 @@ impl<T: Scalar> ReducedLu<T> {
         }
     }
 
-    /// Factors the block-sparse `a` (`T` is `f64`), redoing the symbolic
-    /// analysis when the pattern is `fresh`; `false` when singular (or `T`
-    /// is not `f64`).
-    pub(super) fn factor_sparse(&mut self, a: &BlockCsc<T>, fresh: bool) -> bool {
-        use std::any::Any;
-        let Some(a) = (a as &dyn Any).downcast_ref::<BlockCsc<f64>>() else {
+    /// Factors the block-sparse `a` (assembled from the primal values of
+    /// a scalar with the `f64` view), redoing the symbolic analysis when
+    /// the pattern is `fresh`; `false` when singular (or `T` has no `f64`
+    /// view, whose solves would have nowhere to go).
+    pub(super) fn factor_sparse(&mut self, a: &BlockCsc<f64>, fresh: bool) -> bool {
+        if !has_f64_view::<T>() {
             return false;
-        };
+        }
+        count(|c| c.faer_sparse += 1);
         let reuse = !fresh && matches!(self, ReducedLu::Sparse(lu) if lu.nrows() == a.dim());
         if !reuse {
             *self = ReducedLu::Sparse(SparseReduced {
@@ -120,7 +160,8 @@ impl<T: Scalar> ReducedLu<T> {
             ReducedLu::Dense(lu) => lu.solve_in_place(b),
             ReducedLu::Faer(lu) => {
                 use faer::linalg::solvers::Solve;
-                // T is f64 here (only f64 systems are factored by faer).
+                // T has the f64 view here (only such systems are factored
+                // by faer): its primal values are its values.
                 let rhs = faer::Mat::<f64>::from_fn(b.nrows(), 1, |i, _| b[i].re());
                 let x = lu.solve(&rhs);
                 for i in 0..b.nrows() {
@@ -128,14 +169,11 @@ impl<T: Scalar> ReducedLu<T> {
                 }
                 b.iter().all(|e| e.re().is_finite())
             }
-            ReducedLu::Sparse(lu) => {
-                use std::any::Any;
-                // T is f64 here (only f64 systems are factored sparsely).
-                match (b as &mut dyn Any).downcast_mut::<DVec<f64>>() {
-                    Some(b) => lu.solve_in_place(b.as_mut_slice()),
-                    None => false,
-                }
-            }
+            // Only a scalar with the f64 view is factored sparsely.
+            ReducedLu::Sparse(lu) => match T::f64_view_mut(b.as_mut_slice()) {
+                Some(b) => lu.solve_in_place(b),
+                None => false,
+            },
         }
     }
 
@@ -156,12 +194,10 @@ impl<T: Scalar> ReducedLu<T> {
                 }))
             }
             ReducedLu::Sparse(lu) => {
-                use std::any::Any;
                 let mut out = rhs.clone();
                 let ncols = out.ncols();
-                let x = (&mut out as &mut dyn Any).downcast_mut::<DMat<f64>>()?;
-                lu.solve_columns_in_place(x.as_mut_slice(), ncols)
-                    .then_some(out)
+                let x = T::f64_view_mut(out.as_mut_slice())?;
+                lu.solve_columns_in_place(x, ncols).then_some(out)
             }
         }
     }

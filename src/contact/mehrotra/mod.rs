@@ -18,6 +18,21 @@
 //! trait: evaluate, factor, solve, boundary step), the next step of this
 //! module.
 //!
+//! # Files
+//!
+//! One per operation, each step a function of its own so that a driver
+//! over a KKT trait can reuse them: `params.rs` ([`Params`]),
+//! `driver.rs` ([`solve_island`]: the loop, one iteration, the
+//! predictor), `initial.rs` (the initial point), `newton.rs` (assembly of
+//! the reduced Newton matrix), `lu.rs` (its factorizations and the `f64`
+//! path), `direction.rs` (Newton directions and chord steps),
+//! `line_search.rs` (trial points, the search over directions, the
+//! centering step), `merit.rs` (convergence measures and the merit),
+//! `polish.rs` (the polish and the derivative steps), `warm.rs`
+//! ([`solve_island_warm`]), `continuation.rs` (continuation in ρ after a
+//! failure), `work.rs` ([`Work`]), `jacobian.rs` ([`IslandJacobian`]) and
+//! `trace.rs`.
+//!
 //! # The reduced system
 //!
 //! Each Newton direction eliminates every contact's local unknowns and
@@ -26,7 +41,9 @@
 //! blocks couple only units that share a contact. How it is stored and
 //! factored depends on its size and on the scalar:
 //!
-//! * `f64`, at least [`SPARSE_MIN_ROWS`] rows (a pile): block-sparse
+//! * a scalar with the `f64` view ([`Scalar::f64_view`]: `f64`, or a
+//!   user's `f64` wrapper that opts in), at least [`SPARSE_MIN_ROWS`]
+//!   rows (a pile): block-sparse
 //!   ([`BlockCsc`]), its pattern built from the island's contacts and
 //!   refilled in place at every iteration, factored by [`BlockLu`] (faer's
 //!   AMD order of the blocks, static pivoting between blocks, checked by
@@ -38,10 +55,12 @@
 //!   steps, [`Params::reuse_factorization`]; a departure from
 //!   CONTACT-LAYER.md's one factorization per iteration).
 //! * otherwise dense: [`DenseLu`] (generic, storage reused), or faer's dense
-//!   LU for `f64` islands of at least [`FAER_MIN_ROWS`] rows that the
-//!   sparse path does not take.
+//!   LU for islands of at least [`FAER_MIN_ROWS`] rows in a scalar with the
+//!   `f64` view that the sparse path does not take.
 //!
-//! Dual and other generic scalars always take the dense generic path:
+//! The path is chosen by that capability of the scalar, not by its type
+//! (no `TypeId` test). Dual and other generic scalars always take the
+//! dense generic path:
 //! assembly is O(n²) and the LU O(n³) in the island's `n` velocity
 //! unknowns, so differentiating a step through a dual scalar (`Method::Forward`)
 //! on an island of hundreds of bodies is far slower than an `f64` step; the
@@ -58,7 +77,7 @@ use crate::dynamics::free::NewtonParams;
 use crate::linalg::{BlockCsc, BlockLu, DenseLu, SmallLu, SparseLu};
 use crate::math::cone::{jordan, nt_scaling, orthant_step, soc_central_point, soc_step};
 use crate::math::{DMat, DVec, Vec3};
-use crate::scalar::safe_norm;
+use crate::scalar::{has_f64_view, safe_norm};
 use crate::Scalar;
 use nalgebra::{Matrix3, Matrix3xX, Matrix6, SMatrix, SVector};
 
@@ -80,6 +99,8 @@ mod work;
 use continuation::*;
 use direction::*;
 pub use driver::*;
+#[doc(hidden)]
+pub use lu::{factorizations, FactorCounts};
 use initial::*;
 pub use jacobian::*;
 use line_search::*;
@@ -121,13 +142,14 @@ struct Ended {
 }
 
 /// Islands whose reduced system has at least this many rows (16 bodies)
-/// are factored by faer's blocked LU when the scalar is `f64`; smaller
-/// ones, and every dual scalar, by nalgebra's LU (generic over `Scalar`).
+/// are factored by faer's blocked LU when the scalar has the `f64` view
+/// ([`Scalar::f64_view`]); smaller ones, and every dual scalar, by
+/// nalgebra's LU (generic over `Scalar`).
 pub const FAER_MIN_ROWS: usize = 96;
 
 /// Islands whose reduced system has at least this many rows (16 free
 /// bodies) are assembled block-sparsely and factored by faer's sparse LU
-/// when the scalar is `f64` (see the [module docs](self)). Measured on
+/// when the scalar has the `f64` view (see the [module docs](self)). Measured on
 /// square layers of touching spheres (`examples/scaling.rs`, callgrind
 /// time of one step): at 96 rows the two paths are within 8 % (dense
 /// 443 ms, sparse 478 ms), at 216 rows sparse is 2.3× faster (1.78 s

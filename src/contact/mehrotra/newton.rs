@@ -8,9 +8,10 @@ use crate::contact::space::evaluate::ContactEval;
 pub(super) struct Factored<T: Scalar> {
     /// The reduced matrix, assembled (dense path).
     pub(super) r: DMat<T>,
-    /// The reduced matrix, assembled (sparse path), with the pattern of
+    /// The reduced matrix, assembled (sparse path, a scalar with the
+    /// `f64` view: its primal values are its values), with the pattern of
     /// the island being solved.
-    pub(super) sparse: Option<BlockCsc<T>>,
+    pub(super) sparse: Option<BlockCsc<f64>>,
     pub(super) reduced: ReducedLu<T>,
     /// LU of each `A_c`, with `A_c⁻¹ C_c`.
     pub(super) local: Vec<LocalLu<T>>,
@@ -71,7 +72,7 @@ pub(super) fn factor<T: Scalar>(
 /// indexed by island unit).
 pub(super) enum Target<'a, T: Scalar> {
     Dense(&'a mut DMat<T>),
-    Sparse(&'a mut BlockCsc<T>),
+    Sparse(&'a mut BlockCsc<f64>),
 }
 
 /// `r[rows of unit lw, cols of unit lk] += Wᵀ N K − G` for one pair of
@@ -90,7 +91,7 @@ pub(super) fn add_block<T: Scalar, G: std::ops::Index<(usize, usize), Output = f
             let b = s.block(lw, lk).ok_or(SolveError::Singular(
                 "reduced system (block outside the pattern)",
             ))?;
-            block_product(w, n3, k, g, |i, j, v| s.add(b, i, j, v));
+            block_product(w, n3, k, g, |i, j, v| s.add(b, i, j, v.re()));
         }
     }
     Ok(())
@@ -127,7 +128,7 @@ pub(super) fn block_product<T: Scalar, G: std::ops::Index<(usize, usize), Output
 
 /// The block pattern of an island's reduced system: the diagonal blocks
 /// and a block for every ordered pair of units sharing a contact.
-pub(super) fn reduced_pattern<T: Scalar>(island: &Island<T>, ev: &Eval<T>) -> BlockCsc<T> {
+pub(super) fn reduced_pattern<T: Scalar>(island: &Island<T>, ev: &Eval<T>) -> BlockCsc<f64> {
     let sizes: Vec<usize> = island.units.iter().map(|u| u.size()).collect();
     let coupled = ev.contacts.iter().flat_map(|ce| {
         ce.blocks
@@ -138,7 +139,7 @@ pub(super) fn reduced_pattern<T: Scalar>(island: &Island<T>, ev: &Eval<T>) -> Bl
 }
 
 /// `s` has the island's unit layout and every block its contacts need.
-pub(super) fn pattern_covers<T: Scalar>(s: &BlockCsc<T>, island: &Island<T>, ev: &Eval<T>) -> bool {
+pub(super) fn pattern_covers<T: Scalar>(s: &BlockCsc<f64>, island: &Island<T>, ev: &Eval<T>) -> bool {
     s.sizes().len() == island.units.len()
         && s.sizes()
             .iter()
@@ -206,7 +207,7 @@ pub(super) fn factor_into<T: Scalar>(
     fac: &mut Factored<T>,
 ) -> Result<(), SolveError> {
     let dim = island.dim();
-    let sparse = is_f64::<T>() && dim >= SPARSE_MIN_ROWS && consecutive_units(island);
+    let sparse = has_f64_view::<T>() && dim >= SPARSE_MIN_ROWS && consecutive_units(island);
     let (mut target, fresh) = reduced_target(island, ev, sparse, &mut fac.sparse, &mut fac.r)?;
     fac.local.clear();
     fac.nt_w.clear();
@@ -257,7 +258,7 @@ fn reduced_target<'a, T: Scalar>(
     island: &Island<T>,
     ev: &Eval<T>,
     sparse: bool,
-    slot: &'a mut Option<BlockCsc<T>>,
+    slot: &'a mut Option<BlockCsc<f64>>,
     dense: &'a mut DMat<T>,
 ) -> Result<(Target<'a, T>, bool), SolveError> {
     let dim = island.dim();
@@ -291,7 +292,7 @@ fn reduced_target<'a, T: Scalar>(
                 ))?;
                 for c in 0..u.size() {
                     for r in 0..u.size() {
-                        s.add(b, r, c, j[(r, c)]);
+                        s.add(b, r, c, j[(r, c)].re());
                     }
                 }
             }
