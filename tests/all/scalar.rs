@@ -311,8 +311,14 @@ fn pushed_layer(k: usize) -> (World<f64>, State<f64>, DVec<f64>) {
     for i in 0..k * k {
         pos.push([(i % k) as f64 * 2.0 * r, (i / k) as f64 * 2.0 * r, r]);
         let shape = Some(Shape::Sphere { radius: r });
-        w.add_body(&format!("s{i}"), 1.0, sphere_inertia(1.0, r), shape, mat(0.5))
-            .unwrap();
+        w.add_body(
+            &format!("s{i}"),
+            1.0,
+            sphere_inertia(1.0, r),
+            shape,
+            mat(0.5),
+        )
+        .unwrap();
     }
     w.statics.push(ground(0.5));
     let u = w.zero_control();
@@ -350,8 +356,7 @@ fn an_f64_wrapper_takes_the_f64_factorization_path() {
     let (w, x, u) = pushed_layer(k);
     let (f, in_f64) = paths_of(|| step(&w, &x, &u).unwrap());
     let wc = w.cast::<Counted>();
-    let (c, in_counted) =
-        paths_of(|| step(&wc, &x.cast::<Counted>(), &u.map(Counted)).unwrap());
+    let (c, in_counted) = paths_of(|| step(&wc, &x.cast::<Counted>(), &u.map(Counted)).unwrap());
     let wd = w.cast::<Dual64>();
     let (_, in_dual) = paths_of(|| step(&wd, &x.cast::<Dual64>(), &u.map(Dual64::from)).unwrap());
     println!("paths: f64 {in_f64:?}, Counted {in_counted:?}, Dual64 {in_dual:?}");
@@ -375,5 +380,8 @@ fn an_f64_wrapper_takes_the_f64_factorization_path() {
     // Same arithmetic; `Counted` (derivative order 2 by default) takes the
     // polish steps a derivative type needs, which move the root within the
     // polish's round-off (1e-6 × the solver tolerance).
-    assert!(dq <= 1e-12 && dv <= 1e-10, "next state differs: {dq:e} {dv:e}");
+    assert!(
+        dq <= 1e-12 && dv <= 1e-10,
+        "next state differs: {dq:e} {dv:e}"
+    );
 }

@@ -99,12 +99,12 @@ mod work;
 use continuation::*;
 use direction::*;
 pub use driver::*;
-#[doc(hidden)]
-pub use lu::{factorizations, FactorCounts};
 use initial::*;
 pub use jacobian::*;
 use line_search::*;
 use lu::*;
+#[doc(hidden)]
+pub use lu::{factorizations, FactorCounts};
 use merit::*;
 use newton::*;
 pub use params::*;

@@ -139,7 +139,11 @@ pub(super) fn reduced_pattern<T: Scalar>(island: &Island<T>, ev: &Eval<T>) -> Bl
 }
 
 /// `s` has the island's unit layout and every block its contacts need.
-pub(super) fn pattern_covers<T: Scalar>(s: &BlockCsc<f64>, island: &Island<T>, ev: &Eval<T>) -> bool {
+pub(super) fn pattern_covers<T: Scalar>(
+    s: &BlockCsc<f64>,
+    island: &Island<T>,
+    ev: &Eval<T>,
+) -> bool {
     s.sizes().len() == island.units.len()
         && s.sizes()
             .iter()
