@@ -35,7 +35,9 @@
 //! Jacobians). A user's own type implements the trait in three lines once it
 //! implements `RealField`: `tests/all/common/counted.rs` is a complete
 //! one, an f64 wrapper that counts its operations (`tests/all/scalar.rs`
-//! runs the engine in it).
+//! runs the engine in it). A wrapper around `f64` also opts into the `f64`
+//! fast paths with [`Scalar::f64_view`]; no path is chosen by testing for the
+//! type `f64` itself.
 
 use nalgebra::{Const, RealField, Vector3};
 use num_dual::{
@@ -74,6 +76,33 @@ pub trait Scalar: RealField + Copy + Send + Sync + core::fmt::Debug + 'static {
     /// user's type: it is exact for any derivative order up to two and only
     /// costs speed; a user's plain-float type sets 0.
     const DERIVATIVE_ORDER: usize = 2;
+    /// A view of `x` as plain `f64`s, for the `f64` fast paths: a large
+    /// island's reduced system is factored by faer's dense or sparse LU
+    /// (`contact::mehrotra`) when its scalar has this view, and by the
+    /// generic LU otherwise.
+    ///
+    /// Return `Some` only when `Self` is an `f64` in memory and in
+    /// arithmetic: the same size and layout (`#[repr(transparent)]` over
+    /// `f64`), [`Scalar::re`] the value itself, [`Scalar::from_re`] its
+    /// inverse, no derivative parts, and every operation rounding as
+    /// `f64`'s, so that computing on the view gives the numbers `Self`
+    /// would. The default, `None`, keeps the generic path (always right,
+    /// slower on large islands); a type that carries derivatives must keep
+    /// it. `f64` returns `Some`. A user's `#[repr(transparent)]` wrapper
+    /// opts in with a pointer cast (`tests/all/common/counted.rs` does,
+    /// and `tests/all/scalar.rs` counts which factorization ran).
+    #[inline]
+    fn f64_view(x: &[Self]) -> Option<&[f64]> {
+        let _ = x;
+        None
+    }
+    /// The mutable form of [`Scalar::f64_view`]: `Some` exactly when
+    /// `f64_view` is.
+    #[inline]
+    fn f64_view_mut(x: &mut [Self]) -> Option<&mut [f64]> {
+        let _ = x;
+        None
+    }
     /// True when the primal part is finite. Derivative parts are checked
     /// separately by [`Scalar::is_all_finite`].
     #[inline]
@@ -100,6 +129,27 @@ impl Scalar for f64 {
     fn from_re(x: f64) -> Self {
         x
     }
+    #[inline]
+    fn f64_view(x: &[Self]) -> Option<&[f64]> {
+        Some(x)
+    }
+    #[inline]
+    fn f64_view_mut(x: &mut [Self]) -> Option<&mut [f64]> {
+        Some(x)
+    }
+}
+
+/// `T` has the `f64` view of [`Scalar::f64_view`] (the `f64` fast paths
+/// apply to it).
+///
+/// ```
+/// use dualsim::scalar::has_f64_view;
+/// assert!(has_f64_view::<f64>());
+/// assert!(!has_f64_view::<num_dual::Dual64>());
+/// ```
+#[inline]
+pub fn has_f64_view<T: Scalar>() -> bool {
+    T::f64_view(&[]).is_some()
 }
 
 impl Scalar for f32 {

@@ -2,6 +2,7 @@
 //! `gen_tests!` pattern), and the zero-safe operations at exactly zero.
 
 use crate::common::counted::{self, Counted};
+use dualsim::contact::mehrotra::{factorizations, FactorCounts};
 use dualsim::math::{so3, Mat3, Vec3};
 use dualsim::prelude::*;
 use dualsim::scalar::{safe_norm, safe_normalize};
@@ -296,5 +297,91 @@ fn contact_steps_in_custom_and_dual_scalars() {
     assert!(
         (r[2] - 1.0).abs() < 1e-4,
         "the ball rests on the fixed sphere"
+    );
+}
+
+/// A `k × k` layer of touching spheres (r = 0.1 m, 1 kg, μ = 0.5) on the
+/// ground, settled for 10 steps and the corner sphere pushed sideways: one
+/// island of `k²` bodies (`6 k²` rows of the reduced system).
+fn pushed_layer(k: usize) -> (World<f64>, State<f64>, DVec<f64>) {
+    use crate::common::fixtures::{ground, mat, sphere_inertia};
+    let r = 0.1;
+    let mut w = World::<f64>::new(0.01);
+    let mut pos = Vec::new();
+    for i in 0..k * k {
+        pos.push([(i % k) as f64 * 2.0 * r, (i / k) as f64 * 2.0 * r, r]);
+        let shape = Some(Shape::Sphere { radius: r });
+        w.add_body(
+            &format!("s{i}"),
+            1.0,
+            sphere_inertia(1.0, r),
+            shape,
+            mat(0.5),
+        )
+        .unwrap();
+    }
+    w.statics.push(ground(0.5));
+    let u = w.zero_control();
+    let x0 = State::at_rest(&w.model, &pos);
+    let traj = rollout(&w, &x0, &Controls::Constant(u.clone()), 10).unwrap();
+    let mut x = traj.last().clone();
+    x.v[0] = 0.3;
+    (w, x, u)
+}
+
+/// The reduced systems this thread factored by each path while `f` ran.
+fn paths_of<R>(f: impl FnOnce() -> R) -> (R, FactorCounts) {
+    let before = factorizations();
+    let r = f();
+    let after = factorizations();
+    let counts = FactorCounts {
+        generic: after.generic - before.generic,
+        faer_dense: after.faer_dense - before.faer_dense,
+        faer_sparse: after.faer_sparse - before.faer_sparse,
+    };
+    (r, counts)
+}
+
+/// The f64 factorization path is chosen by a `Scalar` capability
+/// (`Scalar::f64_view`), not by the type being `f64`: a user's
+/// `#[repr(transparent)]` f64 wrapper that opts in (`Counted`) has its
+/// large island (16 spheres, 96 rows) factored by faer's sparse LU like
+/// `f64`, never by the generic LU, and gives f64's next state; a dual
+/// scalar (no view) takes the generic path for the same step.
+#[test]
+fn an_f64_wrapper_takes_the_f64_factorization_path() {
+    use dualsim::contact::mehrotra::SPARSE_MIN_ROWS;
+    let k = 4;
+    assert!(6 * k * k >= SPARSE_MIN_ROWS, "the island must be large");
+    let (w, x, u) = pushed_layer(k);
+    let (f, in_f64) = paths_of(|| step(&w, &x, &u).unwrap());
+    let wc = w.cast::<Counted>();
+    let (c, in_counted) = paths_of(|| step(&wc, &x.cast::<Counted>(), &u.map(Counted)).unwrap());
+    let wd = w.cast::<Dual64>();
+    let (_, in_dual) = paths_of(|| step(&wd, &x.cast::<Dual64>(), &u.map(Dual64::from)).unwrap());
+    println!("paths: f64 {in_f64:?}, Counted {in_counted:?}, Dual64 {in_dual:?}");
+    assert!(in_f64.faer_sparse > 0 && in_f64.generic == 0, "{in_f64:?}");
+    assert!(
+        in_counted.faer_sparse > 0 && in_counted.generic == 0,
+        "the wrapper did not take the f64 path: {in_counted:?}"
+    );
+    assert!(
+        in_dual.generic > 0 && in_dual.faer_sparse + in_dual.faer_dense == 0,
+        "{in_dual:?}"
+    );
+    let dq = max_diff(
+        f.state.q.as_slice(),
+        &c.state.q.iter().map(|e| e.re()).collect::<Vec<_>>(),
+    );
+    let dv = max_diff(
+        f.state.v.as_slice(),
+        &c.state.v.iter().map(|e| e.re()).collect::<Vec<_>>(),
+    );
+    // Same arithmetic; `Counted` (derivative order 2 by default) takes the
+    // polish steps a derivative type needs, which move the root within the
+    // polish's round-off (1e-6 × the solver tolerance).
+    assert!(
+        dq <= 1e-12 && dv <= 1e-10,
+        "next state differs: {dq:e} {dv:e}"
     );
 }

@@ -1,7 +1,8 @@
 //! `Counted`: an f64 wrapper that counts arithmetic operations, defined only
 //! in the tests, to show that a user's own numeric type runs the engine.
 //! Implementing `dualsim::Scalar` takes three lines once `RealField` is
-//! implemented (most of this file: nalgebra's trait bundle, delegated to f64).
+//! implemented (most of this file: nalgebra's trait bundle, delegated to f64),
+//! and two more functions to opt into the f64 fast paths.
 #![allow(dead_code)]
 
 use std::fmt;
@@ -24,7 +25,12 @@ fn tick() {
 }
 
 /// An f64 that counts the operations done on it.
+///
+/// `#[repr(transparent)]` over `f64` with f64's arithmetic, so it opts
+/// into the f64 factorization path (`Scalar::f64_view`; the operations
+/// faer does on the view are not counted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+#[repr(transparent)]
 pub struct Counted(pub f64);
 
 impl dualsim::Scalar for Counted {
@@ -33,6 +39,16 @@ impl dualsim::Scalar for Counted {
     }
     fn from_re(x: f64) -> Self {
         Counted(x)
+    }
+    fn f64_view(x: &[Self]) -> Option<&[f64]> {
+        // SAFETY: `Counted` is `#[repr(transparent)]` over `f64`: same
+        // size, alignment and validity; the lifetime is `x`'s.
+        Some(unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f64>(), x.len()) })
+    }
+    fn f64_view_mut(x: &mut [Self]) -> Option<&mut [f64]> {
+        // SAFETY: as in `f64_view`; `x` is borrowed mutably for the
+        // view's lifetime.
+        Some(unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f64>(), x.len()) })
     }
 }
 
