@@ -401,20 +401,37 @@ impl<T: Scalar> World<T> {
             return Ok(());
         }
         for r in self.robots.iter().filter(|r| !r.ignore_joint_limits) {
-            for b in &self.model.bodies[r.first_body..r.first_body + r.bodies] {
-                let limited = matches!(b.joint, Joint::Revolute { .. } | Joint::Prismatic { .. })
-                    && (b.limits.lower.is_finite() || b.limits.upper.is_finite());
-                if limited {
-                    return Err(SimError::Unsupported {
-                        backend: self.solver.name(),
-                        feature: format!(
-                            "joint limits (robot `{}`, joint of link `{}`: [{}, {}]); no backend \
-                             enforces them: set `ignore_joint_limits = true` on the robot to \
-                             simulate without them",
-                            r.name, b.name, b.limits.lower, b.limits.upper
-                        ),
-                    });
-                }
+            let bodies = &self.model.bodies[r.first_body..r.first_body + r.bodies];
+            let limited: Vec<String> = bodies
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| {
+                    matches!(b.joint, Joint::Revolute { .. } | Joint::Prismatic { .. })
+                        && (b.limits.lower.is_finite() || b.limits.upper.is_finite())
+                })
+                .map(|(k, b)| {
+                    let link = b.name.rsplit('/').next().unwrap_or(&b.name);
+                    format!(
+                        "joint {} [{}, {}]",
+                        r.joint_name(k, link),
+                        b.limits.lower,
+                        b.limits.upper
+                    )
+                })
+                .collect();
+            if !limited.is_empty() {
+                return Err(SimError::Unsupported {
+                    backend: self.solver.name(),
+                    feature: format!(
+                        "joint limits (robot `{}`, {} limited joint{}: {}); no backend enforces \
+                         them: set `ignore_joint_limits = true` on the robot to simulate without \
+                         them",
+                        r.name,
+                        limited.len(),
+                        if limited.len() == 1 { "" } else { "s" },
+                        limited.join(", ")
+                    ),
+                });
             }
         }
         Ok(())

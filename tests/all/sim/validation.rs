@@ -212,17 +212,19 @@ fn validate_refuses_joint_limits_unless_ignored() {
         let mut w = World::<f64>::new(0.001);
         w.solver = kind;
         let r = w
-            .add_robot("pendulum", &robot.model, &Pose::identity())
+            .add_robot_with_collisions("pendulum", &robot, &Pose::identity())
             .unwrap();
         let x = State {
             q: w.model.neutral(),
             v: DVec::zeros(w.model.nv),
         };
         let e = w.validate(&x).unwrap_err();
+        // every limited joint, by its joint name
         assert_unsupported(
             &e,
             kind.name(),
-            "joint limits (robot `pendulum`, joint of link `pendulum/upper`: [-10, 10])",
+            "joint limits (robot `pendulum`, 2 limited joints: joint `shoulder` [-10, 10], \
+             joint `elbow` [-10, 10])",
         );
         w.robots[r].ignore_joint_limits = true;
         if kind == SolverKind::Ipm {
