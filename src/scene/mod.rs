@@ -46,6 +46,7 @@ use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
 use crate::sim::validate::{self as limits, range_text};
 use crate::sim::{Controls, State, World};
 
+pub mod info;
 mod objective;
 pub use objective::{bound_width, BoundSpec, EffortSpec, ObjectiveSpec, RunningSpec};
 

@@ -87,6 +87,9 @@ pub const POSITION_MAX: f64 = 1e6;
 pub const SPEED_MAX: f64 = 1e3;
 /// Largest angular speed of a body (rad/s); also `‖ω‖ dt < 2`.
 pub const ANGULAR_SPEED_MAX: f64 = 1e3;
+/// Relative floor of a robot joint's diagonal entry in the joint-space
+/// mass matrix ([`World::check_joint_inertia`]).
+pub const JOINT_INERTIA_FLOOR: f64 = 1e-12;
 /// Largest friction coefficient.
 pub const FRICTION_MAX: f64 = 10.0;
 /// Largest relaxation gap of a resting free body, as a fraction of its
@@ -437,6 +440,57 @@ impl<T: Scalar> World<T> {
         Ok(())
     }
 
+    /// Refuses robot joints that move no inertia: a joint whose child link
+    /// and every link below it are massless (as Romeo's fingers) has a zero
+    /// diagonal entry in the joint-space mass matrix, so its acceleration
+    /// is undefined (the articulated-body algorithm divides by it: NaN at
+    /// the first step). Every such joint is named. Measured at `state`
+    /// by [`crba`](crate::dynamics::crba::crba): an entry at most
+    /// [`JOINT_INERTIA_FLOOR`] times the largest is zero.
+    pub fn check_joint_inertia(&self, state: &State<T>) -> Result<(), SimError> {
+        if self.robots.is_empty() || state.q.len() != self.model.nq {
+            return Ok(());
+        }
+        let model = self.model.cast::<f64>();
+        let mut data = model.data();
+        let q = state.q.map(|x| x.re());
+        let mm = crate::dynamics::crba::crba(&model, &mut data, &q);
+        let scale = (0..model.nv).map(|i| mm[(i, i)].abs()).fold(0.0, f64::max);
+        for r in &self.robots {
+            let mut names = Vec::new();
+            let mut worst = f64::INFINITY;
+            for k in r.idx_v..r.idx_v + r.nv {
+                let d = mm[(k, k)];
+                if !(d > JOINT_INERTIA_FLOOR * scale) {
+                    let b = model.dof_body[k];
+                    let body = &model.bodies[b];
+                    let link = body.name.rsplit('/').next().unwrap_or(&body.name);
+                    let name = r.joint_name(b - r.first_body, link);
+                    if names.last() != Some(&name) {
+                        names.push(name);
+                    }
+                    worst = worst.min(d);
+                }
+            }
+            if !names.is_empty() {
+                return Err(out_of_range(
+                    format!(
+                        "robot `{}`: the inertia moved by joint{} {} (no link at or below {} has \
+                         mass or rotational inertia, so the joint-space mass matrix is singular; \
+                         give those links an <inertial> or make the joints fixed)",
+                        r.name,
+                        if names.len() == 1 { "" } else { "s" },
+                        names.join(", "),
+                        if names.len() == 1 { "it" } else { "them" },
+                    ),
+                    worst,
+                    format!("> {JOINT_INERTIA_FLOOR:e} x the largest diagonal entry"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Everything a world and an initial state must satisfy before they
     /// are simulated (see the module docs): [`World::check_supported`],
     /// [`World::check_joint_limits`] and the physical ranges.
@@ -546,6 +600,7 @@ impl<T: Scalar> World<T> {
                 )?;
             }
         }
+        self.check_joint_inertia(state)?;
         for r in &self.robots {
             for k in r.idx_v..r.idx_v + r.nv {
                 check_abs(
