@@ -292,7 +292,11 @@ pub fn add_inertia(a: &RigidInertia<f64>, b: &RigidInertia<f64>) -> RigidInertia
 /// requires the attribute). Malformed XML is a located
 /// [`UrdfError::Xml`].
 pub fn sanitize(xml: &str) -> Result<std::borrow::Cow<'_, str>, UrdfError> {
-    let doc = roxmltree::Document::parse(xml)?;
+    let opts = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(xml, opts)?;
     let mut cut: Vec<std::ops::Range<usize>> = doc
         .descendants()
         .filter(|n| n.has_tag_name("texture") && n.attribute("filename").is_none())
@@ -337,7 +341,7 @@ pub fn load_file_with(
         path: path.to_path_buf(),
         error,
     })?;
-    let robot = urdf_rs::read_from_string(&sanitize(&xml)?)?;
+    let robot = parse(&xml)?;
     let opts = MeshOptions {
         urdf_dir: path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
         package_dirs: package_dirs.to_vec(),
@@ -366,7 +370,7 @@ pub fn from_str_with(
     base: BaseJoint,
     opts: &MeshOptions,
 ) -> Result<UrdfRobot, UrdfError> {
-    let robot = urdf_rs::read_from_string(&sanitize(xml)?)?;
+    let robot = parse(xml)?;
     from_robot_with(&robot, base, opts)
 }
 
@@ -433,9 +437,15 @@ fn mesh_shapes(
     }
 }
 
-/// Reads URDF text into `urdf-rs`'s tree, after [`sanitize`].
+/// Reads URDF text into `urdf-rs`'s tree, after [`sanitize`]. Text that
+/// roxmltree rejects (an undeclared namespace prefix, say) is given to
+/// urdf-rs as it is; if urdf-rs rejects it too, the error is roxmltree's,
+/// which has the line and column.
 pub fn parse(xml: &str) -> Result<urdf_rs::Robot, UrdfError> {
-    Ok(urdf_rs::read_from_string(&sanitize(xml)?)?)
+    match sanitize(xml) {
+        Ok(text) => Ok(urdf_rs::read_from_string(&text)?),
+        Err(located) => urdf_rs::read_from_string(xml).map_err(|_| located),
+    }
 }
 
 /// Converts a parsed `urdf_rs::Robot`, its meshes resolved by `opts`, with

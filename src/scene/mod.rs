@@ -756,7 +756,15 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             }
         }
         let fc = sim.str_opt("friction_cone")?;
+        let fc_at = fc
+            .as_ref()
+            .map(|(_, span, p)| (span.clone(), p.clone()))
+            .unwrap_or((sim.span.clone(), sim.path.clone()));
         world.friction_cone = choose(cx, fc, FRICTION_CONES, FrictionCone::Exact)?;
+        // a cone the backend does not solve: refused here, not at the first step
+        if let Err(e) = world.check_friction_cone() {
+            return Err(cx.error(fc_at.0, &fc_at.1, e.to_string()));
+        }
         if let Some((v, p)) = sim.get("ccd") {
             world.ccd = boolean(cx, v, &p)?;
             if let Err(e) = world.check_supported() {

@@ -62,7 +62,7 @@
 //! ```
 
 use super::{SimError, State, World};
-use crate::contact::SolverKind;
+use crate::contact::{FrictionCone, SolverKind};
 use crate::dynamics::Joint;
 use crate::geometry::{Combine, Material, Shape};
 use crate::math::Mat3;
@@ -136,6 +136,16 @@ pub use crate::contact::Feature;
 /// [`ContactBackend::supports`](crate::contact::ContactBackend::supports)).
 pub fn implements(kind: SolverKind, feature: Feature) -> bool {
     kind.supports(feature)
+}
+
+/// Whether the backend `kind` solves the friction cone `cone` (the
+/// refusals of the backends' steps, known before any step:
+/// [`World::check_friction_cone`]).
+pub fn cone_supported(kind: SolverKind, cone: FrictionCone) -> bool {
+    match cone {
+        FrictionCone::Exact => kind.name() != "lcp",
+        FrictionCone::Pyramid => !matches!(kind.name(), "implicit_ncp" | "convex" | "soft"),
+    }
 }
 
 /// `"[lo, hi]"` for messages.
@@ -376,10 +386,22 @@ impl<T: Scalar> World<T> {
                 feature: format!("articulated robots (robot `{}`; use `ipm`)", r.name),
             });
         }
+        self.check_friction_cone()?;
         if self.ccd && !implements(self.solver, Feature::Ccd) {
             return Err(SimError::Unsupported {
                 backend,
                 feature: "continuous collision (`ccd = true`)".into(),
+            });
+        }
+        if let (true, Some(r)) = (self.ccd, self.robots.first()) {
+            // the continuous-collision step moves free bodies only
+            return Err(SimError::Unsupported {
+                backend,
+                feature: format!(
+                    "continuous collision with articulated robots (robot `{}`; ccd = true steps \
+                     free bodies only)",
+                    r.name
+                ),
             });
         }
         if !implements(self.solver, Feature::Restitution) {
@@ -395,6 +417,27 @@ impl<T: Scalar> World<T> {
             }
         }
         Ok(())
+    }
+
+    /// Refuses a friction cone the backend does not solve
+    /// ([`cone_supported`]): `lcp` solves the pyramid (box) only;
+    /// `implicit_ncp`, `convex` and `soft` the exact cone only. Their step
+    /// refuses the other one too; this finds it when the scene is loaded.
+    pub fn check_friction_cone(&self) -> Result<(), SimError> {
+        if cone_supported(self.solver, self.friction_cone) {
+            return Ok(());
+        }
+        let (cone, other) = match self.friction_cone {
+            FrictionCone::Exact => ("exact", "pyramid"),
+            FrictionCone::Pyramid => ("pyramid", "exact"),
+        };
+        Err(SimError::Unsupported {
+            backend: self.solver.name(),
+            feature: format!(
+                "the {cone} friction cone (it solves the {other} one only: set \
+                 friction_cone = \"{other}\" in [sim], or choose another backend)"
+            ),
+        })
     }
 
     /// Refuses finite URDF joint limits (no backend enforces them) unless

@@ -2,5 +2,6 @@
 
 mod articulated;
 mod robots;
+mod real_robots;
 mod robots_floating;
 mod urdf_meshes;
