@@ -126,6 +126,7 @@ fn opt_names() -> Names<OptMethod> {
 }
 use dualsim::scene::{self, Scene};
 
+#[path = "dualsim/info.rs"]
 mod info;
 use dualsim::sim::{rollout_inspect, RolloutError, State, StepOutput, Trajectory};
 use dualsim::viz::{

@@ -295,6 +295,7 @@ pub fn text(info: &Value) -> String {
                 ),
                 None => "-".into(),
             };
+            let limits = format!("[{}, {}]", lo(&j["lower"]), num(&j["upper"]));
             let _ = writeln!(
                 s,
                 "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  {}",
@@ -303,7 +304,7 @@ pub fn text(info: &Value) -> String {
                 j["name"].as_str().unwrap_or(""),
                 j["type"].as_str().unwrap_or(""),
                 axis,
-                format!("[{}, {}]", lo(&j["lower"]), num(&j["upper"])),
+                limits,
                 num(&j["effort"]),
                 num(&j["velocity"]),
                 num(&j["damping"]),
@@ -358,11 +359,12 @@ pub fn text(info: &Value) -> String {
                     None => c["type"].as_str().unwrap_or("").to_string(),
                 })
                 .collect();
+            let mass = format!("{:.6}", l["mass"].as_f64().unwrap_or(0.0));
             let _ = writeln!(
                 s,
                 "    {:<28} mass {:<10} {}",
                 l["name"].as_str().unwrap_or(""),
-                format!("{:.6}", l["mass"].as_f64().unwrap_or(0.0)),
+                mass,
                 if shapes.is_empty() {
                     "no collision shape".to_string()
                 } else {
