@@ -402,7 +402,8 @@ pub fn from_robot(robot: &urdf_rs::Robot, base: BaseJoint) -> Result<UrdfRobot, 
 fn mesh_shapes(
     robot: &urdf_rs::Robot,
     opts: &MeshOptions,
-) -> Result<std::collections::HashMap<(usize, usize), (Shape<f64>, Pose<f64>, MeshSource)>, UrdfError> {
+) -> Result<std::collections::HashMap<(usize, usize), (Shape<f64>, Pose<f64>, MeshSource)>, UrdfError>
+{
     let mut out = std::collections::HashMap::new();
     let mut failures = Vec::new();
     for (li, l) in robot.links.iter().enumerate() {

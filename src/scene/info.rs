@@ -284,15 +284,20 @@ pub fn text(info: &Value) -> String {
         let _ = writeln!(
             s,
             "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  link",
-            "q", "v", "joint", "type", "axis", "limits [lower, upper]", "effort", "velocity",
-            "damping", "friction"
+            "q",
+            "v",
+            "joint",
+            "type",
+            "axis",
+            "limits [lower, upper]",
+            "effort",
+            "velocity",
+            "damping",
+            "friction"
         );
         for j in &joints {
             let axis = match j["axis"].as_array() {
-                Some(a) => format!(
-                    "[{}]",
-                    a.iter().map(num).collect::<Vec<_>>().join(", ")
-                ),
+                Some(a) => format!("[{}]", a.iter().map(num).collect::<Vec<_>>().join(", ")),
                 None => "-".into(),
             };
             let limits = format!("[{}, {}]", lo(&j["lower"]), num(&j["upper"]));
@@ -320,13 +325,16 @@ pub fn text(info: &Value) -> String {
                     Some(t) => format!(", inertia merged into `{t}`"),
                     None => String::new(),
                 };
+                let to = match f["parent_link"].as_str() {
+                    Some(p) => format!("`{p}`"),
+                    None => "the world".into(),
+                };
                 let _ = writeln!(
                     s,
-                    "    {} ({}): `{}` welded to `{}`{merged}",
+                    "    {} ({}): `{}` welded to {to}{merged}",
                     f["name"].as_str().unwrap_or(""),
                     f["type"].as_str().unwrap_or(""),
                     f["link"].as_str().unwrap_or(""),
-                    f["parent_link"].as_str().unwrap_or("the world"),
                 );
             }
         }

@@ -120,7 +120,9 @@ fn fixed_joint_merge_keeps_total_mass_and_dynamics() {
             let (mut dm, mut dr) = (m.data(), raw.model.data());
             let mut seed = 1u64;
             let mut next = || {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
             };
             for _ in 0..3 {
@@ -192,8 +194,11 @@ fn empty_texture_elements_do_not_stop_the_import() {
     )
     .unwrap();
     assert_eq!(romeo.model.bodies.len(), 2);
-    let e = urdf::from_str("<robot name=\"r\">\n<link name=\"a\">\n</robot>", BaseJoint::Fixed)
-        .unwrap_err();
+    let e = urdf::from_str(
+        "<robot name=\"r\">\n<link name=\"a\">\n</robot>",
+        BaseJoint::Fixed,
+    )
+    .unwrap_err();
     assert!(matches!(e, UrdfError::Xml(_)), "{e}");
     assert!(e.to_string().contains("3:"), "a line number: {e}");
 }
@@ -260,7 +265,10 @@ ignore_joint_limits = true
 #[test]
 fn mimic_joints_are_refused_by_name_unless_ignored() {
     let refused = scene("panda_mimic.toml", PANDA);
-    let out = bin().args(["run", refused.to_str().unwrap()]).output().unwrap();
+    let out = bin()
+        .args(["run", refused.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -270,10 +278,17 @@ fn mimic_joints_are_refused_by_name_unless_ignored() {
     );
     let ok = scene(
         "panda_ok.toml",
-        &PANDA.replace("ignore_joint_limits", "ignore_mimic = true\nignore_joint_limits"),
+        &PANDA.replace(
+            "ignore_joint_limits",
+            "ignore_mimic = true\nignore_joint_limits",
+        ),
     );
     let out = bin().args(["run", ok.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // `run` reports the fixed-base robot: its q and v at the end
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("panda: q ["), "{stdout}");
@@ -287,13 +302,20 @@ fn mimic_joints_are_refused_by_name_unless_ignored() {
 fn info_lists_the_panda_joints_in_state_order_with_limits_and_hulls() {
     let path = scene(
         "panda_info.toml",
-        &PANDA.replace("ignore_joint_limits", "ignore_mimic = true\nignore_joint_limits"),
+        &PANDA.replace(
+            "ignore_joint_limits",
+            "ignore_mimic = true\nignore_joint_limits",
+        ),
     );
     let out = bin()
         .args(["info", path.to_str().unwrap(), "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let robot = &info["robots"][0];
     let joints = robot["joints"].as_array().unwrap();
@@ -301,7 +323,10 @@ fn info_lists_the_panda_joints_in_state_order_with_limits_and_hulls() {
         serde_json::from_value(reference()["robots"]["panda"]["joint_order"].clone()).unwrap();
     let got: Vec<&str> = joints.iter().map(|j| j["name"].as_str().unwrap()).collect();
     assert_eq!(got, want);
-    assert_eq!((robot["nq"].as_u64(), robot["nv"].as_u64()), (Some(9), Some(9)));
+    assert_eq!(
+        (robot["nq"].as_u64(), robot["nv"].as_u64()),
+        (Some(9), Some(9))
+    );
     let text = std::fs::read_to_string(
         robots().join("example-robot-data/robots/panda_description/urdf/panda.urdf"),
     )
@@ -348,7 +373,10 @@ fn info_lists_the_panda_joints_in_state_order_with_limits_and_hulls() {
         .unwrap()
         .contains(&serde_json::json!(["panda/panda_hand", "ground"])));
     // the text form lists the same joints
-    let out = bin().args(["info", path.to_str().unwrap()]).output().unwrap();
+    let out = bin()
+        .args(["info", path.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for name in &want {
@@ -372,7 +400,11 @@ fn massless_root_with_welded_mass_is_a_floating_base() {
         .args(["run", path.to_str().unwrap(), "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let z = r["final"]["bodies"][0]["position"][2].as_f64().unwrap();
     // free fall of the whole robot: its base falls ½ g t² (no contact, the
@@ -392,8 +424,16 @@ fn joints_that_move_no_inertia_are_refused_at_load() {
          urdf = \"ROBOTS/excerpts/romeo_massless_fingers.urdf\"\nbase = \"fixed\"\n\
          ignore_joint_limits = true\n",
     );
-    let out = bin().args(["run", path.to_str().unwrap()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["run", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("joints `LHand`, `LFinger12`") && err.contains("singular"),
@@ -419,8 +459,15 @@ fn lcp_with_the_exact_cone_is_refused_at_load_and_run_reports_robots() {
         err.contains("`lcp` backend does not implement the exact friction cone"),
         "{err}"
     );
-    let out = bin().args(["run", scene.to_str().unwrap(), "--steps", "3"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args(["run", scene.to_str().unwrap(), "--steps", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("pendulum: q ["), "{stdout}");
 }
