@@ -4,7 +4,9 @@ and which are refused (with the reason). Not run by CI: the corpus is not in
 the repository.
 
 Each URDF becomes a scene with the ground plane, the robot on a fixed base,
-`ignore_joint_limits = true` and the given `package_dirs`, checked by
+`ignore_joint_limits = true`, `ignore_mimic = true` (no backend enforces
+limits or couples mimic joints; `--mimic` refuses them instead) and the
+given `package_dirs`, checked by
 `dualsim run SCENE --steps 0 --json` (the scene is loaded and validated,
 nothing is simulated). With `--steps N` it also simulates N steps (ipm,
 dt = 1 ms) and reports failed steps and the wall time.
@@ -56,6 +58,7 @@ def main():
     ap.add_argument("root")
     ap.add_argument("--package-dir", action="append", default=[])
     ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--mimic", action="store_true", help="refuse mimic joints (no ignore_mimic)")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
     pkgs = [os.path.abspath(p) for p in a.package_dir]
@@ -72,7 +75,8 @@ def main():
                     "shape = { type = \"plane\", normal = [0.0, 0.0, 1.0], offset = 0.0 }\n\n"
                     f"[[robot]]\nname = \"r\"\nurdf = {json.dumps(f)}\nbase = \"fixed\"\n"
                     f"base_position = [0.0, 0.0, 1.0]\nignore_joint_limits = true\n"
-                    f"package_dirs = {json.dumps(pkgs)}\n"
+                    + ("" if a.mimic else "ignore_mimic = true\n")
+                    + f"package_dirs = {json.dumps(pkgs)}\n"
                 )
             t0 = time.time()
             p = subprocess.run(

@@ -125,6 +125,9 @@ fn opt_names() -> Names<OptMethod> {
     )
 }
 use dualsim::scene::{self, Scene};
+
+#[path = "dualsim/info.rs"]
+mod info;
 use dualsim::sim::{rollout_inspect, RolloutError, State, StepOutput, Trajectory};
 use dualsim::viz::{
     atomic_write, partial_trajectory_json_with, run_report, trajectory_json, trajectory_json_with,
@@ -320,6 +323,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Describe a loaded scene: bodies, robots (links, joints in state
+    /// order with limits, collision shapes and hull sizes) and contact pairs.
+    Info {
+        /// The scene file (TOML).
+        scene: PathBuf,
+        /// Print exactly one JSON document on standard output.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Exit status for bad input (scene errors, bad arguments).
@@ -375,6 +387,7 @@ fn main() -> ExitCode {
             &scene, &of, &wrt, method, rho, partials, gradient, check, json,
         ),
         Some(Command::Bench { scene, json }) => bench(&scene, json),
+        Some(Command::Info { scene, json }) => info::info(&scene, json),
         Some(Command::Inverse {
             scene,
             trajectory,
@@ -667,6 +680,25 @@ fn print_summary(r: &RunReport) {
             b.velocity[0],
             b.velocity[1],
             b.velocity[2]
+        );
+    }
+    robot_summary(r);
+}
+
+/// Each robot's final joint positions and velocities (standard output).
+fn robot_summary(r: &RunReport) {
+    let list = |x: &[f64]| {
+        x.iter()
+            .map(|v| format!("{v:.6}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for robot in &r.r#final.robots {
+        println!(
+            "{:>12}: q [{}]  v [{}]",
+            robot.name,
+            list(&robot.q),
+            list(&robot.v)
         );
     }
 }

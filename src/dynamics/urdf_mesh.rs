@@ -52,27 +52,15 @@ impl std::fmt::Display for MeshFailure {
     }
 }
 
-/// How many failures an error message names before "and N more".
-pub const LISTED_FAILURES: usize = 5;
-
-/// The failures as one message: the count, then the first
-/// [`LISTED_FAILURES`].
+/// The failures as one message: the count, then every one of them.
 pub fn describe(failures: &[MeshFailure]) -> String {
     let n = failures.len();
-    let mut s = format!(
-        "{n} collision mesh{} cannot be used: ",
-        if n == 1 { "" } else { "es" }
-    );
-    let shown: Vec<String> = failures
-        .iter()
-        .take(LISTED_FAILURES)
-        .map(|f| f.to_string())
-        .collect();
-    s.push_str(&shown.join("; "));
-    if n > LISTED_FAILURES {
-        s.push_str(&format!("; and {} more", n - LISTED_FAILURES));
-    }
-    s
+    let shown: Vec<String> = failures.iter().map(|f| f.to_string()).collect();
+    format!(
+        "{n} collision mesh{} cannot be used: {}",
+        if n == 1 { "" } else { "es" },
+        shown.join("; ")
+    )
 }
 
 /// The file a `<mesh filename>` names ([module docs](self)).

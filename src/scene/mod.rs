@@ -46,12 +46,16 @@ use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
 use crate::sim::validate::{self as limits, range_text};
 use crate::sim::{Controls, State, World};
 
+pub mod info;
 mod objective;
 pub use objective::{bound_width, BoundSpec, EffortSpec, ObjectiveSpec, RunningSpec};
 
 /// A loaded scene: the world, its initial state, controls and step count.
 #[derive(Clone, Debug)]
 pub struct Scene {
+    /// Each `[[robot]]` as imported from its URDF (links, joints, collision
+    /// shapes and their meshes), in file order (`dualsim info`).
+    pub robots: Vec<urdf::UrdfRobot>,
     /// The world (model, geometry, gravity, dt, backend).
     pub world: World<f64>,
     /// Initial state.
@@ -474,6 +478,7 @@ const ROBOT_KEYS: &[&str] = &[
     "v",
     "package_dirs",
     "ignore_joint_limits",
+    "ignore_mimic",
 ];
 const CONTROL_KEYS: &[&str] = &["target", "values", "per_step"];
 /// A shape table before its `type` is known.
@@ -751,7 +756,15 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
             }
         }
         let fc = sim.str_opt("friction_cone")?;
+        let fc_at = fc
+            .as_ref()
+            .map(|(_, span, p)| (span.clone(), p.clone()))
+            .unwrap_or((sim.span.clone(), sim.path.clone()));
         world.friction_cone = choose(cx, fc, FRICTION_CONES, FrictionCone::Exact)?;
+        // a cone the backend does not solve: refused here, not at the first step
+        if let Err(e) = world.check_friction_cone() {
+            return Err(cx.error(fc_at.0, &fc_at.1, e.to_string()));
+        }
         if let Some((v, p)) = sim.get("ccd") {
             world.ccd = boolean(cx, v, &p)?;
             if let Err(e) = world.check_supported() {
@@ -964,6 +977,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
     }
 
     // [[robot]]
+    let mut robots = Vec::new();
     for mut r in root.array_of_tables("robot", ROBOT_KEYS)? {
         let Some((name, _, _)) = r.str_opt("name")? else {
             return Err(r.missing("name"));
@@ -980,6 +994,22 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         };
         let urdf = urdf::load_file_with(base_dir.join(file), base, &package_dirs)
             .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
+        let ignore_mimic = match r.get("ignore_mimic") {
+            None => false,
+            Some((val, p)) => boolean(cx, val, &p)?,
+        };
+        if !ignore_mimic {
+            urdf.refuse_mimic().map_err(|e| {
+                cx.error(
+                    fspan.clone(),
+                    &fpath,
+                    format!(
+                        "{file}: {e}; set `ignore_mimic = true` on the robot to simulate them \
+                         as independent joints"
+                    ),
+                )
+            })?;
+        }
         if base == BaseJoint::Floating {
             // a massless root leaves the base's coordinates without inertia
             // (NaN at the first step): refused here
@@ -992,7 +1022,8 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
                         &fpath,
                         format!(
                             "{file}: the root link `{}` of a floating base has no mass or \
-                             rotational inertia (mass {}, inertia diagonal [{}, {}, {}]): the \
+                             rotational inertia (mass {}, inertia diagonal [{}, {}, {}], the \
+                             links welded to it by fixed joints included): the \
                              base's six coordinates would have no inertia; give it an \
                              <inertial> or use base = \"fixed\"",
                             root.name, i.mass, d.x, d.y, d.z
@@ -1131,6 +1162,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         });
         q.extend_from_slice(&q0);
         v.extend_from_slice(&v0);
+        robots.push(urdf);
     }
 
     // [[control]]
@@ -1287,6 +1319,7 @@ fn build<'a>(cx: &'a Cx<'a>, mut root: Tab<'a, '_>, opts: &LoadOptions) -> R<Sce
         None => None,
     };
     Ok(Scene {
+        robots,
         world,
         initial,
         controls,

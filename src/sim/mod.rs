@@ -106,6 +106,20 @@ pub struct Robot {
     /// [`World::validate`] refuses a robot with finite limits unless this
     /// is set (scene key `ignore_joint_limits`). Default false.
     pub ignore_joint_limits: bool,
+    /// The name of the joint above each of its bodies, by body offset
+    /// (the URDF joint names; empty for a robot added without them).
+    pub joint_names: Vec<String>,
+}
+
+impl Robot {
+    /// The name of the joint above the robot's `k`-th body: its URDF name,
+    /// or "joint of link `LINK`" when unknown.
+    pub fn joint_name(&self, k: usize, link: &str) -> String {
+        match self.joint_names.get(k) {
+            Some(n) => format!("`{n}`"),
+            None => format!("of link `{link}`"),
+        }
+    }
 }
 
 impl<T: Scalar> World<T> {
@@ -171,6 +185,7 @@ impl<T: Scalar> World<T> {
             idx_v,
             nv: self.model.nv - idx_v,
             ignore_joint_limits: false,
+            joint_names: Vec::new(),
         });
         Ok(self.robots.len() - 1)
     }
@@ -194,6 +209,7 @@ impl<T: Scalar> World<T> {
         base: &crate::math::Pose<f64>,
     ) -> Result<usize, ModelError> {
         let r = self.add_robot(name, &robot.model, base)?;
+        self.robots[r].joint_names = robot.joints.iter().map(|j| j.name.clone()).collect();
         let first = self.robots[r].first_body;
         for c in &robot.collisions {
             let shape = match c.shape {

@@ -62,7 +62,7 @@
 //! ```
 
 use super::{SimError, State, World};
-use crate::contact::SolverKind;
+use crate::contact::{FrictionCone, SolverKind};
 use crate::dynamics::Joint;
 use crate::geometry::{Combine, Material, Shape};
 use crate::math::Mat3;
@@ -87,6 +87,9 @@ pub const POSITION_MAX: f64 = 1e6;
 pub const SPEED_MAX: f64 = 1e3;
 /// Largest angular speed of a body (rad/s); also `‖ω‖ dt < 2`.
 pub const ANGULAR_SPEED_MAX: f64 = 1e3;
+/// Relative floor of a robot joint's diagonal entry in the joint-space
+/// mass matrix ([`World::check_joint_inertia`]).
+pub const JOINT_INERTIA_FLOOR: f64 = 1e-12;
 /// Largest friction coefficient.
 pub const FRICTION_MAX: f64 = 10.0;
 /// Largest relaxation gap of a resting free body, as a fraction of its
@@ -133,6 +136,16 @@ pub use crate::contact::Feature;
 /// [`ContactBackend::supports`](crate::contact::ContactBackend::supports)).
 pub fn implements(kind: SolverKind, feature: Feature) -> bool {
     kind.supports(feature)
+}
+
+/// Whether the backend `kind` solves the friction cone `cone` (the
+/// refusals of the backends' steps, known before any step:
+/// [`World::check_friction_cone`]).
+pub fn cone_supported(kind: SolverKind, cone: FrictionCone) -> bool {
+    match cone {
+        FrictionCone::Exact => kind.name() != "lcp",
+        FrictionCone::Pyramid => !matches!(kind.name(), "implicit_ncp" | "convex" | "soft"),
+    }
 }
 
 /// `"[lo, hi]"` for messages.
@@ -373,10 +386,22 @@ impl<T: Scalar> World<T> {
                 feature: format!("articulated robots (robot `{}`; use `ipm`)", r.name),
             });
         }
+        self.check_friction_cone()?;
         if self.ccd && !implements(self.solver, Feature::Ccd) {
             return Err(SimError::Unsupported {
                 backend,
                 feature: "continuous collision (`ccd = true`)".into(),
+            });
+        }
+        if let (true, Some(r)) = (self.ccd, self.robots.first()) {
+            // the continuous-collision step moves free bodies only
+            return Err(SimError::Unsupported {
+                backend,
+                feature: format!(
+                    "continuous collision with articulated robots (robot `{}`; ccd = true steps \
+                     free bodies only)",
+                    r.name
+                ),
             });
         }
         if !implements(self.solver, Feature::Restitution) {
@@ -394,6 +419,27 @@ impl<T: Scalar> World<T> {
         Ok(())
     }
 
+    /// Refuses a friction cone the backend does not solve
+    /// ([`cone_supported`]): `lcp` solves the pyramid (box) only;
+    /// `implicit_ncp`, `convex` and `soft` the exact cone only. Their step
+    /// refuses the other one too; this finds it when the scene is loaded.
+    pub fn check_friction_cone(&self) -> Result<(), SimError> {
+        if cone_supported(self.solver, self.friction_cone) {
+            return Ok(());
+        }
+        let (cone, other) = match self.friction_cone {
+            FrictionCone::Exact => ("exact", "pyramid"),
+            FrictionCone::Pyramid => ("pyramid", "exact"),
+        };
+        Err(SimError::Unsupported {
+            backend: self.solver.name(),
+            feature: format!(
+                "the {cone} friction cone (it solves the {other} one only: set \
+                 friction_cone = \"{other}\" in [sim], or choose another backend)"
+            ),
+        })
+    }
+
     /// Refuses finite URDF joint limits (no backend enforces them) unless
     /// the robot says [`ignore_joint_limits`](super::Robot::ignore_joint_limits).
     pub fn check_joint_limits(&self) -> Result<(), SimError> {
@@ -401,20 +447,88 @@ impl<T: Scalar> World<T> {
             return Ok(());
         }
         for r in self.robots.iter().filter(|r| !r.ignore_joint_limits) {
-            for b in &self.model.bodies[r.first_body..r.first_body + r.bodies] {
-                let limited = matches!(b.joint, Joint::Revolute { .. } | Joint::Prismatic { .. })
-                    && (b.limits.lower.is_finite() || b.limits.upper.is_finite());
-                if limited {
-                    return Err(SimError::Unsupported {
-                        backend: self.solver.name(),
-                        feature: format!(
-                            "joint limits (robot `{}`, joint of link `{}`: [{}, {}]); no backend \
-                             enforces them: set `ignore_joint_limits = true` on the robot to \
-                             simulate without them",
-                            r.name, b.name, b.limits.lower, b.limits.upper
-                        ),
-                    });
+            let bodies = &self.model.bodies[r.first_body..r.first_body + r.bodies];
+            let limited: Vec<String> = bodies
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| {
+                    matches!(b.joint, Joint::Revolute { .. } | Joint::Prismatic { .. })
+                        && (b.limits.lower.is_finite() || b.limits.upper.is_finite())
+                })
+                .map(|(k, b)| {
+                    let link = b.name.rsplit('/').next().unwrap_or(&b.name);
+                    format!(
+                        "joint {} [{}, {}]",
+                        r.joint_name(k, link),
+                        b.limits.lower,
+                        b.limits.upper
+                    )
+                })
+                .collect();
+            if !limited.is_empty() {
+                return Err(SimError::Unsupported {
+                    backend: self.solver.name(),
+                    feature: format!(
+                        "joint limits (robot `{}`, {} limited joint{}: {}); no backend enforces \
+                         them: set `ignore_joint_limits = true` on the robot to simulate without \
+                         them",
+                        r.name,
+                        limited.len(),
+                        if limited.len() == 1 { "" } else { "s" },
+                        limited.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses robot joints that move no inertia: a joint whose child link
+    /// and every link below it are massless (as Romeo's fingers) has a zero
+    /// diagonal entry in the joint-space mass matrix, so its acceleration
+    /// is undefined (the articulated-body algorithm divides by it: NaN at
+    /// the first step). Every such joint is named. Measured at `state`
+    /// by [`crba`](crate::dynamics::crba::crba): an entry at most
+    /// [`JOINT_INERTIA_FLOOR`] times the largest is zero.
+    pub fn check_joint_inertia(&self, state: &State<T>) -> Result<(), SimError> {
+        if self.robots.is_empty() || state.q.len() != self.model.nq {
+            return Ok(());
+        }
+        let model = self.model.cast::<f64>();
+        let mut data = model.data();
+        let q = state.q.map(|x| x.re());
+        let mm = crate::dynamics::crba::crba(&model, &mut data, &q);
+        let scale = (0..model.nv).map(|i| mm[(i, i)].abs()).fold(0.0, f64::max);
+        for r in &self.robots {
+            let mut names = Vec::new();
+            let mut worst = f64::INFINITY;
+            for k in r.idx_v..r.idx_v + r.nv {
+                let d = mm[(k, k)];
+                if !(d > JOINT_INERTIA_FLOOR * scale) {
+                    let b = model.dof_body[k];
+                    let body = &model.bodies[b];
+                    let link = body.name.rsplit('/').next().unwrap_or(&body.name);
+                    let name = r.joint_name(b - r.first_body, link);
+                    if names.last() != Some(&name) {
+                        names.push(name);
+                    }
+                    worst = worst.min(d);
                 }
+            }
+            if !names.is_empty() {
+                return Err(out_of_range(
+                    format!(
+                        "robot `{}`: the inertia moved by joint{} {} (no link at or below {} has \
+                         mass or rotational inertia, so the joint-space mass matrix is singular; \
+                         give those links an <inertial> or make the joints fixed)",
+                        r.name,
+                        if names.len() == 1 { "" } else { "s" },
+                        names.join(", "),
+                        if names.len() == 1 { "it" } else { "them" },
+                    ),
+                    worst,
+                    format!("> {JOINT_INERTIA_FLOOR:e} x the largest diagonal entry"),
+                ));
             }
         }
         Ok(())
@@ -529,6 +643,7 @@ impl<T: Scalar> World<T> {
                 )?;
             }
         }
+        self.check_joint_inertia(state)?;
         for r in &self.robots {
             for k in r.idx_v..r.idx_v + r.nv {
                 check_abs(

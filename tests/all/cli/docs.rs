@@ -473,6 +473,17 @@ fn every_key_of_every_json_output_is_documented() {
             "optimize --json",
             json_of(&["optimize", opt_scene.to_str().unwrap(), "--json"]),
         ),
+        (
+            "info --json",
+            json_of(&[
+                "info",
+                root()
+                    .join("tests/data/meshes/info_scene.toml")
+                    .to_str()
+                    .unwrap(),
+                "--json",
+            ]),
+        ),
     ];
     let traj = std::fs::read_to_string(Path::new(&dir).join("trajectory.json")).unwrap();
     outputs.push(("the --out trajectory", serde_json::from_str(&traj).unwrap()));

@@ -584,7 +584,7 @@ fn urdf_planar_joint_and_disconnected_links_are_typed_errors() {
     ));
     assert!(matches!(
         urdf::from_str("<robot", BaseJoint::Fixed),
-        Err(UrdfError::Parse(_))
+        Err(UrdfError::Xml(_))
     ));
 }
 

@@ -212,17 +212,19 @@ fn validate_refuses_joint_limits_unless_ignored() {
         let mut w = World::<f64>::new(0.001);
         w.solver = kind;
         let r = w
-            .add_robot("pendulum", &robot.model, &Pose::identity())
+            .add_robot_with_collisions("pendulum", &robot, &Pose::identity())
             .unwrap();
         let x = State {
             q: w.model.neutral(),
             v: DVec::zeros(w.model.nv),
         };
         let e = w.validate(&x).unwrap_err();
+        // every limited joint, by its joint name
         assert_unsupported(
             &e,
             kind.name(),
-            "joint limits (robot `pendulum`, joint of link `pendulum/upper`: [-10, 10])",
+            "joint limits (robot `pendulum`, 2 limited joints: joint `shoulder` [-10, 10], \
+             joint `elbow` [-10, 10])",
         );
         w.robots[r].ignore_joint_limits = true;
         if kind == SolverKind::Ipm {
@@ -592,4 +594,57 @@ fn unbounded_polytopes_and_flat_cones_are_refused() {
         assert_eq!(e.line, 10, "{e}");
         assert!(e.message.contains("(0, pi/2)"), "{e}");
     }
+}
+
+/// A friction cone the backend does not solve is refused when the scene is
+/// loaded (a scene error at `sim.friction_cone` naming the backend), for
+/// every backend and both cones; a cone it solves loads and steps without
+/// an `unsupported` error. `lcp` with a robot and the default (exact) cone
+/// was refused only at its first step.
+#[test]
+fn friction_cones_a_backend_cannot_solve_are_refused_at_load() {
+    let urdf = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/scenes/double_pendulum.urdf");
+    let mut refused = 0;
+    for kind in SolverKind::ALL.iter().copied() {
+        for (cone, key) in [
+            (dualsim::contact::FrictionCone::Exact, "exact"),
+            (dualsim::contact::FrictionCone::Pyramid, "pyramid"),
+        ] {
+            let robot = if kind.supports(Feature::Robots) {
+                format!(
+                    "[[robot]]\nname = \"arm\"\nurdf = {:?}\nbase_position = [0.0, 0.0, 3.0]\n\
+                     ignore_joint_limits = true\n",
+                    urdf.display().to_string()
+                )
+            } else {
+                String::new()
+            };
+            let src = format!(
+                "[sim]\ndt = 0.001\nsteps = 1\nsolver = \"{}\"\nfriction_cone = \"{key}\"\n\
+                 [[body]]\nname = \"b\"\nmass = 1.0\ninertia = [0.1, 0.1, 0.1]\n\
+                 position = [0.0, 0.0, 0.1]\nshape = {{ type = \"sphere\", radius = 0.1 }}\n\
+                 [[static]]\nname = \"ground\"\nshape = {{ type = \"plane\", normal = [0.0, 0.0, 1.0] }}\n\
+                 {robot}",
+                kind.name()
+            );
+            let loaded = dualsim::scene::parse(&src, "cone.toml");
+            if validate::cone_supported(kind, cone) {
+                let s = loaded.unwrap_or_else(|e| panic!("{kind:?} {key}: {e}"));
+                if let Err(e) = step(&s.world, &s.initial, s.controls.at(0)) {
+                    assert_ne!(e.kind(), "unsupported", "{kind:?} {key}: {e}");
+                }
+            } else {
+                let e = loaded.expect_err(key);
+                assert_eq!((e.line, e.path.as_str()), (5, "sim.friction_cone"), "{e}");
+                assert!(
+                    e.message.contains(kind.name()) && e.message.contains(key),
+                    "{kind:?}: {e}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    // lcp (exact), implicit_ncp, convex and soft (pyramid)
+    assert_eq!(refused, 4);
 }
