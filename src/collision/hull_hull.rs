@@ -516,7 +516,7 @@ fn clip(
     o_inc: usize,
     nr: &Vec3<f64>,
     tol: f64,
-    (rp, ip): (&mut Vec<(f64, f64)>, &mut Vec<(f64, f64)>),
+    (rp_buf, ip_buf): (&mut Vec<(f64, f64)>, &mut Vec<(f64, f64)>),
     ids: &mut Vec<usize>,
 ) {
     let (u, w) = crate::collision::frame::tangent_basis(nr);
@@ -527,11 +527,11 @@ fn clip(
     let (hr, fr, hi, fi) = (re.hull, re.face, inc.hull, inc.face);
     let ref_face = hr.face(fr);
     let inc_face = hi.face(fi);
-    rp.clear();
-    rp.extend(ref_face.iter().map(|&v| proj(re, v)));
-    ip.clear();
-    ip.extend(inc_face.iter().map(|&v| proj(inc, v)));
-    let (rp, ip) = (&rp[..], &ip[..]);
+    rp_buf.clear();
+    rp_buf.extend(ref_face.iter().map(|&v| proj(re, v)));
+    ip_buf.clear();
+    ip_buf.extend(inc_face.iter().map(|&v| proj(inc, v)));
+    let (rp, ip) = (&rp_buf[..], &ip_buf[..]);
     // signed area orientation
     let orient = |p: &[(f64, f64)]| {
         let mut a = 0.0;
@@ -555,18 +555,11 @@ fn clip(
             s * (ex * (q.1 - y0) - ey * (q.0 - x0)) >= -tol * len
         })
     };
-    let (sr, si) = (orient(rp), orient(ip));
+    let sr = orient(rp);
     let o_ref = 1 - o_inc;
     for (k, &v) in inc_face.iter().enumerate() {
         if inside(rp, sr, ip[k]) {
             ids.push(vertex_face_id(o_inc, v as usize, fr));
-        }
-    }
-    if ip.len() >= 3 {
-        for (k, &v) in ref_face.iter().enumerate() {
-            if inside(ip, si, rp[k]) {
-                ids.push(vertex_face_id(o_ref, v as usize, fi));
-            }
         }
     }
     // crossings of incident and reference edges
@@ -587,7 +580,18 @@ fn clip(
             let (qx, qy) = (r0.0 - i0.0, r0.1 - i0.1);
             let t = (qx * dr.1 - qy * dr.0) / den;
             let s = (qx * di.1 - qy * di.0) / den;
-            if (0.0..=1.0).contains(&t) && (0.0..=1.0).contains(&s) {
+            let world = |sd: &Side, face: &[u32], k: usize| {
+                sd.pose.act(&sd.hull.vertices[face[k % face.len()] as usize])
+            };
+            if (0.0..=1.0).contains(&t)
+                && (0.0..=1.0).contains(&s)
+                && lines_meet_within(
+                    &world(inc, inc_face, i),
+                    &world(inc, inc_face, i + 1),
+                    &world(re, ref_face, r),
+                    &world(re, ref_face, r + 1),
+                )
+            {
                 let ei = edge_index(hi, inc_face[i], inc_face[(i + 1) % inc_face.len()]);
                 let er = edge_index(hr, ref_face[r], ref_face[(r + 1) % ref_face.len()]);
                 if let (Some(ei), Some(er)) = (ei, er) {
@@ -600,4 +604,41 @@ fn clip(
             }
         }
     }
+    // reference vertices whose foot on the incident face plane (along its
+    // own normal) lies inside the incident polygon
+    if inc_face.len() >= 3 {
+        let mi = so3::rotate(&inc.pose.rotation, &hi.normals[fi]);
+        let (u, w) = crate::collision::frame::tangent_basis(&mi);
+        let proj = |sd: &Side, v: u32| {
+            let x = sd.pose.act(&sd.hull.vertices[v as usize]);
+            (x.dot(&u), x.dot(&w))
+        };
+        rp_buf.clear();
+        rp_buf.extend(ref_face.iter().map(|&v| proj(re, v)));
+        ip_buf.clear();
+        ip_buf.extend(inc_face.iter().map(|&v| proj(inc, v)));
+        let si = orient(ip_buf);
+        for (k, &v) in ref_face.iter().enumerate() {
+            if inside(ip_buf, si, rp_buf[k]) {
+                ids.push(vertex_face_id(o_ref, v as usize, fi));
+            }
+        }
+    }
+}
+
+/// Whether the closest points of the lines through `a0, a1` and `b0, b1`
+/// lie on both segments (so that their distance is one between points of
+/// the hulls).
+fn lines_meet_within(a0: &Vec3<f64>, a1: &Vec3<f64>, b0: &Vec3<f64>, b1: &Vec3<f64>) -> bool {
+    let (da, db, w) = (a1 - a0, b1 - b0, a0 - b0);
+    let (aa, ab, bb) = (da.dot(&da), da.dot(&db), db.dot(&db));
+    let (d, e) = (da.dot(&w), db.dot(&w));
+    let den = aa * bb - ab * ab;
+    if !(den > 1e-12 * aa * bb) {
+        return false;
+    }
+    let s = (ab * e - bb * d) / den;
+    let t = (aa * e - ab * d) / den;
+    let slack = 1e-9;
+    (-slack..=1.0 + slack).contains(&s) && (-slack..=1.0 + slack).contains(&t)
 }

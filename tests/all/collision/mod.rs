@@ -3,3 +3,4 @@
 mod conic;
 mod known;
 mod pairs;
+mod hull;
