@@ -72,7 +72,13 @@ fn bench(c: &mut Criterion) {
         bench.iter(|| {
             let (pa, pb) = &pairs[k % pairs.len()];
             k += 1;
-            black_box(pair_features_into(black_box(&a), pa, black_box(&b), pb, &mut out));
+            black_box(pair_features_into(
+                black_box(&a),
+                pa,
+                black_box(&b),
+                pb,
+                &mut out,
+            ));
             black_box(out.len())
         })
     });

@@ -291,11 +291,15 @@ pub fn hull_hull_feature<T: Scalar>(
 /// climbing over the vertex graph from the last answer.
 struct Support<'h> {
     hull: &'h HullMesh,
+    last: core::cell::Cell<usize>,
 }
 
 impl SupportMap for Support<'_> {
     fn local_support_point(&self, dir: PVec) -> PVec {
-        let (k, _) = self.hull.support(&Vec3::new(dir.x, dir.y, dir.z));
+        let (k, _) = self
+            .hull
+            .support_from(&Vec3::new(dir.x, dir.y, dir.z), self.last.get());
+        self.last.set(k);
         let v = self.hull.vertices[k];
         PVec::new(v.x, v.y, v.z)
     }
@@ -422,8 +426,14 @@ pub fn hull_hull_into<T: Scalar>(
     let pos12 = ppose(&pa).inverse() * ppose(&pb);
     let Some(c) = contact_support_map_support_map(
         &pos12,
-        &Support { hull: hull_a },
-        &Support { hull: hull_b },
+        &Support {
+            hull: hull_a,
+            last: Default::default(),
+        },
+        &Support {
+            hull: hull_b,
+            last: Default::default(),
+        },
         f64::MAX,
     ) else {
         return false;
@@ -581,7 +591,8 @@ fn clip(
             let t = (qx * dr.1 - qy * dr.0) / den;
             let s = (qx * di.1 - qy * di.0) / den;
             let world = |sd: &Side, face: &[u32], k: usize| {
-                sd.pose.act(&sd.hull.vertices[face[k % face.len()] as usize])
+                sd.pose
+                    .act(&sd.hull.vertices[face[k % face.len()] as usize])
             };
             if (0.0..=1.0).contains(&t)
                 && (0.0..=1.0).contains(&s)

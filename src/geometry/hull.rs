@@ -37,6 +37,10 @@ pub struct HullMesh {
     pub vertex_face_start: Vec<u32>,
     /// Faces incident to each vertex.
     pub vertex_faces: Vec<u32>,
+    /// Start of each vertex's neighbour list in `vertex_neighbours`.
+    pub vertex_neighbour_start: Vec<u32>,
+    /// Vertices joined to each vertex by an edge.
+    pub vertex_neighbours: Vec<u32>,
     /// Largest vertex norm (a ball about the origin containing the hull).
     pub radius: f64,
 }
@@ -127,6 +131,17 @@ impl HullMesh {
             vertex_faces.extend_from_slice(l);
             vertex_face_start.push(vertex_faces.len() as u32);
         }
+        let mut nb: Vec<Vec<u32>> = vec![Vec::new(); vertices.len()];
+        for &[i, j] in &edges {
+            nb[i as usize].push(j);
+            nb[j as usize].push(i);
+        }
+        let mut vertex_neighbour_start = vec![0u32];
+        let mut vertex_neighbours = Vec::new();
+        for l in &nb {
+            vertex_neighbours.extend_from_slice(l);
+            vertex_neighbour_start.push(vertex_neighbours.len() as u32);
+        }
         let radius = vertices.iter().map(|v| v.norm()).fold(0.0, f64::max);
         HullMesh {
             vertices,
@@ -138,6 +153,8 @@ impl HullMesh {
             edge_faces,
             vertex_face_start,
             vertex_faces,
+            vertex_neighbour_start,
+            vertex_neighbours,
             radius,
         }
     }
@@ -151,6 +168,28 @@ impl HullMesh {
     pub fn faces_of_vertex(&self, v: usize) -> &[u32] {
         &self.vertex_faces
             [self.vertex_face_start[v] as usize..self.vertex_face_start[v + 1] as usize]
+    }
+
+    /// The vertex farthest along `dir` by hill climbing over the edges
+    /// from vertex `start` (on a convex polytope a vertex with no better
+    /// neighbour is a farthest one), and its support value `dir · v`.
+    pub fn support_from(&self, dir: &Vec3<f64>, start: usize) -> (usize, f64) {
+        let mut k = start.min(self.vertices.len().saturating_sub(1));
+        let mut s = self.vertices[k].dot(dir);
+        loop {
+            let mut moved = false;
+            let a = self.vertex_neighbour_start[k] as usize;
+            let b = self.vertex_neighbour_start[k + 1] as usize;
+            for &j in &self.vertex_neighbours[a..b] {
+                let t = self.vertices[j as usize].dot(dir);
+                if t > s {
+                    (k, s, moved) = (j as usize, t, true);
+                }
+            }
+            if !moved {
+                return (k, s);
+            }
+        }
     }
 
     /// The vertex farthest along `dir` (the first of equals) and its

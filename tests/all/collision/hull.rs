@@ -116,7 +116,9 @@ fn hull_hull_matches_parry_distance() {
             assert!((alone.gap - c.gap).abs() < 1e-15 && alone.normal == c.normal);
         }
         let (pa, pb) = (ppose(&pose_a), ppose(&pose_b));
-        let d = parry3d_f64::query::distance(&pa, &qa, &pb, &qb).unwrap().distance;
+        let d = parry3d_f64::query::distance(&pa, &qa, &pb, &qb)
+            .unwrap()
+            .distance;
         if d > 0.0 {
             separated += 1;
             let g = min_gap(&cs);
@@ -133,7 +135,10 @@ fn hull_hull_matches_parry_distance() {
             assert!(best < 1e-9, "trial {trial}: depth {} off by {best}", c.dist);
         }
     }
-    assert!(separated > 50 && penetrating > 50, "{separated} / {penetrating}");
+    assert!(
+        separated > 50 && penetrating > 50,
+        "{separated} / {penetrating}"
+    );
 }
 
 /// A 0.2 m cube hull 0.01 m into the top face of a 1 m cube hull, turned
@@ -145,7 +150,10 @@ fn hull_hull_matches_parry_distance() {
 fn resting_hulls_get_their_supporting_corners() {
     let (big, _, _) = hull(&cube(Vec3::new(0.5, 0.5, 0.5)));
     let (small, _, _) = hull(&cube(Vec3::new(0.1, 0.1, 0.1)));
-    let top = Pose::new(so3::exp(&Vec3::new(0.0, 0.0, 0.3)), Vec3::new(0.05, -0.1, 0.59));
+    let top = Pose::new(
+        so3::exp(&Vec3::new(0.0, 0.0, 0.3)),
+        Vec3::new(0.05, -0.1, 0.59),
+    );
     let cs = pair_features(&small, &top, &big, &Pose::identity()).unwrap();
     let deep: Vec<_> = cs.iter().filter(|(_, c)| c.gap < 0.0).collect();
     assert_eq!(deep.len(), 4, "{cs:?}");
@@ -174,7 +182,10 @@ fn resting_hulls_get_their_supporting_corners() {
         normal: Vec3::z(),
         offset: 0.0,
     };
-    let on = Pose::new(so3::exp(&Vec3::new(0.0, 0.0, 0.7)), Vec3::new(0.3, 0.2, 0.1));
+    let on = Pose::new(
+        so3::exp(&Vec3::new(0.0, 0.0, 0.7)),
+        Vec3::new(0.3, 0.2, 0.1),
+    );
     let cs = pair_features(&small, &on, &ground, &Pose::identity()).unwrap();
     let touching = cs.iter().filter(|(_, c)| c.gap.abs() < 1e-12).count();
     assert_eq!((cs.len(), touching), (8, 4));
@@ -244,7 +255,12 @@ fn hull_contact_derivatives_match_differences() {
         let mut feats = Vec::new();
         let mut scratch = Default::default();
         assert!(dualsim::collision::hull_hull::hull_hull_into(
-            &pose_a, &ma, &pose_b, &mb, &mut scratch, &mut feats
+            &pose_a,
+            &ma,
+            &pose_b,
+            &mb,
+            &mut scratch,
+            &mut feats
         ));
         let h = 1e-6;
         let check = |f64_at: &dyn Fn(f64) -> [f64; 10], dual: [f64; 10], what: &str| {
@@ -280,12 +296,24 @@ fn hull_contact_derivatives_match_differences() {
         }
         for v in 0..ma.vertices.len().min(5) {
             let n = ground.0.map(Dual64::from);
-            let cd = hull_plane_vertex(&pose_dual(&pose_a, &dir, 0), &ma, &n, Dual64::from(ground.1), v)
-                .unwrap();
+            let cd = hull_plane_vertex(
+                &pose_dual(&pose_a, &dir, 0),
+                &ma,
+                &n,
+                Dual64::from(ground.1),
+                v,
+            )
+            .unwrap();
             let at = |e: f64| {
                 flat(
-                    &hull_plane_vertex(&pose_shift(&pose_a, &dir, 0, e), &ma, &ground.0, ground.1, v)
-                        .unwrap(),
+                    &hull_plane_vertex(
+                        &pose_shift(&pose_a, &dir, 0, e),
+                        &ma,
+                        &ground.0,
+                        ground.1,
+                        v,
+                    )
+                    .unwrap(),
                 )
             };
             check(&at, flat_eps(&cd), "hull–plane vertex");
