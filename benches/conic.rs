@@ -35,7 +35,11 @@ fn polytope() -> Shape<f64> {
         normals.push(Vec3::new(b, 0.0, a).normalize());
     }
     let offsets = vec![0.5; normals.len()];
-    Shape::Polytope { normals, offsets }
+    Shape::Polytope {
+        normals,
+        offsets,
+        hull: None,
+    }
 }
 
 fn poses(n: usize) -> Vec<(Pose<f64>, Pose<f64>)> {

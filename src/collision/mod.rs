@@ -47,6 +47,8 @@ pub mod capsule_sphere;
 pub mod conic;
 #[doc(hidden)]
 pub mod frame;
+pub mod hull_hull;
+pub mod hull_plane;
 #[doc(hidden)]
 pub mod kernels;
 pub mod sphere_box;
@@ -173,6 +175,18 @@ pub fn pair_contact<T: Scalar>(
         (Box { half_extents: ha }, Box { half_extents: hb }) => {
             box_box::box_box_feature(pose_a, ha, pose_b, hb, feature)
         }
+        (
+            Polytope {
+                hull: Some(hull), ..
+            },
+            Plane { normal, offset },
+        ) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            hull_plane::hull_plane_vertex(pose_a, hull, &n, d, feature)
+        }
+        (Polytope { hull: Some(ha), .. }, Polytope { hull: Some(hb), .. }) => {
+            hull_hull::hull_hull_feature(pose_a, ha, pose_b, hb, feature)
+        }
         _ if feature == 0 => single_contact(a, pose_a, b, pose_b),
         _ => None,
     }
@@ -284,6 +298,27 @@ pub fn pair_features_into<T: Scalar>(
         }
         (Box { half_extents: ha }, Box { half_extents: hb }) => {
             out.extend(box_box::box_box(pose_a, ha, pose_b, hb));
+        }
+        (
+            Polytope {
+                hull: Some(hull), ..
+            },
+            Plane { normal, offset },
+        ) => {
+            let (n, d) = world_plane(normal, *offset, pose_b);
+            hull_plane::hull_plane_into(pose_a, hull, &n, d, out);
+        }
+        (Polytope { hull: Some(ha), .. }, Polytope { hull: Some(hb), .. }) => {
+            thread_local! {
+                static SCRATCH: std::cell::RefCell<hull_hull::HullScratch> = Default::default();
+            }
+            let found = SCRATCH.with(|s| {
+                hull_hull::hull_hull_into(pose_a, ha, pose_b, hb, &mut s.borrow_mut(), out)
+            });
+            if !found {
+                out.clear();
+                return false;
+            }
         }
         _ => match single_contact(a, pose_a, b, pose_b) {
             Some(c) => out.push((0, c)),

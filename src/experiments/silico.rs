@@ -72,7 +72,11 @@ pub fn drop_polytope() -> Shape<f64> {
         normals.push(Vec3::new(sx * s, sy * s, 0.0));
         offsets.push(0.45 * s);
     }
-    Shape::Polytope { normals, offsets }
+    Shape::Polytope {
+        normals,
+        offsets,
+        hull: None,
+    }
 }
 
 /// Which drop experiment (module docs).
@@ -170,7 +174,11 @@ pub fn planar_polytope() -> Shape<f64> {
     normals.push(-Vec3::y());
     offsets.push(0.2);
     offsets.push(0.2);
-    Shape::Polytope { normals, offsets }
+    Shape::Polytope {
+        normals,
+        offsets,
+        hull: None,
+    }
 }
 
 /// Vertices of a polytope `{x : nₖ·x ≤ bₖ}` (triple intersections of face
@@ -312,7 +320,10 @@ pub fn penetration(vertices: &[Vec3<f64>], q: &DVec<f64>) -> f64 {
 
 /// Runs drop `kind` in `world` for `duration` seconds from seed `seed`.
 pub fn run_drop(kind: Drop, world: &World<f64>, seed: u64, duration: f64) -> DropRun {
-    let Shape::Polytope { normals, offsets } = kind.shape() else {
+    let Shape::Polytope {
+        normals, offsets, ..
+    } = kind.shape()
+    else {
         unreachable!("drop shapes are polytopes")
     };
     let verts = polytope_vertices(&normals, &offsets);

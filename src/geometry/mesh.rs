@@ -21,6 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use crate::geometry::hull::HullMesh;
 use crate::geometry::Shape;
 use crate::math::Vec3;
 
@@ -91,6 +94,9 @@ pub struct Hull {
     pub vertices: Vec<Vec3<f64>>,
     /// Mean of the hull's vertices in the mesh's frame: the polytope's origin.
     pub centre: Vec3<f64>,
+    /// Vertices, faces and edges of the hull (about [`Hull::centre`]), kept
+    /// in the polytope for the support-mapping pairs.
+    pub mesh: Arc<HullMesh>,
 }
 
 impl Hull {
@@ -99,6 +105,7 @@ impl Hull {
         Shape::Polytope {
             normals: self.normals.clone(),
             offsets: self.offsets.clone(),
+            hull: Some(self.mesh.clone()),
         }
     }
 }
@@ -214,7 +221,7 @@ pub fn convex_hull(points: &[Vec3<f64>]) -> Result<Hull, String> {
     let centre = verts.iter().sum::<Vec3<f64>>() / verts.len() as f64;
     let local: Vec<Vec3<f64>> = verts.iter().map(|v| v - centre).collect();
     let diameter = local.iter().map(|v| v.norm()).fold(0.0, f64::max) * 2.0;
-    let (normals, offsets) = faces(&local, &tris, diameter);
+    let (normals, offsets, face_of) = faces(&local, &tris, diameter);
     let thickness = offsets.iter().copied().fold(f64::INFINITY, f64::min);
     if normals.len() < 4 || !(thickness > 1e-6 * diameter) {
         return Err(format!(
@@ -224,34 +231,55 @@ pub fn convex_hull(points: &[Vec3<f64>]) -> Result<Hull, String> {
             normals.len()
         ));
     }
+    let mesh = Arc::new(HullMesh::new(
+        local.clone(),
+        normals.clone(),
+        offsets.clone(),
+        &tris,
+        &face_of,
+    ));
     Ok(Hull {
         normals,
         offsets,
         vertices: local,
         centre,
+        mesh,
     })
 }
 
 /// Groups the hull's triangles into faces (coplanar triangles merged):
-/// unit normals and offsets, each offset the largest `n · v`.
-fn faces(verts: &[Vec3<f64>], tris: &[[u32; 3]], diameter: f64) -> (Vec<Vec3<f64>>, Vec<f64>) {
+/// unit normals and offsets, each offset the largest `n · v`, and the face
+/// of each triangle (`u32::MAX`: none, zero area).
+fn faces(
+    verts: &[Vec3<f64>],
+    tris: &[[u32; 3]],
+    diameter: f64,
+) -> (Vec<Vec3<f64>>, Vec<f64>, Vec<u32>) {
     // per face: area-weighted normal sum, a unit representative, its plane offset
     let mut groups: Vec<(Vec3<f64>, Vec3<f64>, f64)> = Vec::new();
+    let mut face_of = Vec::with_capacity(tris.len());
     for t in tris {
         let [a, b, c] = t.map(|i| verts[i as usize]);
         let cross = (b - a).cross(&(c - a));
         let area2 = cross.norm();
         if !(area2 > 0.0) {
+            face_of.push(u32::MAX);
             continue;
         }
         let n = cross / area2;
         let off = n.dot(&a);
         match groups
-            .iter_mut()
-            .find(|(_, u, o)| 1.0 - u.dot(&n) <= 1e-9 && (o - off).abs() <= 1e-9 * diameter)
+            .iter()
+            .position(|(_, u, o)| 1.0 - u.dot(&n) <= 1e-9 && (o - off).abs() <= 1e-9 * diameter)
         {
-            Some(g) => g.0 += cross,
-            None => groups.push((cross, n, off)),
+            Some(g) => {
+                groups[g].0 += cross;
+                face_of.push(g as u32);
+            }
+            None => {
+                face_of.push(groups.len() as u32);
+                groups.push((cross, n, off));
+            }
         }
     }
     let normals: Vec<Vec3<f64>> = groups.iter().map(|(s, _, _)| s.normalize()).collect();
@@ -264,5 +292,5 @@ fn faces(verts: &[Vec3<f64>], tris: &[[u32; 3]], diameter: f64) -> (Vec<Vec3<f64
                 .fold(f64::NEG_INFINITY, f64::max)
         })
         .collect();
-    (normals, offsets)
+    (normals, offsets, face_of)
 }

@@ -5,7 +5,10 @@
 //! `{normal, offset}` is the half-space `normal · x ≤ offset` (its surface
 //! is `normal · x = offset`, the outward normal is `normal`).
 
+pub mod hull;
 pub mod mesh;
+
+use std::sync::Arc;
 
 use crate::math::{Pose, Vec3};
 use crate::Scalar;
@@ -64,6 +67,11 @@ pub enum Shape<T: Scalar> {
         normals: Vec<Vec3<T>>,
         /// Offsets `b`.
         offsets: Vec<T>,
+        /// The vertices, faces and edges of the polytope when known (the
+        /// convex hull of a mesh): pairs with a hull are collided by support
+        /// mapping and face clipping ([`hull::HullMesh`]); `None` (a
+        /// polytope given by its half-spaces alone) takes the conic program.
+        hull: Option<Arc<hull::HullMesh>>,
     },
     /// A polygon in the body xy plane inflated by `radius`.
     PaddedPolygon {
@@ -143,9 +151,14 @@ impl<T: Scalar> Shape<T> {
                 half_angle: c(*half_angle),
             },
             Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: cv(radii) },
-            Shape::Polytope { normals, offsets } => Shape::Polytope {
+            Shape::Polytope {
+                normals,
+                offsets,
+                hull,
+            } => Shape::Polytope {
                 normals: normals.iter().map(cv).collect(),
                 offsets: offsets.iter().map(|x| c(*x)).collect(),
+                hull: hull.clone(),
             },
             Shape::PaddedPolygon {
                 normals,

@@ -1644,7 +1644,11 @@ fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
                         ),
                     ));
                 }
-                Shape::Polytope { normals, offsets }
+                Shape::Polytope {
+                    normals,
+                    offsets,
+                    hull: None,
+                }
             } else {
                 Shape::PaddedPolygon {
                     normals,

@@ -155,7 +155,9 @@ pub fn shape_json(s: &Shape<f64>) -> Value {
             json!({"type": "cone", "height": height, "half_angle": half_angle})
         }
         Shape::Ellipsoid { radii } => json!({"type": "ellipsoid", "radii": v3(radii)}),
-        Shape::Polytope { normals, offsets } => {
+        Shape::Polytope {
+            normals, offsets, ..
+        } => {
             json!({"type": "polytope", "faces": polytope_faces(normals, offsets)})
         }
         Shape::PaddedPolygon {

@@ -275,7 +275,9 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(
                 b.orth(&[(A, half_extents[i]), (i, one)]);
             }
         }
-        Shape::Polytope { normals, offsets } => {
+        Shape::Polytope {
+            normals, offsets, ..
+        } => {
             if normals.len() != offsets.len() || normals.is_empty() {
                 return Err(ProximityError::InvalidShape(
                     "polytope: one offset per normal",
@@ -478,7 +480,9 @@ fn push_params<'a, T: Scalar>(shape: &'a mut Shape<T>, v: &mut Vec<&'a mut T>) {
             v.push(half_angle);
         }
         Shape::Ellipsoid { radii } => v.extend(radii.iter_mut()),
-        Shape::Polytope { normals, offsets } => {
+        Shape::Polytope {
+            normals, offsets, ..
+        } => {
             for n in normals.iter_mut() {
                 v.extend(n.iter_mut());
             }
@@ -534,7 +538,9 @@ pub fn shape_params_finite<T: Scalar>(shape: &Shape<T>) -> bool {
         } => f(radius) && f(half_length),
         Shape::Cone { height, half_angle } => f(height) && f(half_angle),
         Shape::Ellipsoid { radii } => fv(radii),
-        Shape::Polytope { normals, offsets } => normals.iter().all(fv) && offsets.iter().all(f),
+        Shape::Polytope {
+            normals, offsets, ..
+        } => normals.iter().all(fv) && offsets.iter().all(f),
         Shape::PaddedPolygon {
             normals,
             offsets,

@@ -48,7 +48,12 @@ pub fn conic_bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
             let (hh, t) = (height.re(), half_angle.re().tan());
             Some((0.75 * hh).max(((0.25 * hh).powi(2) + (hh * t).powi(2)).sqrt()))
         }
-        Shape::Polytope { normals, offsets } => {
+        Shape::Polytope {
+            hull: Some(hull), ..
+        } => Some(hull.radius),
+        Shape::Polytope {
+            normals, offsets, ..
+        } => {
             let n: Vec<Vec3<f64>> = normals.iter().map(re).collect();
             let b: Vec<f64> = offsets.iter().map(|x| x.re()).collect();
             polytope_radius(&n, &b, false)
@@ -93,7 +98,9 @@ pub fn conic_inradius<T: Scalar>(shape: &Shape<T>) -> f64 {
             half_length,
         } => radius.re().min(half_length.re()),
         Shape::Ellipsoid { radii } => radii.map(|x| x.re()).min(),
-        Shape::Polytope { normals, offsets } => normals
+        Shape::Polytope {
+            normals, offsets, ..
+        } => normals
             .iter()
             .zip(offsets)
             .map(|(n, b)| b.re() / n.map(|x| x.re()).norm())

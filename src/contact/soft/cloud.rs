@@ -187,7 +187,7 @@ fn sample_into<T: Scalar>(
                 }
             }
         }
-        Shape::Polytope { normals, offsets } => sample_polytope(normals, offsets, ppm, c),
+        Shape::Polytope { normals, offsets, .. } => sample_polytope(normals, offsets, ppm, c),
         Shape::Bundle {
             parts,
             op: BundleOp::Union,

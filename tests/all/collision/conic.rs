@@ -156,6 +156,7 @@ fn bad_input_is_a_typed_error() {
     let open = Shape::Polytope {
         normals: vec![Vec3::x()],
         offsets: vec![1.0],
+        hull: None,
     };
     let points = Shape::Points {
         points: vec![],
@@ -321,6 +322,7 @@ fn shapes() -> Vec<(&'static str, Shape<f64>)> {
             Shape::Polytope {
                 normals: oct,
                 offsets: vec![0.6, 0.7, 0.5, 0.6, 0.65, 0.6, 0.55, 0.6],
+                hull: None,
             },
         ),
         (

@@ -1,5 +1,6 @@
 //! Collision detection: closed-form pairs, the conic solver, symmetry.
 
 mod conic;
+mod hull;
 mod known;
 mod pairs;

@@ -34,7 +34,10 @@ fn tilted(w: &dualsim::sim::World<f64>, tilt: f64, gap: f64) -> State<f64> {
 /// the velocities.
 #[test]
 fn gentle_tilted_landing_comes_to_rest_on_the_face() {
-    let Shape::Polytope { normals, offsets } = drop_polytope() else {
+    let Shape::Polytope {
+        normals, offsets, ..
+    } = drop_polytope()
+    else {
         unreachable!()
     };
     let verts = polytope_vertices(&normals, &offsets);

@@ -47,7 +47,9 @@ fn h_local(s: &Shape<f64>, u: &Vec3<f64>) -> f64 {
             (0.75 * height * u.z).max(-0.25 * height * u.z + r * (u.x * u.x + u.y * u.y).sqrt())
         }
         Shape::Ellipsoid { radii } => radii.component_mul(u).norm(),
-        Shape::Polytope { normals, offsets } => polytope_vertices(normals, offsets)
+        Shape::Polytope {
+            normals, offsets, ..
+        } => polytope_vertices(normals, offsets)
             .iter()
             .map(|v| v.dot(u))
             .fold(f64::NEG_INFINITY, f64::max),
@@ -284,6 +286,7 @@ fn shapes() -> Vec<(&'static str, Shape<f64>, Vec3<f64>, Vec3<f64>)> {
         offsets: vec![
             0.09, 0.09, 0.075, 0.075, 0.06, 0.06, 0.0955, 0.0955, 0.0955, 0.0955,
         ],
+        hull: None,
     };
     let ball = Shape::Sphere { radius: 0.05 };
     let union = Shape::Bundle {

@@ -15,7 +15,10 @@ fn meshes() -> PathBuf {
 
 /// (normal, offset) pairs sorted by normal, for comparison with a box.
 fn faces(shape: &Shape<f64>) -> Vec<(Vec3<f64>, f64)> {
-    let Shape::Polytope { normals, offsets } = shape else {
+    let Shape::Polytope {
+        normals, offsets, ..
+    } = shape
+    else {
         panic!("not a polytope: {shape:?}")
     };
     let mut f: Vec<(Vec3<f64>, f64)> = normals
@@ -77,7 +80,10 @@ fn mesh_hulls_of_stl_and_obj_fixtures_have_the_known_faces() {
     // OBJ: the tetrahedron (0,0,0), (0.1,0,0), (0,0.1,0), (0,0,0.1): 4 faces,
     // every vertex on 3 of them, the centre at the vertices' mean
     let tet = hull_of_file(&meshes().join("tetra.obj"), [1.0; 3]).unwrap();
-    let Shape::Polytope { normals, offsets } = tet.shape() else {
+    let Shape::Polytope {
+        normals, offsets, ..
+    } = tet.shape()
+    else {
         unreachable!()
     };
     assert_eq!(normals.len(), 4);
