@@ -190,6 +190,10 @@ enum Command {
         /// rollout (on by default).
         #[arg(long)]
         no_rollout: bool,
+        /// Largest share of the fd columns at the regular samples that may
+        /// be left out as not smooth (each is listed with its reason).
+        #[arg(long, default_value_t = 0.1)]
+        max_skipped_share: f64,
         /// Largest number of input columns of the whole-rollout comparison;
         /// more are sampled (seeded), always keeping the bodies in impacts.
         #[arg(long, default_value_t = 96)]
@@ -360,6 +364,7 @@ fn main() -> ExitCode {
             fd_eps,
             event_samples,
             no_rollout,
+            max_skipped_share,
             rollout_columns,
             partials,
             json,
@@ -367,7 +372,7 @@ fn main() -> ExitCode {
             &scene,
             solver,
             rho,
-            (samples, event_samples),
+            (samples, event_samples, max_skipped_share),
             fd_eps,
             (!no_rollout).then_some(rollout_columns),
             partials,
@@ -786,7 +791,7 @@ fn check(
     path: &Path,
     solver: Option<SolverKind>,
     rho: Option<f64>,
-    (samples, event_samples): (usize, usize),
+    (samples, event_samples, max_skipped_share): (usize, usize, f64),
     fd_eps: f64,
     rollout_columns: Option<usize>,
     partials: Partials,
@@ -802,9 +807,14 @@ fn check(
             return ExitCode::from(EXIT_INPUT);
         }
     }
+    if !(0.0..=1.0).contains(&max_skipped_share) {
+        eprintln!("error: --max-skipped-share must be a number in [0, 1]");
+        return ExitCode::from(EXIT_INPUT);
+    }
     let opts = CheckOptions {
         samples,
         max_event_samples: event_samples,
+        max_fd_skipped_total_share: max_skipped_share,
         diff: DiffOptions {
             rho,
             fd_eps,

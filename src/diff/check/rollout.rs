@@ -506,6 +506,18 @@ pub fn check_rollout(
     diff: &DiffOptions,
     opts: &RolloutCheckOptions,
 ) -> Result<RolloutReport, DiffError> {
+    // fd rolls out at the ρ the derivatives are taken at (`--rho`), as
+    // `ift` differentiates it
+    let relaxed;
+    let world = match diff.rho {
+        Some(rho) if rho != world.params.rho => {
+            let mut w = world.clone();
+            w.params.rho = rho;
+            relaxed = w;
+            &relaxed
+        }
+        _ => world,
+    };
     let (event_steps, impact) = events(world, x0, controls, steps)?;
     let all = candidates(world, steps, &event_steps);
     let candidate_columns = all.len();
