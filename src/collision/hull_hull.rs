@@ -3,7 +3,7 @@
 //! face clipping (as [`box_box`](super::box_box) does for boxes and
 //! Nimble's App. C for meshes).
 //!
-//! [`hull_hull`] runs parry's GJK (EPA when the hulls overlap) on the two
+//! [`hull_hull_into`] runs parry's GJK (EPA when the hulls overlap) on the two
 //! hulls' support maps (in f64, on primal values) for the unit direction
 //! `n` from a to b of least separation. The support sets of both hulls
 //! along it (the vertices within `1e-7 R` of the support value, `R` the
@@ -77,7 +77,7 @@ const VV: usize = 3;
 const B20: usize = 1 << 20;
 const B24: usize = 1 << 24;
 
-/// Largest vertex, face or edge count [`hull_hull`] takes (the indices
+/// Largest vertex, face or edge count [`hull_hull_into`] takes (the indices
 /// must fit the feature encoding).
 pub const MAX_ELEMENTS: usize = B20;
 
