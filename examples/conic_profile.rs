@@ -33,7 +33,11 @@ fn polytope() -> Shape<f64> {
         normals.push(Vec3::new(b, 0.0, a).normalize());
     }
     let offsets = vec![0.5; normals.len()];
-    Shape::Polytope { normals, offsets }
+    Shape::Polytope {
+        normals,
+        offsets,
+        hull: None,
+    }
 }
 
 fn main() {

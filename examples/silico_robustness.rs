@@ -197,7 +197,10 @@ fn drop_table(
 
 /// Re-runs a failed drop and prints its failing step (`--failures`).
 fn describe_failure(kind: Drop, w: &dualsim::sim::World<f64>, hz: f64, rho: f64, seed: u64) {
-    let Shape::Polytope { normals, offsets } = kind.shape() else {
+    let Shape::Polytope {
+        normals, offsets, ..
+    } = kind.shape()
+    else {
         unreachable!("drop shapes are polytopes")
     };
     let verts = polytope_vertices(&normals, &offsets);
