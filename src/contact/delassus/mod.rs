@@ -53,7 +53,7 @@
 //! `contact_space/` would rename a path that `lcp`, `convex`,
 //! `implicit_ncp` and `diff` import) and is a folder by operation:
 //! `operator.rs` (the Delassus operator [`Delassus`], scales, contact
-//! velocities), `residual.rs` (the exact residual, [`residual`]),
+//! velocities), `residual.rs` (the exact residual, `residual`),
 //! `driver.rs` (the per-island linearization loop and [`solve`] /
 //! [`solve_f64`]), `fallback.rs` (the damped-Newton and barrier
 //! fallbacks of a loop that stalls), `restitution.rs` (the restitution
@@ -104,7 +104,7 @@ pub trait Formulation: ContactBackend<Structure = Structure> {
     /// per-contact impulse scales ([`scales`]), so that the derivative
     /// methods need the scales' own derivatives (default). Where the
     /// scales only weigh rows that vanish at the root or choose pieces on
-    /// primal values (`lcp`), [`residual`] takes the forward solve's f64
+    /// primal values (`lcp`), `residual` takes the forward solve's f64
     /// scales ([`Structure::scale`]) as constants instead of recomputing
     /// them in the scalar type for every evaluation (an articulated
     /// Delassus operator and its factorization each time).

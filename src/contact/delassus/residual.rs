@@ -138,7 +138,7 @@ pub fn residual<T: Scalar, F: Formulation>(
 /// The unknowns of `y` by contact island (each island's velocities and
 /// impulses), the velocities of the bodies in no island last: the groups
 /// of [`ContactBackend::jacobian_groups`](crate::contact::ContactBackend::jacobian_groups)
-/// for the residual of [`residual`].
+/// for the residual of `residual`.
 pub fn jacobian_groups(p: &StepProblem<'_, f64>, s: &Structure) -> Option<Vec<Vec<usize>>> {
     let nv = p.model.nv;
     let mut seen = vec![false; nv];
