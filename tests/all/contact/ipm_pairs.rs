@@ -842,12 +842,16 @@ fn derivatives_through_conic_contacts_agree() {
             .unwrap()
             .last()
             .clone();
+        // the one-step comparison at this state (no event steps, no
+        // rollout comparison)
         let opts = CheckOptions {
             samples: 1,
             diff: DiffOptions {
                 fd_eps: 1e-7,
                 ..CheckOptions::default().diff
             },
+            max_event_samples: 0,
+            rollout: None,
             ..Default::default()
         };
         let report = check(
