@@ -433,9 +433,15 @@ fn penetration_is_measured_geometrically() {
 /// shared keys keep working under every backend.
 #[test]
 fn backend_params_from_scene_files() {
+    // line 4: `lcp` solves the pyramid cone only (refused at load otherwise)
     let scene = |solver: &str, extra: &str| {
+        let cone = if solver == "lcp" {
+            "friction_cone = \"pyramid\""
+        } else {
+            ""
+        };
         format!(
-            "[sim]\ndt = 0.01\nsolver = \"{solver}\"\n\n[solver_params]\nrho = 1e-7\n{extra}\n\n[[body]]\nname = \"ball\"\nmass = 1.0\n\
+            "[sim]\ndt = 0.01\nsolver = \"{solver}\"\n{cone}\n[solver_params]\nrho = 1e-7\n{extra}\n\n[[body]]\nname = \"ball\"\nmass = 1.0\n\
              inertia = [0.004, 0.004, 0.004]\nposition = [0.0, 0.0, 0.2]\nshape = {{ type = \"sphere\", radius = 0.1 }}\n"
         )
     };
