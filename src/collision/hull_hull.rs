@@ -207,7 +207,7 @@ fn vertex_edge<T: Scalar>(
 /// // a vertex of a (z = −0.5 about the centre) against b's top face
 /// let v = (0..8).find(|&k| h.vertices[k].z < 0.0).unwrap();
 /// let f = (0..6).find(|&k| h.normals[k].z > 0.5).unwrap();
-/// let c = hull_hull_feature(&above, &h, &Pose::identity(), &h, vertex_face_id(0, v, f)).unwrap();
+/// let c = hull_hull_feature::<f64>(&above, &h, &Pose::identity(), &h, vertex_face_id(0, v, f)).unwrap();
 /// assert!((c.gap - 0.1).abs() < 1e-12 && (c.normal - Vec3::z()).norm() < 1e-12);
 /// ```
 pub fn hull_hull_feature<T: Scalar>(

@@ -33,7 +33,7 @@ use crate::Scalar;
 ///     .collect();
 /// let hull = convex_hull(&cube).unwrap();
 /// let pose = Pose::new(so3::identity(), Vec3::new(0.0, 0.0, 0.6));
-/// let c = hull_plane_vertex(&pose, &hull.mesh, &Vec3::z(), 0.0, 0).unwrap();
+/// let c = hull_plane_vertex::<f64>(&pose, &hull.mesh, &Vec3::z(), 0.0, 0).unwrap();
 /// assert!((c.gap - 0.1).abs() < 1e-15);
 /// ```
 pub fn hull_plane_vertex<T: Scalar>(

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! let src = "[sim]\ndt = 0.01\nsteps = 1\n[[body]]\nname = \"b\"\nmass = 1.0\n\
-//!            inertia = [0.1, 0.1, 0.1]\nshape = { type = \"sphere\", radius = 0.1 }\n\
+//!            inertia = [0.1, 0.1, 0.1]\nposition = [0.0, 0.0, 1.0]\nshape = { type = \"sphere\", radius = 0.1 }\n\
 //!            [[static]]\nname = \"ground\"\nshape = { type = \"plane\", normal = [0.0, 0.0, 1.0] }\n";
 //! let scene = dualsim::scene::parse(src, "inline.toml").unwrap();
 //! let info = dualsim::scene::info::info(&scene);
