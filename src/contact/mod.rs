@@ -282,6 +282,25 @@ pub enum SolveError {
         /// What is wrong.
         what: &'static str,
     },
+    /// The contact problem has no feasible point (e.g. `convex`: no
+    /// impulse keeps every candidate's normal velocity non-negative):
+    /// not a singular system.
+    #[error("the `{backend}` contact problem is infeasible: {what}")]
+    Infeasible {
+        /// Backend name.
+        backend: &'static str,
+        /// What cannot be satisfied.
+        what: &'static str,
+    },
+    /// An iterate of the backend's solver became non-finite (NaN or
+    /// infinite): not a singular system.
+    #[error("non-finite iterate in the `{backend}` solver: {what}")]
+    NonFinite {
+        /// Backend name.
+        backend: &'static str,
+        /// Where it happened.
+        what: &'static str,
+    },
     /// The step's `v⁺` is not unique: `∂r/∂y` is singular and its null
     /// space moves the velocities (redundant contacts whose impulse
     /// distribution changes `v⁺`, e.g. through Coulomb friction), so the

@@ -63,8 +63,8 @@ impl<T: Scalar> From<RolloutError<T>> for SimError {
 impl SimError {
     /// A short machine-readable name of the failure (`run --json`'s
     /// `error.kind`): `max_iterations`, `singular`, `dynamics`,
-    /// `collision`, `not_unique`, `unsupported`, `invalid_input`, `non_finite`, `size`,
-    /// `out_of_range`.
+    /// `collision`, `not_unique`, `unsupported`, `invalid_input`,
+    /// `infeasible`, `non_finite`, `size`, `out_of_range`.
     pub fn kind(&self) -> &'static str {
         match self {
             SimError::Solve(e) => match e {
@@ -72,6 +72,8 @@ impl SimError {
                 SolveError::Dynamics(_) => "dynamics",
                 SolveError::Singular(_) => "singular",
                 SolveError::InvalidInput { .. } => "invalid_input",
+                SolveError::Infeasible { .. } => "infeasible",
+                SolveError::NonFinite { .. } => "non_finite",
                 SolveError::NotUnique { .. } => "not_unique",
                 SolveError::OutOfRange { .. } => "singular",
                 SolveError::Collision(_) => "collision",

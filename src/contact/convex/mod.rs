@@ -139,12 +139,14 @@ fn failure(e: solver::Failure) -> SolveError {
             residual,
             complementarity: 0.0,
         },
-        solver::Failure::Infeasible => SolveError::Singular(
-            "convex contact model: no impulse keeps every candidate's normal velocity positive",
-        ),
-        solver::Failure::NonFinite => {
-            SolveError::Singular("non-finite iterate in the convex contact solve")
-        }
+        solver::Failure::Infeasible => SolveError::Infeasible {
+            backend: "convex",
+            what: "no impulse keeps every candidate's normal velocity positive",
+        },
+        solver::Failure::NonFinite => SolveError::NonFinite {
+            backend: "convex",
+            what: "the contact solve's iterate",
+        },
     }
 }
 
@@ -668,7 +670,10 @@ pub fn inverse<T: Scalar>(
 ) -> Result<Inverse<T>, SolveError> {
     let nv = p.model.nv;
     if v_next.len() != nv {
-        return Err(SolveError::Singular("v_next does not match the model's velocities"));
+        return Err(SolveError::InvalidInput {
+            backend: "convex",
+            what: "v_next does not match the model's velocities",
+        });
     }
     let zero_u = DVec::zeros(p.u.len());
     let p0 = StepProblem { u: &zero_u, ..*p };

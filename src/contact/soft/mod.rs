@@ -1203,9 +1203,10 @@ impl ContactBackend for Soft {
             ));
         }
         if v_next.len() != p.model.nv {
-            return Err(SolveError::Singular(
-                "v_next does not match the model's velocities",
-            ));
+            return Err(SolveError::InvalidInput {
+                backend: "soft",
+                what: "v_next does not match the model's velocities",
+            });
         }
         let (lam, _) = self.generalized_forces(p)?;
         let zero = DVec::zeros(p.u.len());

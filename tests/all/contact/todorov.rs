@@ -431,6 +431,16 @@ fn convex_inverse_refuses_penetrating_motion() {
         Err(SolveError::Unsupported { backend, .. }) => assert_eq!(backend, "convex"),
         other => panic!("expected a typed refusal, got {other:?}"),
     }
+    // a next velocity of the wrong length is malformed input, not a
+    // singular system
+    let long = nalgebra::DVector::<f64>::zeros(v.len() + 1);
+    match inverse(&backend, &p, &long) {
+        Err(SolveError::InvalidInput { backend, what }) => {
+            assert_eq!(backend, "convex");
+            assert!(what.contains("v_next"), "{what}");
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
 }
 
 /// As R, κ → 0 `convex` tends to the complementarity solution, one step
@@ -733,7 +743,10 @@ fn convex_check_passes_on_sliding_contacts() {
         assert!(failed.is_empty(), "{file}: {failed:#?}");
         assert_eq!(report.fd_skipped_columns, 0, "{file}");
         let rollout = report.rollout.as_ref().expect("the rollout comparison ran");
-        assert!(rollout.passed && rollout.skipped.is_empty(), "{file}: {rollout:#?}");
+        assert!(
+            rollout.passed && rollout.skipped.is_empty(),
+            "{file}: {rollout:#?}"
+        );
         assert!(report.passed, "{file}");
     }
 }
