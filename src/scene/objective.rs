@@ -19,7 +19,8 @@
 //! [`SceneError`] located at the offending list entry, with its field path
 //! (`objective.wrt[0]`).
 
-use super::{array, num, num_list, type_error, Cx, SceneError, Tab, R};
+use super::fields::{array, num, num_list, type_error, Cx, Tab, R};
+use super::SceneError;
 use crate::diff::names::{self, OutputField};
 use crate::sim::World;
 use toml::de::DeValue;
