@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use dualsim::contact::SolverKind;
-use dualsim::diff::{CheckOptions, CheckStatus, DiffOptions, Partials};
+use dualsim::diff::{CheckOptions, CheckReport, CheckStatus, DiffOptions, Partials};
 
 use crate::{load_scene_with, progress, EXIT_INPUT, EXIT_NOTHING_CHECKED, EXIT_SIM};
 
@@ -80,85 +80,7 @@ pub(crate) fn check(
         doc["relative_to"] = serde_json::json!("max(1, |J|)");
         println!("{doc}");
     } else {
-        println!(
-            "derivative check at steps {:?}, rho = {:e}",
-            report.sample_steps, report.rho
-        );
-        println!(
-            "columns lift, unrolled, fd: the largest difference from ift in the block, RELATIVE to max(1, |J|) (|J|: the block's largest |entry|, absolute)"
-        );
-        println!(
-            "tolerances (relative): lift {:e}, unrolled {:e}, fd {:e}",
-            opts.tol_lift, opts.tol_unrolled, opts.tol_fd
-        );
-        println!(
-            "fd skipped: input columns (over samples) of the block left out of fd as not smooth within ±eps; a block fails with none compared or more than {}% skipped",
-            report.max_fd_skipped_share * 100.0
-        );
-        println!(
-            "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12} {:>10}",
-            "of", "wrt", "|J|", "lift", "unrolled", "fd", "fd skipped"
-        );
-        for b in &report.blocks {
-            println!(
-                "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {:>10} {}",
-                b.of,
-                b.wrt,
-                b.norm,
-                b.max_rel_diff["ift_vs_lift"],
-                b.max_rel_diff["ift_vs_unrolled"],
-                b.max_rel_diff["ift_vs_fd"],
-                format!("{}/{}", b.fd_skipped, b.fd_skipped + b.fd_compared),
-                if b.passed { "" } else { "FAIL" }
-            );
-        }
-        if report.fd_skipped_columns > 0 {
-            println!(
-                "fd not compared on {} of {} input column(s) (at most {}% allowed), where the step is not smooth within ±eps:",
-                report.fd_skipped_columns,
-                report.fd_columns,
-                report.max_fd_skipped_total_share * 100.0
-            );
-            for c in &report.fd_skipped {
-                println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
-            }
-        }
-        for c in &report.events_without_derivative {
-            println!(
-                "event step {} not compared: no derivative with respect to {} (a contact opens or closes on either side of it)",
-                c.step, c.input
-            );
-        }
-        if !report.fd_refined.is_empty() {
-            println!(
-                "fd measured again at eps/10 on {} input column(s), where it came at least 5x closer to ift:",
-                report.fd_refined.len()
-            );
-            for c in &report.fd_refined {
-                println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
-            }
-        }
-        if !report.fd_one_sided.is_empty() {
-            println!(
-                "fd one-sided on {} input column(s), where the step map jumps on the other side within ±eps (an impact on a step boundary):",
-                report.fd_one_sided.len()
-            );
-            for c in &report.fd_one_sided {
-                println!("  step {:>5}  {}", c.step, c.input);
-            }
-        }
-        if let Some(r) = &report.rollout {
-            print_rollout_report(r);
-        }
-        println!(
-            "{}",
-            match report.status {
-                CheckStatus::Passed => "passed",
-                CheckStatus::Failed => "FAILED",
-                CheckStatus::NothingChecked =>
-                    "NOTHING CHECKED: the scene has no moving body or robot, so there is no derivative to compare",
-            }
-        );
+        print_check(&report, &opts);
     }
     match report.status {
         CheckStatus::Passed => ExitCode::SUCCESS,
@@ -170,6 +92,89 @@ pub(crate) fn check(
             ExitCode::from(EXIT_NOTHING_CHECKED)
         }
     }
+}
+
+/// The text form of `check`'s report (standard output).
+fn print_check(report: &CheckReport, opts: &CheckOptions) {
+    println!(
+        "derivative check at steps {:?}, rho = {:e}",
+        report.sample_steps, report.rho
+    );
+    println!(
+        "columns lift, unrolled, fd: the largest difference from ift in the block, RELATIVE to max(1, |J|) (|J|: the block's largest |entry|, absolute)"
+    );
+    println!(
+        "tolerances (relative): lift {:e}, unrolled {:e}, fd {:e}",
+        opts.tol_lift, opts.tol_unrolled, opts.tol_fd
+    );
+    println!(
+        "fd skipped: input columns (over samples) of the block left out of fd as not smooth within ±eps; a block fails with none compared or more than {}% skipped",
+        report.max_fd_skipped_share * 100.0
+    );
+    println!(
+        "{:>18} {:>18} {:>10} {:>12} {:>12} {:>12} {:>10}",
+        "of", "wrt", "|J|", "lift", "unrolled", "fd", "fd skipped"
+    );
+    for b in &report.blocks {
+        println!(
+            "{:>18} {:>18} {:>10.2e} {:>12.2e} {:>12.2e} {:>12.2e} {:>10} {}",
+            b.of,
+            b.wrt,
+            b.norm,
+            b.max_rel_diff["ift_vs_lift"],
+            b.max_rel_diff["ift_vs_unrolled"],
+            b.max_rel_diff["ift_vs_fd"],
+            format!("{}/{}", b.fd_skipped, b.fd_skipped + b.fd_compared),
+            if b.passed { "" } else { "FAIL" }
+        );
+    }
+    if report.fd_skipped_columns > 0 {
+        println!(
+            "fd not compared on {} of {} input column(s) (at most {}% allowed), where the step is not smooth within ±eps:",
+            report.fd_skipped_columns,
+            report.fd_columns,
+            report.max_fd_skipped_total_share * 100.0
+        );
+        for c in &report.fd_skipped {
+            println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
+        }
+    }
+    for c in &report.events_without_derivative {
+        println!(
+            "event step {} not compared: no derivative with respect to {} (a contact opens or closes on either side of it)",
+            c.step, c.input
+        );
+    }
+    if !report.fd_refined.is_empty() {
+        println!(
+            "fd measured again at eps/10 on {} input column(s), where it came at least 5x closer to ift:",
+            report.fd_refined.len()
+        );
+        for c in &report.fd_refined {
+            println!("  step {:>5}  {:<32} {}", c.step, c.input, c.reason);
+        }
+    }
+    if !report.fd_one_sided.is_empty() {
+        println!(
+            "fd one-sided on {} input column(s), where the step map jumps on the other side within ±eps (an impact on a step boundary):",
+            report.fd_one_sided.len()
+        );
+        for c in &report.fd_one_sided {
+            println!("  step {:>5}  {}", c.step, c.input);
+        }
+    }
+    if let Some(r) = &report.rollout {
+        print_rollout_report(r);
+    }
+    println!(
+        "{}",
+        match report.status {
+            CheckStatus::Passed => "passed",
+            CheckStatus::Failed => "FAILED",
+            CheckStatus::NothingChecked =>
+                "NOTHING CHECKED: the scene has no moving body or robot, so there is no derivative to compare",
+        }
+    );
 }
 
 /// The text form of the whole-rollout comparison of `check` and `grad --check`.

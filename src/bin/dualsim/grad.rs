@@ -71,39 +71,8 @@ pub(crate) fn grad(
     let computed = if gradient == Gradient::ComplementarityAware {
         aware_grad(&scene, &outputs, &inputs, &opts).map(|(v, j, n)| (v, j, Some(n), None))
     } else {
-        dualsim::diff::rollout_jacobian(
-            &scene.world,
-            &scene.initial,
-            &scene.controls,
-            scene.steps,
-            &inputs,
-            method,
-            &opts,
-        )
-        .and_then(|rj| {
-            let checked = if check {
-                let labels = names::input_labels(&scene.world, &groups);
-                Some(dualsim::diff::compare_rollout_jacobian(
-                    &scene.world,
-                    &scene.initial,
-                    &scene.controls,
-                    scene.steps,
-                    &inputs,
-                    &labels,
-                    &rj.jacobian,
-                    opts.fd_eps,
-                    &dualsim::diff::RolloutCheckOptions {
-                        max_columns: inputs.len(),
-                        ..Default::default()
-                    },
-                )?)
-            } else {
-                None
-            };
-            names::output_rows(&scene.world, &rj.last, &rj.jacobian, &outputs)
-                .map(|(v, j)| (v, j, checked))
-        })
-        .map(|(v, j, c)| (v, j, None, c))
+        exact_grad(&scene, &outputs, &groups, &inputs, method, &opts, check)
+            .map(|(v, j, c)| (v, j, None, c))
     };
     bar.finish_and_clear();
     let (value, jac, reclassified, checked) = match computed {
@@ -165,20 +134,7 @@ pub(crate) fn grad(
                 scene.steps
             );
         }
-        let lw = row_labels.iter().map(|l| l.len()).max().unwrap_or(0);
-        let widths: Vec<usize> = col_labels.iter().map(|c| c.len().max(13)).collect();
-        let mut head = format!("{:lw$}", "");
-        for (c, w) in col_labels.iter().zip(&widths) {
-            head.push_str(&format!(" {c:>w$}"));
-        }
-        println!("{head}");
-        for (label, r) in row_labels.iter().zip(&rows) {
-            let mut line = format!("{label:lw$}");
-            for (x, w) in r.iter().zip(&widths) {
-                line.push_str(&format!(" {x:>w$.6e}"));
-            }
-            println!("{line}");
-        }
+        print_matrix(&row_labels, &col_labels, &rows);
         if let Some(r) = &checked {
             print_rollout_report(r);
         }
@@ -191,6 +147,70 @@ pub(crate) fn grad(
             ExitCode::from(EXIT_SIM)
         }
         _ => ExitCode::SUCCESS,
+    }
+}
+
+/// `grad --gradient exact`: the rows of the requested outputs of the
+/// rollout's Jacobian (`method`), and with `check` its comparison with fd
+/// of the whole rollout.
+fn exact_grad(
+    scene: &Scene,
+    outputs: &[names::Output],
+    groups: &[(String, Vec<dualsim::diff::Input>)],
+    inputs: &[dualsim::diff::Input],
+    method: Method,
+    opts: &DiffOptions,
+    check: bool,
+) -> Result<(Vec<f64>, DMat<f64>, Option<dualsim::diff::RolloutReport>), dualsim::diff::DiffError> {
+    dualsim::diff::rollout_jacobian(
+        &scene.world,
+        &scene.initial,
+        &scene.controls,
+        scene.steps,
+        inputs,
+        method,
+        opts,
+    )
+    .and_then(|rj| {
+        let checked = if check {
+            let labels = names::input_labels(&scene.world, groups);
+            Some(dualsim::diff::compare_rollout_jacobian(
+                &scene.world,
+                &scene.initial,
+                &scene.controls,
+                scene.steps,
+                inputs,
+                &labels,
+                &rj.jacobian,
+                opts.fd_eps,
+                &dualsim::diff::RolloutCheckOptions {
+                    max_columns: inputs.len(),
+                    ..Default::default()
+                },
+            )?)
+        } else {
+            None
+        };
+        names::output_rows(&scene.world, &rj.last, &rj.jacobian, outputs)
+            .map(|(v, j)| (v, j, checked))
+    })
+}
+
+/// The Jacobian's rows (labelled) under its column labels (standard output).
+fn print_matrix(row_labels: &[String], col_labels: &[String], rows: &[Vec<f64>]) {
+    let lw = row_labels.iter().map(|l| l.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = col_labels.iter().map(|c| c.len().max(13)).collect();
+    let mut head = format!("{:lw$}", "");
+    for (c, w) in col_labels.iter().zip(&widths) {
+        head.push_str(&format!(" {c:>w$}"));
+    }
+    println!("{head}");
+    for (label, r) in row_labels.iter().zip(rows) {
+        let mut line = format!("{label:lw$}");
+        for (x, w) in r.iter().zip(&widths) {
+            line.push_str(&format!(" {x:>w$.6e}"));
+        }
+        println!("{line}");
     }
 }
 
