@@ -110,70 +110,7 @@ pub(super) fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
                 radii: sizes3(cx, r, span, &p, "radii")?,
             }
         }
-        "polytope" | "padded_polygon" => {
-            let (normals, nval, np) = vec3_list(cx, &mut t, "normals")?;
-            let Some((ov, op)) = t.get("offsets") else {
-                return Err(t.missing("offsets"));
-            };
-            let offsets = num_list(cx, ov, &op)?;
-            if offsets.len() != normals.len() {
-                return Err(cx.error(ov.span(), &op, "one offset per normal"));
-            }
-            if normals.is_empty() {
-                return Err(cx.error(nval.span(), &np, "at least one face is required"));
-            }
-            // Rows of A x <= b scaled to unit normals (the same set).
-            let mut unit = Vec::with_capacity(normals.len());
-            let mut scaled = Vec::with_capacity(normals.len());
-            for (i, (n, b)) in normals.iter().zip(&offsets).enumerate() {
-                let len = n.amax();
-                let Some(u) = normalize_scaled([n.x, n.y, n.z]) else {
-                    return Err(cx.error(
-                        nval.span(),
-                        &format!("{np}[{i}]"),
-                        "normal must be non-zero",
-                    ));
-                };
-                // b / |n| without overflow: |n| = len * |n / len|
-                let b = b / len / (n / len).norm();
-                in_abs(
-                    cx,
-                    ov.span(),
-                    &format!("{op}[{i}]"),
-                    b,
-                    limits::SIZE.1,
-                    " m (offset / |normal|)",
-                )?;
-                unit.push(u);
-                scaled.push(b);
-            }
-            let (normals, offsets) = (unit, scaled);
-            if ty == "polytope" {
-                if let Some(d) = recession_direction(&normals) {
-                    return Err(cx.error(
-                        nval.span(),
-                        &np,
-                        format!(
-                            "the half-spaces do not bound a volume: the polytope is unbounded \
-                             in direction [{:.3}, {:.3}, {:.3}] (every n·d ≤ 0; the normals must \
-                             point to all sides)",
-                            d.x, d.y, d.z
-                        ),
-                    ));
-                }
-                Shape::Polytope {
-                    normals,
-                    offsets,
-                    hull: None,
-                }
-            } else {
-                Shape::PaddedPolygon {
-                    normals,
-                    offsets,
-                    radius: positive(cx, &mut t, "radius")?,
-                }
-            }
-        }
+        "polytope" | "padded_polygon" => half_spaces(cx, &mut t, ty)?,
         "plane" => {
             if !is_static {
                 return Err(cx.error(tspan, &tpath, "a plane can only be static geometry"));
@@ -195,37 +132,7 @@ pub(super) fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
             };
             Shape::Plane { normal, offset }
         }
-        "bundle" => {
-            let op = t.str_opt("op")?;
-            let op = choose(cx, op, BUNDLE_OPS, BundleOp::Union)?;
-            let mut parts = Vec::new();
-            for mut part in t.array_of_tables("parts", PART_KEYS)? {
-                let position_at = part.get("position").map(|(v, p)| (v.span(), p));
-                let (pos, rot) = pose_fields(cx, &mut part)?;
-                if let Some((span, p)) = &position_at {
-                    for (d, x) in pos.iter().enumerate() {
-                        in_abs(
-                            cx,
-                            span.clone(),
-                            &format!("{p}[{d}]"),
-                            *x,
-                            limits::SIZE.1,
-                            " m",
-                        )?;
-                    }
-                }
-                let inner = match part.table("shape", SHAPE_TYPE_KEY)? {
-                    None => return Err(part.missing("shape")),
-                    Some(s) => shape(cx, s, false)?,
-                };
-                part.finish()?;
-                parts.push((inner, Pose::new(rot, Vec3::from(pos))));
-            }
-            if parts.is_empty() {
-                return Err(t.missing("parts"));
-            }
-            Shape::Bundle { parts, op }
-        }
+        "bundle" => bundle(cx, &mut t)?,
         "points" => {
             let (points, _, _) = vec3_list(cx, &mut t, "points")?;
             let (normals, nv, np) = vec3_list(cx, &mut t, "normals")?;
@@ -238,4 +145,104 @@ pub(super) fn shape(cx: &Cx, mut t: Tab, is_static: bool) -> R<Shape<f64>> {
     };
     t.finish()?;
     Ok(s)
+}
+
+/// A `polytope` or `padded_polygon` (`ty`): its `normals` and `offsets`
+/// scaled to unit normals; a polytope must be bounded.
+fn half_spaces(cx: &Cx, t: &mut Tab, ty: &str) -> R<Shape<f64>> {
+    let (normals, nval, np) = vec3_list(cx, t, "normals")?;
+    let Some((ov, op)) = t.get("offsets") else {
+        return Err(t.missing("offsets"));
+    };
+    let offsets = num_list(cx, ov, &op)?;
+    if offsets.len() != normals.len() {
+        return Err(cx.error(ov.span(), &op, "one offset per normal"));
+    }
+    if normals.is_empty() {
+        return Err(cx.error(nval.span(), &np, "at least one face is required"));
+    }
+    // Rows of A x <= b scaled to unit normals (the same set).
+    let mut unit = Vec::with_capacity(normals.len());
+    let mut scaled = Vec::with_capacity(normals.len());
+    for (i, (n, b)) in normals.iter().zip(&offsets).enumerate() {
+        let len = n.amax();
+        let Some(u) = normalize_scaled([n.x, n.y, n.z]) else {
+            return Err(cx.error(
+                nval.span(),
+                &format!("{np}[{i}]"),
+                "normal must be non-zero",
+            ));
+        };
+        // b / |n| without overflow: |n| = len * |n / len|
+        let b = b / len / (n / len).norm();
+        in_abs(
+            cx,
+            ov.span(),
+            &format!("{op}[{i}]"),
+            b,
+            limits::SIZE.1,
+            " m (offset / |normal|)",
+        )?;
+        unit.push(u);
+        scaled.push(b);
+    }
+    let (normals, offsets) = (unit, scaled);
+    if ty == "polytope" {
+        if let Some(d) = recession_direction(&normals) {
+            return Err(cx.error(
+                nval.span(),
+                &np,
+                format!(
+                    "the half-spaces do not bound a volume: the polytope is unbounded \
+                     in direction [{:.3}, {:.3}, {:.3}] (every n·d ≤ 0; the normals must \
+                     point to all sides)",
+                    d.x, d.y, d.z
+                ),
+            ));
+        }
+        Ok(Shape::Polytope {
+            normals,
+            offsets,
+            hull: None,
+        })
+    } else {
+        Ok(Shape::PaddedPolygon {
+            normals,
+            offsets,
+            radius: positive(cx, t, "radius")?,
+        })
+    }
+}
+
+/// A `bundle`: its `parts` (each a shape at a pose) and their `op`.
+fn bundle(cx: &Cx, t: &mut Tab) -> R<Shape<f64>> {
+    let op = t.str_opt("op")?;
+    let op = choose(cx, op, BUNDLE_OPS, BundleOp::Union)?;
+    let mut parts = Vec::new();
+    for mut part in t.array_of_tables("parts", PART_KEYS)? {
+        let position_at = part.get("position").map(|(v, p)| (v.span(), p));
+        let (pos, rot) = pose_fields(cx, &mut part)?;
+        if let Some((span, p)) = &position_at {
+            for (d, x) in pos.iter().enumerate() {
+                in_abs(
+                    cx,
+                    span.clone(),
+                    &format!("{p}[{d}]"),
+                    *x,
+                    limits::SIZE.1,
+                    " m",
+                )?;
+            }
+        }
+        let inner = match part.table("shape", SHAPE_TYPE_KEY)? {
+            None => return Err(part.missing("shape")),
+            Some(s) => shape(cx, s, false)?,
+        };
+        part.finish()?;
+        parts.push((inner, Pose::new(rot, Vec3::from(pos))));
+    }
+    if parts.is_empty() {
+        return Err(t.missing("parts"));
+    }
+    Ok(Shape::Bundle { parts, op })
 }
