@@ -32,7 +32,7 @@ pub(super) fn check_initial(
     }
     // Bodies that start inside each other.
     if !allow_initial_penetration {
-        let g = crate::sim::penetration::gaps(world, &initial, -INITIAL_PENETRATION_TOLERANCE);
+        let g = crate::sim::penetration::gaps(world, initial, -INITIAL_PENETRATION_TOLERANCE);
         if let Some(d) = g.deepest() {
             let robot = d.a.split('/').next().unwrap_or(&d.a);
             let at = locate(located, &d.a).or_else(|| locate(located, robot));
@@ -53,7 +53,7 @@ pub(super) fn check_initial(
     }
     // Every remaining check of the library (a backstop: the checks above
     // already locate what they find).
-    world.validate(&initial).map_err(|e| {
+    world.validate(initial).map_err(|e| {
         let msg = e.to_string();
         // locate at the first body, static or robot the message names
         let named = msg.split('`').nth(1).unwrap_or("");

@@ -84,7 +84,7 @@ fn load_urdf(
         Some((val, p)) => package_dirs(cx, val, &p, base_dir)?,
     };
     let urdf = urdf::load_file_with(base_dir.join(file), base, &package_dirs)
-        .map_err(|e| cx.error(fspan.clone(), &fpath, format!("{file}: {e}")))?;
+        .map_err(|e| cx.error(fspan.clone(), fpath, format!("{file}: {e}")))?;
     let ignore_mimic = match r.get("ignore_mimic") {
         None => false,
         Some((val, p)) => boolean(cx, val, &p)?,
@@ -93,7 +93,7 @@ fn load_urdf(
         urdf.refuse_mimic().map_err(|e| {
             cx.error(
                 fspan.clone(),
-                &fpath,
+                fpath,
                 format!(
                     "{file}: {e}; set `ignore_mimic = true` on the robot to simulate them \
                      as independent joints"
@@ -110,7 +110,7 @@ fn load_urdf(
             if !(i.mass > 0.0 && d.x > 0.0 && d.y > 0.0 && d.z > 0.0) {
                 return Err(cx.error(
                     fspan.clone(),
-                    &fpath,
+                    fpath,
                     format!(
                         "{file}: the root link `{}` of a floating base has no mass or \
                          rotational inertia (mass {}, inertia diagonal [{}, {}, {}], the \
