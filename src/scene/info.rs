@@ -17,8 +17,11 @@
 use serde_json::{json, Value};
 
 use super::Scene;
+use crate::dynamics::urdf::UrdfRobot;
 use crate::dynamics::Joint;
+use crate::dynamics::Model;
 use crate::geometry::Shape;
+use crate::sim::Robot;
 
 /// Why a pair of bodies is never checked for contact.
 pub const LINK_LINK: &str = "link–link contact (within a robot or between robots) is not modelled";
@@ -70,105 +73,7 @@ pub fn info(scene: &Scene) -> Value {
         let Some(u) = scene.robots.get(ri) else {
             continue;
         };
-        let link = |k: usize| u.model.bodies[k].name.clone();
-        let mut joints = Vec::new();
-        let mut fixed = Vec::new();
-        for (k, b) in m.bodies[r.first_body..r.first_body + r.bodies]
-            .iter()
-            .enumerate()
-        {
-            let j = &u.joints[k];
-            let parent = u.model.bodies[k].parent.map(link);
-            if b.joint == Joint::Fixed {
-                fixed.push(json!({
-                    "name": j.name,
-                    "type": j.kind,
-                    "link": link(k),
-                    "parent_link": parent,
-                    "inertia_merged_into": u.welded_to[k].map(link),
-                }));
-                continue;
-            }
-            let axis = match b.joint {
-                Joint::Revolute { axis } | Joint::Prismatic { axis } => json!(axis),
-                _ => Value::Null,
-            };
-            let l = &b.limits;
-            joints.push(json!({
-                "name": j.name,
-                "type": j.kind,
-                "link": link(k),
-                "parent_link": parent,
-                "axis": axis,
-                "lower": finite(l.lower),
-                "upper": finite(l.upper),
-                "effort": finite(l.effort),
-                "velocity": finite(l.velocity),
-                "damping": j.damping,
-                "friction": j.friction,
-                "q": range(b.idx_q, b.joint.nq()),
-                "v": range(b.idx_v, b.joint.nv()),
-            }));
-        }
-        let links: Vec<Value> = u
-            .model
-            .bodies
-            .iter()
-            .enumerate()
-            .map(|(k, b)| {
-                let shapes: Vec<Value> = u
-                    .collisions
-                    .iter()
-                    .filter(|c| c.body == k)
-                    .map(|c| {
-                        let simulated = match c.shape {
-                            Shape::Cylinder { .. } => "capsule",
-                            ref s => s.type_name(),
-                        };
-                        let mut s = json!({"type": simulated, "urdf": match c.mesh {
-                            Some(_) => "mesh",
-                            None => c.shape.type_name(),
-                        }});
-                        if let Some(mesh) = &c.mesh {
-                            s["mesh"] = json!(mesh.filename);
-                            s["hull_vertices"] = json!(mesh.vertices);
-                            s["hull_faces"] = json!(mesh.faces);
-                        }
-                        s
-                    })
-                    .collect();
-                json!({
-                    "name": b.name,
-                    "parent": b.parent.map(link),
-                    "mass": b.inertia.mass,
-                    "inertia_merged_into": u.welded_to[k].map(link),
-                    "shapes": shapes,
-                })
-            })
-            .collect();
-        let mimic: Vec<Value> = u
-            .mimic
-            .iter()
-            .map(|x| {
-                json!({"joint": x.joint, "mimicked": x.mimicked,
-                       "multiplier": x.multiplier, "offset": x.offset})
-            })
-            .collect();
-        robots.push(json!({
-            "name": r.name,
-            "urdf_name": u.name,
-            "base": if m.bodies[r.first_body].joint == Joint::Free { "floating" } else { "fixed" },
-            "nq": r.nq,
-            "nv": r.nv,
-            "q": range(r.idx_q, r.nq),
-            "v": range(r.idx_v, r.nv),
-            "mass": u.total_mass(),
-            "ignore_joint_limits": r.ignore_joint_limits,
-            "joints": joints,
-            "fixed_joints": fixed,
-            "links": links,
-            "mimic": mimic,
-        }));
+        robots.push(robot_json(m, r, u));
     }
     // contact pairs, by body: every body with a shape against every static
     // and every other such body, except link–link pairs
@@ -201,6 +106,111 @@ pub fn info(scene: &Scene) -> Value {
         "statics": statics,
         "robots": robots,
         "contact_pairs": {"considered": considered, "excluded": excluded},
+    })
+}
+
+/// One robot of the [`info`] document: its joints in state order, fixed
+/// joints, links with their collision shapes, and mimic joints (`u`: the
+/// robot as imported, `r`: its place in the world's model `m`).
+fn robot_json(m: &Model<f64>, r: &Robot, u: &UrdfRobot) -> Value {
+    let link = |k: usize| u.model.bodies[k].name.clone();
+    let mut joints = Vec::new();
+    let mut fixed = Vec::new();
+    for (k, b) in m.bodies[r.first_body..r.first_body + r.bodies]
+        .iter()
+        .enumerate()
+    {
+        let j = &u.joints[k];
+        let parent = u.model.bodies[k].parent.map(link);
+        if b.joint == Joint::Fixed {
+            fixed.push(json!({
+                "name": j.name,
+                "type": j.kind,
+                "link": link(k),
+                "parent_link": parent,
+                "inertia_merged_into": u.welded_to[k].map(link),
+            }));
+            continue;
+        }
+        let axis = match b.joint {
+            Joint::Revolute { axis } | Joint::Prismatic { axis } => json!(axis),
+            _ => Value::Null,
+        };
+        let l = &b.limits;
+        joints.push(json!({
+            "name": j.name,
+            "type": j.kind,
+            "link": link(k),
+            "parent_link": parent,
+            "axis": axis,
+            "lower": finite(l.lower),
+            "upper": finite(l.upper),
+            "effort": finite(l.effort),
+            "velocity": finite(l.velocity),
+            "damping": j.damping,
+            "friction": j.friction,
+            "q": range(b.idx_q, b.joint.nq()),
+            "v": range(b.idx_v, b.joint.nv()),
+        }));
+    }
+    let links: Vec<Value> = u
+        .model
+        .bodies
+        .iter()
+        .enumerate()
+        .map(|(k, b)| {
+            let shapes: Vec<Value> = u
+                .collisions
+                .iter()
+                .filter(|c| c.body == k)
+                .map(|c| {
+                    let simulated = match c.shape {
+                        Shape::Cylinder { .. } => "capsule",
+                        ref s => s.type_name(),
+                    };
+                    let mut s = json!({"type": simulated, "urdf": match c.mesh {
+                        Some(_) => "mesh",
+                        None => c.shape.type_name(),
+                    }});
+                    if let Some(mesh) = &c.mesh {
+                        s["mesh"] = json!(mesh.filename);
+                        s["hull_vertices"] = json!(mesh.vertices);
+                        s["hull_faces"] = json!(mesh.faces);
+                    }
+                    s
+                })
+                .collect();
+            json!({
+                "name": b.name,
+                "parent": b.parent.map(link),
+                "mass": b.inertia.mass,
+                "inertia_merged_into": u.welded_to[k].map(link),
+                "shapes": shapes,
+            })
+        })
+        .collect();
+    let mimic: Vec<Value> = u
+        .mimic
+        .iter()
+        .map(|x| {
+            json!({"joint": x.joint, "mimicked": x.mimicked,
+                   "multiplier": x.multiplier, "offset": x.offset})
+        })
+        .collect();
+    json!({
+        "name": r.name,
+        "urdf_name": u.name,
+        "base": if m.bodies[r.first_body].joint == Joint::Free { "floating" } else { "fixed" },
+        "nq": r.nq,
+        "nv": r.nv,
+        "q": range(r.idx_q, r.nq),
+        "v": range(r.idx_v, r.nv),
+        "mass": u.total_mass(),
+        "ignore_joint_limits": r.ignore_joint_limits,
+        "joints": joints,
+        "fixed_joints": fixed,
+        "links": links,
+        "mimic": mimic,
     })
 }
 
@@ -260,126 +270,7 @@ pub fn text(info: &Value) -> String {
         );
     }
     for r in info["robots"].as_array().into_iter().flatten() {
-        let joints = r["joints"].as_array().cloned().unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "\nrobot `{}` (URDF robot `{}`): {} base, {} joints with coordinates, nq = {}, nv = {} \
-             (q[{}], v[{}]), mass {:.6} kg{}",
-            r["name"].as_str().unwrap_or(""),
-            r["urdf_name"].as_str().unwrap_or(""),
-            r["base"].as_str().unwrap_or(""),
-            joints.len(),
-            r["nq"],
-            r["nv"],
-            span(&r["q"]),
-            span(&r["v"]),
-            r["mass"].as_f64().unwrap_or(0.0),
-            if r["ignore_joint_limits"].as_bool() == Some(true) {
-                ", joint limits ignored"
-            } else {
-                ""
-            }
-        );
-        let _ = writeln!(s, "  joints, in state order:");
-        let _ = writeln!(
-            s,
-            "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  link",
-            "q",
-            "v",
-            "joint",
-            "type",
-            "axis",
-            "limits [lower, upper]",
-            "effort",
-            "velocity",
-            "damping",
-            "friction"
-        );
-        for j in &joints {
-            let axis = match j["axis"].as_array() {
-                Some(a) => format!("[{}]", a.iter().map(num).collect::<Vec<_>>().join(", ")),
-                None => "-".into(),
-            };
-            let limits = format!("[{}, {}]", lo(&j["lower"]), num(&j["upper"]));
-            let _ = writeln!(
-                s,
-                "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  {}",
-                span(&j["q"]),
-                span(&j["v"]),
-                j["name"].as_str().unwrap_or(""),
-                j["type"].as_str().unwrap_or(""),
-                axis,
-                limits,
-                num(&j["effort"]),
-                num(&j["velocity"]),
-                num(&j["damping"]),
-                num(&j["friction"]),
-                j["link"].as_str().unwrap_or("")
-            );
-        }
-        let fixed = r["fixed_joints"].as_array().cloned().unwrap_or_default();
-        if !fixed.is_empty() {
-            let _ = writeln!(s, "  fixed joints (no coordinates):");
-            for f in &fixed {
-                let merged = match f["inertia_merged_into"].as_str() {
-                    Some(t) => format!(", inertia merged into `{t}`"),
-                    None => String::new(),
-                };
-                let to = match f["parent_link"].as_str() {
-                    Some(p) => format!("`{p}`"),
-                    None => "the world".into(),
-                };
-                let _ = writeln!(
-                    s,
-                    "    {} ({}): `{}` welded to {to}{merged}",
-                    f["name"].as_str().unwrap_or(""),
-                    f["type"].as_str().unwrap_or(""),
-                    f["link"].as_str().unwrap_or(""),
-                );
-            }
-        }
-        for x in r["mimic"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "  mimic joint `{}` follows `{}` (× {} + {}), simulated as an independent joint",
-                x["joint"].as_str().unwrap_or(""),
-                x["mimicked"].as_str().unwrap_or(""),
-                x["multiplier"],
-                x["offset"]
-            );
-        }
-        let _ = writeln!(s, "  links and their collision shapes:");
-        for l in r["links"].as_array().into_iter().flatten() {
-            let shapes: Vec<String> = l["shapes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| match c["mesh"].as_str() {
-                    Some(f) => format!(
-                        "hull of `{f}` ({} vertices, {} faces)",
-                        c["hull_vertices"], c["hull_faces"]
-                    ),
-                    None if c["urdf"] != c["type"] => format!(
-                        "{} (URDF {})",
-                        c["type"].as_str().unwrap_or(""),
-                        c["urdf"].as_str().unwrap_or("")
-                    ),
-                    None => c["type"].as_str().unwrap_or("").to_string(),
-                })
-                .collect();
-            let mass = format!("{:.6}", l["mass"].as_f64().unwrap_or(0.0));
-            let _ = writeln!(
-                s,
-                "    {:<28} mass {:<10} {}",
-                l["name"].as_str().unwrap_or(""),
-                mass,
-                if shapes.is_empty() {
-                    "no collision shape".to_string()
-                } else {
-                    shapes.join("; ")
-                }
-            );
-        }
+        robot_text(&mut s, r);
     }
     let pairs = &info["contact_pairs"];
     let considered = pairs["considered"].as_array().cloned().unwrap_or_default();
@@ -410,4 +301,129 @@ pub fn text(info: &Value) -> String {
         }
     }
     s
+}
+
+/// One robot of the [`info`] document as text (appended to `s`).
+fn robot_text(s: &mut String, r: &Value) {
+    use std::fmt::Write;
+    let joints = r["joints"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "\nrobot `{}` (URDF robot `{}`): {} base, {} joints with coordinates, nq = {}, nv = {} \
+         (q[{}], v[{}]), mass {:.6} kg{}",
+        r["name"].as_str().unwrap_or(""),
+        r["urdf_name"].as_str().unwrap_or(""),
+        r["base"].as_str().unwrap_or(""),
+        joints.len(),
+        r["nq"],
+        r["nv"],
+        span(&r["q"]),
+        span(&r["v"]),
+        r["mass"].as_f64().unwrap_or(0.0),
+        if r["ignore_joint_limits"].as_bool() == Some(true) {
+            ", joint limits ignored"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(s, "  joints, in state order:");
+    let _ = writeln!(
+        s,
+        "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  link",
+        "q",
+        "v",
+        "joint",
+        "type",
+        "axis",
+        "limits [lower, upper]",
+        "effort",
+        "velocity",
+        "damping",
+        "friction"
+    );
+    for j in &joints {
+        let axis = match j["axis"].as_array() {
+            Some(a) => format!("[{}]", a.iter().map(num).collect::<Vec<_>>().join(", ")),
+            None => "-".into(),
+        };
+        let limits = format!("[{}, {}]", lo(&j["lower"]), num(&j["upper"]));
+        let _ = writeln!(
+            s,
+            "  {:>7} {:>7}  {:<28} {:<11} {:<18} {:<28} {:>9} {:>9} {:>8} {:>8}  {}",
+            span(&j["q"]),
+            span(&j["v"]),
+            j["name"].as_str().unwrap_or(""),
+            j["type"].as_str().unwrap_or(""),
+            axis,
+            limits,
+            num(&j["effort"]),
+            num(&j["velocity"]),
+            num(&j["damping"]),
+            num(&j["friction"]),
+            j["link"].as_str().unwrap_or("")
+        );
+    }
+    let fixed = r["fixed_joints"].as_array().cloned().unwrap_or_default();
+    if !fixed.is_empty() {
+        let _ = writeln!(s, "  fixed joints (no coordinates):");
+        for f in &fixed {
+            let merged = match f["inertia_merged_into"].as_str() {
+                Some(t) => format!(", inertia merged into `{t}`"),
+                None => String::new(),
+            };
+            let to = match f["parent_link"].as_str() {
+                Some(p) => format!("`{p}`"),
+                None => "the world".into(),
+            };
+            let _ = writeln!(
+                s,
+                "    {} ({}): `{}` welded to {to}{merged}",
+                f["name"].as_str().unwrap_or(""),
+                f["type"].as_str().unwrap_or(""),
+                f["link"].as_str().unwrap_or(""),
+            );
+        }
+    }
+    for x in r["mimic"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  mimic joint `{}` follows `{}` (× {} + {}), simulated as an independent joint",
+            x["joint"].as_str().unwrap_or(""),
+            x["mimicked"].as_str().unwrap_or(""),
+            x["multiplier"],
+            x["offset"]
+        );
+    }
+    let _ = writeln!(s, "  links and their collision shapes:");
+    for l in r["links"].as_array().into_iter().flatten() {
+        let shapes: Vec<String> = l["shapes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| match c["mesh"].as_str() {
+                Some(f) => format!(
+                    "hull of `{f}` ({} vertices, {} faces)",
+                    c["hull_vertices"], c["hull_faces"]
+                ),
+                None if c["urdf"] != c["type"] => format!(
+                    "{} (URDF {})",
+                    c["type"].as_str().unwrap_or(""),
+                    c["urdf"].as_str().unwrap_or("")
+                ),
+                None => c["type"].as_str().unwrap_or("").to_string(),
+            })
+            .collect();
+        let mass = format!("{:.6}", l["mass"].as_f64().unwrap_or(0.0));
+        let _ = writeln!(
+            s,
+            "    {:<28} mass {:<10} {}",
+            l["name"].as_str().unwrap_or(""),
+            mass,
+            if shapes.is_empty() {
+                "no collision shape".to_string()
+            } else {
+                shapes.join("; ")
+            }
+        );
+    }
 }

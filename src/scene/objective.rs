@@ -19,7 +19,8 @@
 //! [`SceneError`] located at the offending list entry, with its field path
 //! (`objective.wrt[0]`).
 
-use super::{array, num, num_list, type_error, Cx, SceneError, Tab, R};
+use super::fields::{array, num, num_list, type_error, Cx, Tab, R};
+use super::SceneError;
 use crate::diff::names::{self, OutputField};
 use crate::sim::World;
 use toml::de::DeValue;
@@ -273,234 +274,17 @@ pub(super) fn read(
         }
     };
     let mut running = Vec::new();
-    for mut r in t.array_of_tables("running", RUNNING_KEYS)? {
-        let (of, target, weights) = outputs_targets_weights(cx, &mut r, world)?;
-        let bound = |r: &mut Tab, key: &'static str, default: usize| -> R<usize> {
-            match r.get(key) {
-                None => Ok(default),
-                Some((v, p)) => {
-                    let x = num(cx, v, &p)?;
-                    if x < 0.0 || x.fract() != 0.0 || x > steps as f64 {
-                        return Err(loc(
-                            v.span(),
-                            &p,
-                            format!("expected a whole number of steps in 0..={steps}, got {x}"),
-                        ));
-                    }
-                    Ok(x as usize)
-                }
-            }
-        };
-        let from = bound(&mut r, "from", 0)?;
-        let to = match r.get("to") {
-            None => None,
-            Some(_) => {
-                r.used.retain(|k| *k != "to");
-                Some(bound(&mut r, "to", steps)?)
-            }
-        };
-        if from >= to.unwrap_or(steps) {
-            return Err(loc(
-                r.span.clone(),
-                &r.path,
-                format!(
-                    "`from` ({from}) must be below `to` ({})",
-                    to.unwrap_or(steps)
-                ),
-            ));
-        }
-        r.finish()?;
-        running.push(RunningSpec {
-            of,
-            target,
-            weights,
-            from,
-            to,
-        });
+    for r in t.array_of_tables("running", RUNNING_KEYS)? {
+        running.push(read_running(cx, r, world, steps)?);
     }
     let effort = match t.table("effort", EFFORT_KEYS)? {
         None => None,
-        Some(mut e) => {
-            let nv = world.model.nv;
-            let list = |e: &mut Tab,
-                        key: &'static str,
-                        default: f64,
-                        non_negative: bool|
-             -> R<Vec<f64>> {
-                match e.get(key) {
-                    None => Ok(vec![default; nv]),
-                    Some((v, p)) => {
-                        let xs = num_list(cx, v, &p)?;
-                        let xs = if xs.len() == 1 { vec![xs[0]; nv] } else { xs };
-                        if xs.len() != nv {
-                            return Err(loc(
-                                v.span(),
-                                &p,
-                                format!(
-                                    "expected one value per control entry ({nv}) or one for all, found {}",
-                                    xs.len()
-                                ),
-                            ));
-                        }
-                        if non_negative && xs.iter().any(|x| *x < 0.0) {
-                            return Err(loc(v.span(), &p, "a weight must be >= 0".into()));
-                        }
-                        Ok(xs)
-                    }
-                }
-            };
-            if e.get("weights").is_none() {
-                return Err(e.missing("weights"));
-            }
-            e.used.retain(|k| *k != "weights");
-            let weights = list(&mut e, "weights", 0.0, true)?;
-            let target = list(&mut e, "target", 0.0, false)?;
-            e.finish()?;
-            Some(EffortSpec { weights, target })
-        }
+        Some(e) => Some(read_effort(cx, e, world.model.nv)?),
     };
     let mut bounds: Vec<BoundSpec> = Vec::new();
-    for mut b in t.array_of_tables("bounds", BOUNDS_KEYS)? {
-        let Some((nv_, np)) = b.get("wrt") else {
-            return Err(b.missing("wrt"));
-        };
-        let name = match nv_.get_ref() {
-            DeValue::String(s) => s.to_string(),
-            other => {
-                return Err(type_error(
-                    cx,
-                    nv_,
-                    &np,
-                    "a string (one entry of `wrt`)",
-                    other,
-                ))
-            }
-        };
-        if !wrt.iter().any(|(w, _, _)| *w == name) {
-            return Err(loc(
-                nv_.span(),
-                &np,
-                format!(
-                    "`{name}` is not a decision variable of this objective (wrt: {})",
-                    wrt.iter()
-                        .map(|(w, _, _)| w.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        if bounds.iter().any(|o| o.wrt == name) {
-            return Err(loc(
-                nv_.span(),
-                &np,
-                format!("`{name}` has bounds already: give each decision variable one entry"),
-            ));
-        }
-        let inputs = names::parse_inputs(world, &name, steps)
-            .map_err(|e| loc(nv_.span(), &np, strip_item(&e.to_string())))?
-            .remove(0)
-            .1;
-        let starts: Vec<Option<f64>> = inputs
-            .iter()
-            .map(|i| names::input_value(world, initial, controls, *i))
-            .collect();
-        if starts.iter().any(Option::is_none) {
-            return Err(loc(
-                nv_.span(),
-                &np,
-                format!(
-                    "`{name}` has no bounds: an orientation or a floating base's coordinates are \
-                     not a vector quantity (bound a position, velocity, control or parameter)"
-                ),
-            ));
-        }
-        let width = bound_width(&inputs);
-        let side = |b: &mut Tab,
-                    key: &'static str,
-                    default: f64|
-         -> R<(Vec<f64>, Option<(std::ops::Range<usize>, String)>)> {
-            match b.get(key) {
-                None => Ok((vec![default; width], None)),
-                Some((v, p)) => {
-                    let xs = num_list(cx, v, &p)?;
-                    let xs = if xs.len() == 1 {
-                        vec![xs[0]; width]
-                    } else {
-                        xs
-                    };
-                    if xs.len() != width {
-                        return Err(loc(
-                            v.span(),
-                            &p,
-                            format!(
-                                "expected one value per entry of `{name}` ({width}) or one for all, found {}",
-                                xs.len()
-                            ),
-                        ));
-                    }
-                    if xs.iter().any(|x| x.is_nan()) {
-                        return Err(loc(
-                            v.span(),
-                            &p,
-                            "a bound must be a number or inf, not nan".into(),
-                        ));
-                    }
-                    Ok((xs, Some((v.span(), p))))
-                }
-            }
-        };
-        let (lower, lo_at) = side(&mut b, "lower", f64::NEG_INFINITY)?;
-        let (upper, hi_at) = side(&mut b, "upper", f64::INFINITY)?;
-        if lo_at.is_none() && hi_at.is_none() {
-            return Err(loc(
-                b.span.clone(),
-                &b.path,
-                "give `lower`, `upper` or both".into(),
-            ));
-        }
-        let at = lo_at.clone().or(hi_at.clone()).expect("one side is given");
-        if let Some(j) = (0..width).find(|&j| lower[j] > upper[j]) {
-            return Err(loc(
-                at.0,
-                &at.1,
-                format!(
-                    "entry {j}: lower bound {} > upper bound {}",
-                    lower[j], upper[j]
-                ),
-            ));
-        }
-        // the start (the scene's values) must be feasible
-        for (i, (inp, x)) in inputs.iter().zip(&starts).enumerate() {
-            let x = x.expect("checked above");
-            let j = i % width;
-            let (bad, side_at) = if x < lower[j] {
-                (Some(lower[j]), lo_at.clone())
-            } else if x > upper[j] {
-                (Some(upper[j]), hi_at.clone())
-            } else {
-                (None, None)
-            };
-            if let (Some(bnd), Some((span, path))) = (bad, side_at) {
-                let which = match inp {
-                    crate::diff::Input::Control { step, .. } => format!("entry {j} at step {step}"),
-                    _ => format!("entry {j}"),
-                };
-                return Err(loc(
-                    span,
-                    &path,
-                    format!(
-                        "the scene's value of `{name}` {which} is {x}, outside this bound ({bnd}): \
-                         the optimization starts from the scene's values, which must be feasible"
-                    ),
-                ));
-            }
-        }
-        b.finish()?;
-        bounds.push(BoundSpec {
-            wrt: name,
-            lower,
-            upper,
-        });
+    for b in t.array_of_tables("bounds", BOUNDS_KEYS)? {
+        let bound = read_bound(cx, b, (world, initial, controls, steps), &wrt, &bounds)?;
+        bounds.push(bound);
     }
     t.finish()?;
     Ok(ObjectiveSpec {
@@ -513,6 +297,283 @@ pub(super) fn read(
         effort,
         bounds,
     })
+}
+
+/// One `[[objective.running]]`: a running cost over the steps `from..to`.
+fn read_running(cx: &Cx, mut r: Tab, world: &World<f64>, steps: usize) -> R<RunningSpec> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
+    let (of, target, weights) = outputs_targets_weights(cx, &mut r, world)?;
+    let bound = |r: &mut Tab, key: &'static str, default: usize| -> R<usize> {
+        match r.get(key) {
+            None => Ok(default),
+            Some((v, p)) => {
+                let x = num(cx, v, &p)?;
+                if x < 0.0 || x.fract() != 0.0 || x > steps as f64 {
+                    return Err(loc(
+                        v.span(),
+                        &p,
+                        format!("expected a whole number of steps in 0..={steps}, got {x}"),
+                    ));
+                }
+                Ok(x as usize)
+            }
+        }
+    };
+    let from = bound(&mut r, "from", 0)?;
+    let to = match r.get("to") {
+        None => None,
+        Some(_) => {
+            r.used.retain(|k| *k != "to");
+            Some(bound(&mut r, "to", steps)?)
+        }
+    };
+    if from >= to.unwrap_or(steps) {
+        return Err(loc(
+            r.span.clone(),
+            &r.path,
+            format!(
+                "`from` ({from}) must be below `to` ({})",
+                to.unwrap_or(steps)
+            ),
+        ));
+    }
+    r.finish()?;
+    Ok(RunningSpec {
+        of,
+        target,
+        weights,
+        from,
+        to,
+    })
+}
+
+/// `[objective.effort]`: the weights and target of the control effort, one
+/// per control entry (`nv`) or one for all.
+fn read_effort(cx: &Cx, mut e: Tab, nv: usize) -> R<EffortSpec> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
+    let list = |e: &mut Tab, key: &'static str, default: f64, non_negative: bool| -> R<Vec<f64>> {
+        match e.get(key) {
+            None => Ok(vec![default; nv]),
+            Some((v, p)) => {
+                let xs = num_list(cx, v, &p)?;
+                let xs = if xs.len() == 1 { vec![xs[0]; nv] } else { xs };
+                if xs.len() != nv {
+                    return Err(loc(
+                        v.span(),
+                        &p,
+                        format!(
+                            "expected one value per control entry ({nv}) or one for all, found {}",
+                            xs.len()
+                        ),
+                    ));
+                }
+                if non_negative && xs.iter().any(|x| *x < 0.0) {
+                    return Err(loc(v.span(), &p, "a weight must be >= 0".into()));
+                }
+                Ok(xs)
+            }
+        }
+    };
+    if e.get("weights").is_none() {
+        return Err(e.missing("weights"));
+    }
+    e.used.retain(|k| *k != "weights");
+    let weights = list(&mut e, "weights", 0.0, true)?;
+    let target = list(&mut e, "target", 0.0, false)?;
+    e.finish()?;
+    Ok(EffortSpec { weights, target })
+}
+
+/// One `[[objective.bounds]]`: the box of one decision variable of `wrt`
+/// (not one of `earlier`), which the scene's values must lie in.
+fn read_bound(
+    cx: &Cx,
+    mut b: Tab,
+    (world, initial, controls, steps): (
+        &World<f64>,
+        &crate::sim::State<f64>,
+        &crate::sim::Controls<f64>,
+        usize,
+    ),
+    wrt: &[(String, std::ops::Range<usize>, String)],
+    earlier: &[BoundSpec],
+) -> R<BoundSpec> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
+    let Some((nv_, np)) = b.get("wrt") else {
+        return Err(b.missing("wrt"));
+    };
+    let name = match nv_.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        other => {
+            return Err(type_error(
+                cx,
+                nv_,
+                &np,
+                "a string (one entry of `wrt`)",
+                other,
+            ))
+        }
+    };
+    if !wrt.iter().any(|(w, _, _)| *w == name) {
+        return Err(loc(
+            nv_.span(),
+            &np,
+            format!(
+                "`{name}` is not a decision variable of this objective (wrt: {})",
+                wrt.iter()
+                    .map(|(w, _, _)| w.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if earlier.iter().any(|o| o.wrt == name) {
+        return Err(loc(
+            nv_.span(),
+            &np,
+            format!("`{name}` has bounds already: give each decision variable one entry"),
+        ));
+    }
+    let inputs = names::parse_inputs(world, &name, steps)
+        .map_err(|e| loc(nv_.span(), &np, strip_item(&e.to_string())))?
+        .remove(0)
+        .1;
+    let starts: Vec<Option<f64>> = inputs
+        .iter()
+        .map(|i| names::input_value(world, initial, controls, *i))
+        .collect();
+    if starts.iter().any(Option::is_none) {
+        return Err(loc(
+            nv_.span(),
+            &np,
+            format!(
+                "`{name}` has no bounds: an orientation or a floating base's coordinates are \
+                 not a vector quantity (bound a position, velocity, control or parameter)"
+            ),
+        ));
+    }
+    let width = bound_width(&inputs);
+    let side = |b: &mut Tab,
+                key: &'static str,
+                default: f64|
+     -> R<(Vec<f64>, Option<(std::ops::Range<usize>, String)>)> {
+        match b.get(key) {
+            None => Ok((vec![default; width], None)),
+            Some((v, p)) => {
+                let xs = num_list(cx, v, &p)?;
+                let xs = if xs.len() == 1 {
+                    vec![xs[0]; width]
+                } else {
+                    xs
+                };
+                if xs.len() != width {
+                    return Err(loc(
+                        v.span(),
+                        &p,
+                        format!(
+                            "expected one value per entry of `{name}` ({width}) or one for all, found {}",
+                            xs.len()
+                        ),
+                    ));
+                }
+                if xs.iter().any(|x| x.is_nan()) {
+                    return Err(loc(
+                        v.span(),
+                        &p,
+                        "a bound must be a number or inf, not nan".into(),
+                    ));
+                }
+                Ok((xs, Some((v.span(), p))))
+            }
+        }
+    };
+    let (lower, lo_at) = side(&mut b, "lower", f64::NEG_INFINITY)?;
+    let (upper, hi_at) = side(&mut b, "upper", f64::INFINITY)?;
+    if lo_at.is_none() && hi_at.is_none() {
+        return Err(loc(
+            b.span.clone(),
+            &b.path,
+            "give `lower`, `upper` or both".into(),
+        ));
+    }
+    let at = lo_at.clone().or(hi_at.clone()).expect("one side is given");
+    if let Some(j) = (0..width).find(|&j| lower[j] > upper[j]) {
+        return Err(loc(
+            at.0,
+            &at.1,
+            format!(
+                "entry {j}: lower bound {} > upper bound {}",
+                lower[j], upper[j]
+            ),
+        ));
+    }
+    check_feasible_start(
+        cx,
+        &name,
+        &inputs,
+        &starts,
+        (&lower, &upper),
+        (&lo_at, &hi_at),
+    )?;
+    b.finish()?;
+    Ok(BoundSpec {
+        wrt: name,
+        lower,
+        upper,
+    })
+}
+
+/// The scene's values (`starts`) of the decision variable `name` inside
+/// its bounds (given at `lo_at`, `hi_at`): the optimization starts from
+/// them.
+fn check_feasible_start(
+    cx: &Cx,
+    name: &str,
+    inputs: &[crate::diff::Input],
+    starts: &[Option<f64>],
+    (lower, upper): (&[f64], &[f64]),
+    (lo_at, hi_at): (
+        &Option<(std::ops::Range<usize>, String)>,
+        &Option<(std::ops::Range<usize>, String)>,
+    ),
+) -> R<()> {
+    let loc = |span: std::ops::Range<usize>, path: &str, msg: String| -> SceneError {
+        cx.error(span, path, msg)
+    };
+    let width = lower.len();
+    // the start (the scene's values) must be feasible
+    for (i, (inp, x)) in inputs.iter().zip(starts).enumerate() {
+        let x = x.expect("checked above");
+        let j = i % width;
+        let (bad, side_at) = if x < lower[j] {
+            (Some(lower[j]), lo_at.clone())
+        } else if x > upper[j] {
+            (Some(upper[j]), hi_at.clone())
+        } else {
+            (None, None)
+        };
+        if let (Some(bnd), Some((span, path))) = (bad, side_at) {
+            let which = match inp {
+                crate::diff::Input::Control { step, .. } => format!("entry {j} at step {step}"),
+                _ => format!("entry {j}"),
+            };
+            return Err(loc(
+                span,
+                &path,
+                format!(
+                    "the scene's value of `{name}` {which} is {x}, outside this bound ({bnd}): \
+                     the optimization starts from the scene's values, which must be feasible"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The resolver's message without its "item 1 (column 1)" prefix (the
