@@ -233,6 +233,21 @@ pub fn solve_f64<F: Formulation>(
     form: &F,
     p: &StepProblem<'_, f64>,
 ) -> Result<(StepSolution<f64>, DVec<f64>, Structure, InnerStats), SolveError> {
+    solve_f64_without(form, p, &|_| false)
+}
+
+/// [`solve_f64`] with the contact candidates for which `leave_out` holds
+/// left out of the step's contact problem (at `q` and among those found
+/// penetrating at `q⁺`), so that the structure, the residual and every
+/// derivative of the step are those of the problem without them. `lcp`'s
+/// continuous collision leaves the impacting pair out of the sub-step
+/// that ends at its time of impact (its gap closes there by construction;
+/// the impact solve takes it).
+pub fn solve_f64_without<F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, f64>,
+    leave_out: &dyn Fn(&Candidate<f64>) -> bool,
+) -> Result<(StepSolution<f64>, DVec<f64>, Structure, InnerStats), SolveError> {
     form.refuse(p)?;
     let dp = form.driver();
     let (mut v_free, ff_iters) = free_flight_velocity(
@@ -248,6 +263,7 @@ pub fn solve_f64<F: Formulation>(
     let mut detect = DetectScratch::default();
     let mut cands = Vec::new();
     candidates_into(p, dp.margin, &mut detect, &mut cands);
+    cands.retain(|c| !leave_out(c));
     metric_conic(&mut cands);
     let mut stats = InnerStats::default();
     // Candidate rounds: features penetrating at q⁺ that were no candidate
@@ -281,7 +297,7 @@ pub fn solve_f64<F: Formulation>(
         out.q_next = integrate_model(p.model, p.q, &out.v_next, p.h)?;
         let mut found = Vec::new();
         penetrating_into(p, &out.q_next, &mut detect, &mut found);
-        found.retain(|c| !cands.iter().any(|d| d.key() == c.key()));
+        found.retain(|c| !leave_out(c) && !cands.iter().any(|d| d.key() == c.key()));
         if !found.is_empty() && round < 3 {
             metric_conic(&mut found);
             cands.extend(found);
@@ -406,8 +422,18 @@ pub fn solve<T: Scalar, F: Formulation>(
     form: &F,
     p: &StepProblem<'_, T>,
 ) -> Result<(StepSolution<T>, Structure, InnerStats), SolveError> {
+    solve_without(form, p, &|_| false)
+}
+
+/// [`solve`] with the candidates for which `leave_out` holds left out
+/// ([`solve_f64_without`]).
+pub fn solve_without<T: Scalar, F: Formulation>(
+    form: &F,
+    p: &StepProblem<'_, T>,
+    leave_out: &dyn Fn(&Candidate<f64>) -> bool,
+) -> Result<(StepSolution<T>, Structure, InnerStats), SolveError> {
     let (sol, y, s, stats, jinv) = with_primal(p, |pf| -> Result<_, SolveError> {
-        let (sol, y, s, stats) = solve_f64(form, pf)?;
+        let (sol, y, s, stats) = solve_f64_without(form, pf, leave_out)?;
         let jinv = if T::DERIVATIVE_ORDER > 0 {
             let j = dense_jacobian(form, pf, &s, &y)?;
             // The pseudo-inverse only where `∂r/∂y` is singular by design

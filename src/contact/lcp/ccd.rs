@@ -82,11 +82,19 @@
 //! met only if it still approaches). Resting contacts (touching, not
 //! approaching: a Newton's cradle's chain) stay in the impact LCP.
 //!
-//! Open: the sub-step up to an impact ends with the impacting pair at
-//! an exactly closing gap, and its position-level row in the ordinary
-//! step turns the round-off of that gap into an impulse of about
-//! `ulp/t_c` (1e-11 m/s for `t_c` = 1e-6 s), which `fd` sees when its
-//! perturbation puts an impact just past a step boundary.
+//! # The sub-step up to an impact
+//!
+//! The ordinary sub-step of duration `t_c` up to an impact leaves out of
+//! its contact problem the pair of that impact and every pair tied with
+//! it (a time of impact within `EDGE h` of `t_c`): their gaps close at
+//! its end by construction (the time of impact is the root along the
+//! sub-step's own trajectory), and the impact solve takes them. With
+//! their position-level rows `φ(q⁺)/t_c ≥ 0` kept, the round-off of an
+//! exactly closing gap became an impulse of about `ulp/t_c` (1e-11 m/s
+//! for `t_c` = 1e-6 s), which central differences saw whenever their
+//! perturbation put an impact just past a step boundary (`fd` off by up
+//! to 7e-4 there, and a few linearization loops that did not converge).
+//! The other contacts of the sub-step (resting ones) keep their rows.
 //!
 //! # Zero-duration sub-steps
 //!
@@ -542,6 +550,25 @@ fn first_impact(
     Ok(best)
 }
 
+/// The pairs of a sub-step of duration `tau` (primal values) whose time
+/// of impact is at most `t0 + EDGE h` (`t0` the first one): the pair of
+/// the first impact and those tied with it, whose gaps close at the end
+/// of the sub-step up to `t0`.
+fn closing_at(
+    lcp: &Lcp,
+    p: &StepProblem<'_, f64>,
+    tau: f64,
+    h: f64,
+    t0: f64,
+) -> Result<Vec<(usize, Partner)>, SolveError> {
+    let ps = pairs(lcp, p, tau.max(0.0))?;
+    Ok(ps
+        .iter()
+        .filter(|pair| first_root(p, pair, tau, h).is_some_and(|t| t <= t0 + EDGE * h))
+        .map(|pair| (pair.i, pair.partner))
+        .collect())
+}
+
 /// Whether the step of `p` is split at a time of impact.
 pub fn splits(lcp: &Lcp, p: &StepProblem<'_, f64>) -> Result<bool, SolveError> {
     Ok(p.ccd && first_impact(lcp, p, p.h, p.h)?.is_some())
@@ -553,13 +580,21 @@ pub fn splits(lcp: &Lcp, p: &StepProblem<'_, f64>) -> Result<bool, SolveError> {
 /// (`M(v⁺ − v) = p.h (u − c)`, `q⁺ = q ⊕ p.h v⁺`, no contact impulse),
 /// which never divides by the duration, so a duration with zero primal
 /// part and non-zero derivative parts is exact in any scalar.
+///
+/// The ordinary step leaves out the candidates of the pairs in
+/// `leave_out` (the sub-step up to a time of impact: the pairs closing
+/// there, module docs, "The sub-step up to an impact").
 fn sub_step<T: Scalar>(
     lcp: &Lcp,
     p: &StepProblem<'_, T>,
     h: f64,
+    leave_out: &[(usize, Partner)],
 ) -> Result<StepSolution<T>, SolveError> {
     if p.h.re().abs() > EDGE * h {
-        return Ok(delassus::solve(lcp, p)?.0);
+        let out = |c: &crate::contact::candidates::Candidate<f64>| {
+            c.link.is_none() && leave_out.iter().any(|&pair| same_pair(pair, c.a, c.b))
+        };
+        return Ok(delassus::solve_without(lcp, p, &out)?.0);
     }
     let dynamics = SolveError::Dynamics;
     let (v_next, _) = crate::dynamics::free::free_flight_velocity(
@@ -839,16 +874,18 @@ pub fn step<T: Scalar>(lcp: &Lcp, p: &StepProblem<'_, T>) -> Result<StepSolution
         };
         let hit = delassus::with_primal(&sub, |pf| first_impact(lcp, pf, pf.h, h))?;
         let Some((k, t0)) = hit else {
-            let s = sub_step(lcp, &sub, h)?;
+            let s = sub_step(lcp, &sub, h, &[])?;
             add_stats(&mut acc, s);
             return Ok(acc);
         };
         let ps = pairs(lcp, &sub, tau.re().max(0.0))?;
         let tc = refine(&sub, &ps[k], t0);
         // The step up to the impact (zero-duration when t_c is on the
-        // sub-step's start).
+        // sub-step's start), without the pairs whose gap closes at its end
+        // (module docs, "The sub-step up to an impact").
+        let closing = delassus::with_primal(&sub, |pf| closing_at(lcp, pf, pf.h, h, t0))?;
         let pre = StepProblem { h: tc, ..sub };
-        let s = sub_step(lcp, &pre, h)?;
+        let s = sub_step(lcp, &pre, h, &closing)?;
         add_stats(&mut acc, s);
         // The impact at q(t_c): touching contacts only, velocity level.
         let (qc, vc) = (acc.q_next.clone(), acc.v_next.clone());
