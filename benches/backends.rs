@@ -23,9 +23,9 @@
 //!
 //! `cargo bench --bench backends -- --warm-up-time 1 --measurement-time 3`
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
 use dualsim::contact::{FrictionCone, SolverKind};
-use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 

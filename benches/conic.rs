@@ -6,10 +6,10 @@
 //!
 //! `cargo bench --bench conic -- --warm-up-time 1 --measurement-time 2`
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use dualsim::collision::conic::{proximity, proximity_gradient, ConicParams};
+use criterion::{Criterion, criterion_group, criterion_main};
+use dualsim::collision::conic::{ConicParams, proximity, proximity_gradient};
 use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::math::{Pose, Vec3, so3};
 use std::hint::black_box;
 
 struct Rng(u64);

@@ -6,12 +6,12 @@
 //!
 //! `cargo bench --bench dynamics -- --warm-up-time 1 --measurement-time 2`
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use dualsim::dynamics::{
-    aba::aba, aba_derivatives::aba_derivatives, configuration, crba::crba, rnea::rnea,
-    rnea_derivatives::rnea_derivatives, urdf, Joint, Model,
+    Joint, Model, aba::aba, aba_derivatives::aba_derivatives, configuration, crba::crba,
+    rnea::rnea, rnea_derivatives::rnea_derivatives, urdf,
 };
-use dualsim::math::{so3, spatial::RigidInertia, DVec, Mat3, Pose, Vec3};
+use dualsim::math::{DVec, Mat3, Pose, Vec3, so3, spatial::RigidInertia};
 use std::hint::black_box;
 
 struct Rng(u64);

@@ -9,12 +9,12 @@
 //!
 //! `cargo bench --bench hull -- --warm-up-time 1 --measurement-time 3`
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use dualsim::collision::conic::{proximity, ConicParams};
-use dualsim::collision::{pair_features_into, Contact};
-use dualsim::geometry::mesh::convex_hull;
+use criterion::{Criterion, criterion_group, criterion_main};
+use dualsim::collision::conic::{ConicParams, proximity};
+use dualsim::collision::{Contact, pair_features_into};
 use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::geometry::mesh::convex_hull;
+use dualsim::math::{Pose, Vec3, so3};
 use std::hint::black_box;
 
 struct Rng(u64);
@@ -32,10 +32,12 @@ impl Rng {
 
 fn hull(rng: &mut Rng, n: usize, radii: Vec3<f64>) -> Shape<f64> {
     let pts: Vec<Vec3<f64>> = (0..n)
-        .map(|_| loop {
-            let p = rng.vec(1.0);
-            if p.norm() > 0.1 && p.norm() <= 1.0 {
-                break p.normalize().component_mul(&radii);
+        .map(|_| {
+            loop {
+                let p = rng.vec(1.0);
+                if p.norm() > 0.1 && p.norm() <= 1.0 {
+                    break p.normalize().component_mul(&radii);
+                }
             }
         })
         .collect();

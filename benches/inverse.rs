@@ -12,8 +12,8 @@
 //! cargo bench --bench inverse -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use dualsim::contact::convex::{inverse, Convex};
+use criterion::{Criterion, criterion_group, criterion_main};
+use dualsim::contact::convex::{Convex, inverse};
 use dualsim::contact::{FrictionCone, SolverKind};
 use dualsim::math::{DVec, Pose, Vec3};
 use dualsim::prelude::*;

@@ -8,8 +8,8 @@
 //!
 //! `cargo bench --bench jacobian -- --warm-up-time 1 --measurement-time 3`
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
-use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use criterion::{BatchSize, Criterion, SamplingMode, criterion_group, criterion_main};
+use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 

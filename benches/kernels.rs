@@ -11,7 +11,7 @@
 //! cargo bench --bench kernels -- --warm-up-time 1 --measurement-time 2
 //! ```
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::{Const, U1};
 use num_dual::{Dual2SVec64, DualSVec64};
 use std::hint::black_box;
@@ -596,7 +596,7 @@ fn crate_kernels(c: &mut Criterion) {
 /// The step Jacobian by `ift` with kernel vs dual-number `∂r/∂θ` (all
 /// parameters of the world), at a state in contact.
 fn step_jacobians(c: &mut Criterion) {
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param, Partials};
+    use dualsim::diff::{DiffOptions, Method, Param, Partials, step_jacobian};
     use dualsim::geometry::Shape;
     use dualsim::prelude::*;
     for (file, k) in [

@@ -5,10 +5,10 @@
 //!
 //! `cargo bench --bench silico`
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::drop_world;
-use dualsim::sim::{step, State};
+use dualsim::sim::{State, step};
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! grid, every fourth column stacked two high so islands hold 1–2 bodies
 //! and 1–2 contacts each).
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 

@@ -49,7 +49,9 @@ fn main() {
         return;
     }
     let arm = scene::load(&root.join("opt_arm7_reach.toml")).expect("scene");
-    println!("| scene | n | f64 rollout (ms) | adjoint gradient | forward gradient | Hessian-vector product | exact Hessian (adjoint) | exact Hessian (lift) |");
+    println!(
+        "| scene | n | f64 rollout (ms) | adjoint gradient | forward gradient | Hessian-vector product | exact Hessian (adjoint) | exact Hessian (lift) |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for (name, s, lift) in [
         ("box push, 30 steps", &push, true),

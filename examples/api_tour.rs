@@ -6,7 +6,7 @@
 //! ```
 
 // README begin
-use dualsim::diff::{rollout_jacobian, seeded, DiffOptions, Input, Method, Param};
+use dualsim::diff::{DiffOptions, Input, Method, Param, rollout_jacobian, seeded};
 use dualsim::prelude::*;
 use num_dual::HyperDual64;
 

@@ -13,9 +13,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use dualsim::diff::{batch_rollout_jacobians, rollout_jacobian, DiffOptions, Input, Method};
+use dualsim::diff::{DiffOptions, Input, Method, batch_rollout_jacobians, rollout_jacobian};
 use dualsim::prelude::*;
-use dualsim::sim::batch::{batch_rollouts, BatchOptions};
+use dualsim::sim::batch::{BatchOptions, batch_rollouts};
 
 fn median(f: &mut impl FnMut()) -> f64 {
     let mut t: Vec<f64> = (0..5)
@@ -74,16 +74,16 @@ fn main() {
     for (b, s) in batch.iter().zip(&serial) {
         let b = b.as_ref().expect("toss rolls out");
         for (xb, xs) in b.states.iter().zip(&s.states) {
-            assert!(xb
-                .q
-                .iter()
-                .zip(xs.q.iter())
-                .all(|(a, b)| a.to_bits() == b.to_bits()));
-            assert!(xb
-                .v
-                .iter()
-                .zip(xs.v.iter())
-                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(
+                xb.q.iter()
+                    .zip(xs.q.iter())
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
+            assert!(
+                xb.v.iter()
+                    .zip(xs.v.iter())
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
         }
     }
 

@@ -6,9 +6,9 @@
 //! `valgrind --tool=callgrind target/release/examples/conic_profile box_box 1000`
 //! (instructions per solve = (total − total with 0 solves) / 1000).
 
-use dualsim::collision::conic::{proximity, proximity_gradient, ConicParams};
+use dualsim::collision::conic::{ConicParams, proximity, proximity_gradient};
 use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::math::{Pose, Vec3, so3};
 use std::hint::black_box;
 
 struct Rng(u64);

@@ -27,7 +27,7 @@
 //! `tests/all/contact/jade_two_ball.rs` runs the same code.
 
 use dualsim::contact::{FrictionCone, SolverKind};
-use dualsim::diff::{rollout_jacobian, DiffOptions, Input, Method};
+use dualsim::diff::{DiffOptions, Input, Method, rollout_jacobian};
 use dualsim::math::Vec3;
 use dualsim::prelude::*;
 use dualsim::sim::Controls;

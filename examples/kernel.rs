@@ -8,7 +8,7 @@
 //! Exits with status 1 if the generated Jacobian or Hessian disagrees with
 //! num-dual by more than 1e-12 (relative).
 
-use dualsim::{kernel, Scalar};
+use dualsim::{Scalar, kernel};
 use nalgebra::{Const, U1};
 use num_dual::{Dual2SVec64, DualSVec64};
 

@@ -22,11 +22,11 @@
 //! ```
 
 use dualsim::diff::{
-    aware_rollout_gradient, rollout_jacobian, DiffOptions, Gradient, Input, Method,
+    DiffOptions, Gradient, Input, Method, aware_rollout_gradient, rollout_jacobian,
 };
 use dualsim::math::DMat;
 use dualsim::scene::{self, Scene};
-use dualsim::sim::{rollout, Controls};
+use dualsim::sim::{Controls, rollout};
 
 /// Loss and its gradient with respect to every control entry of every
 /// step (step-major), exact or complementarity-aware; and the steps the

@@ -57,7 +57,9 @@ fn main() {
     let reports = compare(&obj, &OptMethod::ALL, &base).unwrap_or_else(|e| panic!("{e}"));
     let md = table(&reports, 1e-10);
     let cem = table(&reports[reports.len() - 1..], 1e-6);
-    println!("{md}\nCEM against 1e-6 within the wall time budget of compare() (newton's if it converged, else the slowest converged method's):\n\n{cem}");
+    println!(
+        "{md}\nCEM against 1e-6 within the wall time budget of compare() (newton's if it converged, else the slowest converged method's):\n\n{cem}"
+    );
     let title = format!(
         "arm7 on the ground, {} steps, {} variables",
         scene.steps,

@@ -13,9 +13,9 @@
 
 use std::path::PathBuf;
 
+use dualsim::opt::OptimizeOptions;
 use dualsim::opt::compare::convergence_svg;
 use dualsim::opt::sysid::identify;
-use dualsim::opt::OptimizeOptions;
 
 fn main() {
     let mut steps: Option<usize> = None;

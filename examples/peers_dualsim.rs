@@ -27,14 +27,14 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use dualsim::diff::{step_jacobian, step_jacobian_with, DiffOptions, Method, Param};
+use dualsim::diff::{DiffOptions, Method, Param, step_jacobian, step_jacobian_with};
 use dualsim::dynamics::{
     aba::aba, aba_derivatives::aba_derivatives, rnea::rnea, rnea_derivatives::rnea_derivatives,
     urdf,
 };
 use dualsim::math::Vec3;
 use dualsim::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -64,7 +64,7 @@ fn thread_time() -> f64 {
             sec: i64,
             nsec: i64,
         }
-        extern "C" {
+        unsafe extern "C" {
             fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
         }
         const CLOCK_THREAD_CPUTIME_ID: i32 = 3;

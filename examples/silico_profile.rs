@@ -8,7 +8,7 @@
 //! Instructions per step = (instructions with `STEPS` − with 0) / `STEPS`.
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::drop_world;
-use dualsim::sim::{step, State};
+use dualsim::sim::{State, step};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

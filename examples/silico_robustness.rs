@@ -27,7 +27,7 @@
 
 use dualsim::contact::SolverKind;
 use dualsim::experiments::silico::{
-    momentum_error, polytope_vertices, run_drop, settle, Drop, DropRun, Stack, StackRun,
+    Drop, DropRun, Stack, StackRun, momentum_error, polytope_vertices, run_drop, settle,
 };
 use dualsim::geometry::Shape;
 use std::time::Instant;
@@ -41,13 +41,15 @@ fn parallel<T: Send>(jobs: usize, threads: usize, f: impl Fn(usize) -> T + Sync)
     let out = std::sync::Mutex::new((0..jobs).map(|_| None).collect::<Vec<Option<T>>>());
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if k >= jobs {
-                    break;
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= jobs {
+                        break;
+                    }
+                    let r = f(k);
+                    out.lock().unwrap()[k] = Some(r);
                 }
-                let r = f(k);
-                out.lock().unwrap()[k] = Some(r);
             });
         }
     });
@@ -119,7 +121,9 @@ fn drop_table(
         jobs,
         t0.elapsed().as_secs()
     );
-    println!("| rate (Hz) | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
+    println!(
+        "| rate (Hz) | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     let row = |label: String, rs: &[&DropRun]| {
         let n = rs.len();
@@ -170,7 +174,9 @@ fn drop_table(
     }
     if failures {
         println!("\nfailed runs:\n");
-        println!("| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) | at a 10× cap |");
+        println!(
+            "| rate (Hz) | ρ | seed | step | error | height (m) | speed (m/s) | spin (rad/s) | lowest vertex (m) | at a 10× cap |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|---|");
         for (k, r) in res.iter().enumerate() {
             if r.failed {
@@ -182,7 +188,9 @@ fn drop_table(
         }
     }
     println!("\nper ρ (all rates):\n");
-    println!("| ρ | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |");
+    println!(
+        "| ρ | runs | failures | failure % | mean iterations / step | mean penetration (m) | max penetration (m) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for &rho in &RHO {
         let rs: Vec<&DropRun> = res
@@ -253,7 +261,9 @@ fn stack_table(
         "\n### Stacking ({}): two boxes, 10 towers × 6 rates × 6 ρ, 1 s{how}\n",
         kind.name()
     );
-    println!("| backend | runs | failed runs | runs with capped steps | mean momentum error (kg m/s) | max run error |");
+    println!(
+        "| backend | runs | failed runs | runs with capped steps | mean momentum error (kg m/s) | max run error |"
+    );
     println!("|---|---|---|---|---|---|");
     let mut means = Vec::new();
     let mut cells: Vec<Vec<Option<f64>>> = Vec::new();

@@ -13,9 +13,9 @@
 
 use std::path::PathBuf;
 
-use dualsim::contact::soft::model::DampingProfile;
-use dualsim::contact::soft::Params;
 use dualsim::contact::SolverKind;
+use dualsim::contact::soft::Params;
+use dualsim::contact::soft::model::DampingProfile;
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::step;

@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use dualsim::contact::soft::Params;
 use dualsim::contact::SolverKind;
-use dualsim::diff::{unrolled, Input};
+use dualsim::contact::soft::Params;
+use dualsim::diff::{Input, unrolled};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 use plotters::prelude::*;

@@ -17,9 +17,9 @@
 
 use std::time::Instant;
 
-use dualsim::contact::soft::cloud::sample_exact;
-use dualsim::contact::soft::Params;
 use dualsim::contact::SolverKind;
+use dualsim::contact::soft::Params;
+use dualsim::contact::soft::cloud::sample_exact;
 use dualsim::math::{Pose, Quat, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::step;

@@ -11,8 +11,8 @@
 //! cargo run --release --features examples --example todorov_table [-- --method levenberg_marquardt] [--steps N]
 //! ```
 
-use dualsim::contact::implicit_ncp::{ImplicitNcp, MethodName, Params};
 use dualsim::contact::SolverKind;
+use dualsim::contact::implicit_ncp::{ImplicitNcp, MethodName, Params};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 

@@ -1,7 +1,7 @@
 //! The built-in demonstration run by `dualsim` with no arguments, and the
 //! small worlds used by examples and tests.
 
-use crate::diff::{check, CheckOptions, CheckReport, DiffError, DiffOptions};
+use crate::diff::{CheckOptions, CheckReport, DiffError, DiffOptions, check};
 use crate::scene::Scene;
 
 /// What the demonstration shows.
@@ -101,7 +101,7 @@ pub fn push_world(rho: f64) -> (crate::sim::World<f64>, crate::sim::State<f64>) 
 /// `∂x⁺/∂F` of one step of [`push_world`] under the horizontal force `f`,
 /// by `ift` at the relaxation `rho`.
 pub fn push_gradient(f: f64, rho: f64) -> Result<f64, DiffError> {
-    use crate::diff::{step_jacobian, DiffOptions, Method, Param};
+    use crate::diff::{DiffOptions, Method, Param, step_jacobian};
     let (w, x) = push_world(rho);
     let mut u = w.zero_control();
     u[0] = f;

@@ -83,11 +83,11 @@ pub use scalar::Scalar;
 /// The names most programs need.
 pub mod prelude {
     pub use crate::contact::{FrictionCone, SolverKind, SolverParams};
-    pub use crate::diff::{rollout_jacobian, step_jacobian, DiffOptions, Method, RolloutJacobian};
+    pub use crate::diff::{DiffOptions, Method, RolloutJacobian, rollout_jacobian, step_jacobian};
     pub use crate::dynamics::{Data, Model};
     pub use crate::geometry::{Material, Shape, StaticGeometry};
     pub use crate::math::{DVec, Mat3, Pose, Quat, Vec3};
     pub use crate::scalar::Scalar;
     pub use crate::scene::{Scene, SceneError};
-    pub use crate::sim::{rollout, step, Controls, SimError, State, StepOutput, Trajectory, World};
+    pub use crate::sim::{Controls, SimError, State, StepOutput, Trajectory, World, rollout, step};
 }

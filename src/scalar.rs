@@ -319,11 +319,7 @@ pub const TAYLOR_THRESHOLD_SQ: f64 = 1e-4;
 #[inline]
 pub fn safe_norm<T: Scalar>(x: &Vector3<T>) -> T {
     let n2 = x.norm_squared();
-    if n2.re() == 0.0 {
-        T::zero()
-    } else {
-        n2.sqrt()
-    }
+    if n2.re() == 0.0 { T::zero() } else { n2.sqrt() }
 }
 
 /// `sqrt` that returns zero with zero derivative parts at a zero primal.
@@ -335,11 +331,7 @@ pub fn safe_norm<T: Scalar>(x: &Vector3<T>) -> T {
 /// ```
 #[inline]
 pub fn safe_sqrt<T: Scalar>(x: T) -> T {
-    if x.re() <= 0.0 {
-        T::zero()
-    } else {
-        x.sqrt()
-    }
+    if x.re() <= 0.0 { T::zero() } else { x.sqrt() }
 }
 
 /// Unit vector along `x` and the norm, or `None` when the primal part of `x`
@@ -454,9 +446,5 @@ pub fn clamp01<T: Scalar>(x: T) -> T {
 /// ```
 #[inline]
 pub fn relu<T: Scalar>(x: T) -> T {
-    if x.re() > 0.0 {
-        x
-    } else {
-        T::zero()
-    }
+    if x.re() > 0.0 { x } else { T::zero() }
 }

@@ -249,17 +249,17 @@ impl Emitter<'_> {
             if !reach[id] {
                 continue;
             }
-            if let Node::Func(Func::Sin | Func::Cos, a) = g.nodes[id] {
-                if let [Some(s), Some(c)] = sin_cos[&a] {
-                    if id == s.min(c) {
-                        let (s, c, a) = (Self::tmp(s), Self::tmp(c), self.read(a));
-                        out.push((
-                            vec![s.clone(), c.clone()],
-                            quote!(let (#s, #c): (#t, #t) = #a.sin_cos();),
-                        ));
-                    }
-                    continue;
+            if let Node::Func(Func::Sin | Func::Cos, a) = g.nodes[id]
+                && let [Some(s), Some(c)] = sin_cos[&a]
+            {
+                if id == s.min(c) {
+                    let (s, c, a) = (Self::tmp(s), Self::tmp(c), self.read(a));
+                    out.push((
+                        vec![s.clone(), c.clone()],
+                        quote!(let (#s, #c): (#t, #t) = #a.sin_cos();),
+                    ));
                 }
+                continue;
             }
             let r = |x: Id| self.read(x);
             let rhs = match g.nodes[id] {
@@ -605,13 +605,13 @@ mod cost {
         ] {
             let file = syn::parse_file(src).expect("parses");
             for item in file.items {
-                if let syn::Item::Fn(f) = item {
-                    if f.attrs.iter().any(|a| a.path().is_ident("kernel")) {
-                        let mut f = f.clone();
-                        f.attrs.retain(|a| !a.path().is_ident("kernel"));
-                        let k = crate::parse::kernel(f).expect("kernel");
-                        out.insert(k.item.sig.ident.to_string(), k);
-                    }
+                if let syn::Item::Fn(f) = item
+                    && f.attrs.iter().any(|a| a.path().is_ident("kernel"))
+                {
+                    let mut f = f.clone();
+                    f.attrs.retain(|a| !a.path().is_ident("kernel"));
+                    let k = crate::parse::kernel(f).expect("kernel");
+                    out.insert(k.item.sig.ident.to_string(), k);
                 }
             }
         }

@@ -342,10 +342,10 @@ impl Graph {
         let scalar_out = out == Some(Shape::Scalar);
         let key = (quote::quote!(#path).to_string(), args.clone(), scalar_out);
         if let Some(&id) = self.call_index.get(&key) {
-            if let Node::Call(c) = self.nodes[id] {
-                if self.calls[c].out.is_none() {
-                    self.calls[c].out = out;
-                }
+            if let Node::Call(c) = self.nodes[id]
+                && self.calls[c].out.is_none()
+            {
+                self.calls[c].out = out;
             }
             return id;
         }
@@ -528,7 +528,7 @@ impl Lowerer<'_> {
                                         "index {index} is out of bounds for `[T; {}]`",
                                         v.len()
                                     ),
-                                )
+                                );
                             }
                         },
                         Val::Scalar(_) => {
@@ -536,7 +536,7 @@ impl Lowerer<'_> {
                                 base.span(),
                                 "a scalar cannot be indexed (a call of another kernel is a \
                                  scalar unless bound by `let r: [T; N] = f(..);`)",
-                            )
+                            );
                         }
                     }
                 }
@@ -563,13 +563,13 @@ impl Lowerer<'_> {
                 }
             }
         };
-        if let Some(s) = expect {
-            if v.shape() != s {
-                return err(
-                    e.span(),
-                    format!("expected {}, found {}", s.describe(), v.shape().describe()),
-                );
-            }
+        if let Some(s) = expect
+            && v.shape() != s
+        {
+            return err(
+                e.span(),
+                format!("expected {}, found {}", s.describe(), v.shape().describe()),
+            );
         }
         Ok(v)
     }

@@ -24,7 +24,7 @@
 //! `__dualsim_kernel_g`" at the call.
 
 use crate::ast::{Expr, Kernel};
-use crate::graph::{path_key, Inline};
+use crate::graph::{Inline, path_key};
 use proc_macro2::{Delimiter, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Error, Ident, ItemFn, Path};

@@ -47,7 +47,7 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
                 return err(
                     other.span(),
                     "a kernel has exactly one generic parameter, the scalar type `T: Scalar`",
-                )
+                );
             }
         }
     }
@@ -62,7 +62,7 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
     for input in &sig.inputs {
         match input {
             FnArg::Receiver(r) => {
-                return err(r.span(), "a kernel is a free function, not a method")
+                return err(r.span(), "a kernel is a free function, not a method");
             }
             FnArg::Typed(pt) => {
                 let name = binding_name(&pt.pat)?;
@@ -77,7 +77,7 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
             return err(
                 sig.paren_token.span.join(),
                 "a kernel returns `T` or `[T; M]`",
-            )
+            );
         }
         ReturnType::Type(_, ty) => shape_of(ty, &scalar)?,
     };
@@ -88,13 +88,13 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
     for (i, stmt) in stmts.iter().enumerate() {
         match stmt {
             Stmt::Local(local) => {
-                if let Some(init) = &local.init {
-                    if let Some((else_token, _)) = &init.diverge {
-                        return err(
-                            else_token.span(),
-                            "`let ... else` is not in the kernel language",
-                        );
-                    }
+                if let Some(init) = &local.init
+                    && let Some((else_token, _)) = &init.diverge
+                {
+                    return err(
+                        else_token.span(),
+                        "`let ... else` is not in the kernel language",
+                    );
                 }
                 let (pat, ty) = match &local.pat {
                     Pat::Type(pt) => (&*pt.pat, Some(shape_of(&pt.ty, &scalar)?)),
@@ -126,7 +126,7 @@ pub fn kernel(item: ItemFn) -> syn::Result<Kernel> {
             }
             Stmt::Item(it) => return err(it.span(), "items are not allowed inside a kernel"),
             Stmt::Macro(m) => {
-                return err(m.mac.path.span(), "macros are not in the kernel language")
+                return err(m.mac.path.span(), "macros are not in the kernel language");
             }
         }
     }
@@ -296,13 +296,13 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                     return err(
                         b.op.span(),
                         "kernel bindings are immutable: use a new `let`",
-                    )
+                    );
                 }
                 op => {
                     return err(
                         op.span(),
                         "operator is not in the kernel language (only `+ - * /` and unary `-`)",
-                    )
+                    );
                 }
             };
             Ok(Expr::Binary {
@@ -347,7 +347,7 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                     return err(
                         other.span(),
                         "only kernels and elementary functions can be called",
-                    )
+                    );
                 }
             };
             let span = path.span();
@@ -393,7 +393,7 @@ fn expr(e: &syn::Expr) -> syn::Result<Expr> {
                     return err(
                         other.span(),
                         "array indices in a kernel must be integer literals",
-                    )
+                    );
                 }
             };
             Ok(Expr::Index {

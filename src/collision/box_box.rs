@@ -58,9 +58,9 @@
 //! Every decision (axis, reference face, which points) is taken on primal
 //! values; every returned quantity is computed in `T`.
 
-use super::{direction_or_z, Contact};
-use crate::math::{so3, Pose, Vec3};
+use super::{Contact, direction_or_z};
 use crate::Scalar;
+use crate::math::{Pose, Vec3, so3};
 
 /// First edge–edge feature index.
 pub const EDGE_EDGE: usize = 96;
@@ -152,11 +152,7 @@ fn face_id(ax: usize, sign: f64) -> usize {
 }
 
 fn sign(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0
-    } else {
-        -1.0
-    }
+    if x >= 0.0 { 1.0 } else { -1.0 }
 }
 
 /// Vertex `v` of `vb` against face `f` of `fb`: `(gap, vertex, outward normal)`.

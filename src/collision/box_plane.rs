@@ -1,8 +1,8 @@
 //! Box (a) against a half-space (b): one contact per vertex.
 
 use super::Contact;
-use crate::math::{Pose, Vec3};
 use crate::Scalar;
+use crate::math::{Pose, Vec3};
 
 /// The eight vertices of a box with half extents `half` at `pose`, each
 /// against the half-space `n · x ≤ d`: `gap = n · x − d`, `point_a = x`,

@@ -1,10 +1,10 @@
 //! Capsule (a) against capsule (b).
 
-use super::sphere_sphere::sphere_sphere;
 use super::Contact;
+use super::sphere_sphere::sphere_sphere;
+use crate::Scalar;
 use crate::math::Vec3;
 use crate::scalar::clamp01;
-use crate::Scalar;
 
 /// Closest points of segments `[a0, a1]` and `[b0, b1]` as parameters
 /// `(s, t) ∈ [0, 1]²` (Ericson, *Real-Time Collision Detection* §5.1.9;

@@ -1,9 +1,9 @@
 //! Capsule (a) against a half-space (b): one contact per end sphere.
 
-use super::sphere_plane::sphere_plane;
 use super::Contact;
-use crate::math::Vec3;
+use super::sphere_plane::sphere_plane;
 use crate::Scalar;
+use crate::math::Vec3;
 
 /// Capsule with segment `[e0, e1]` and radius `r` against `n · x ≤ d`:
 /// the two end spheres, each as [`sphere_plane`] (the closest point of a

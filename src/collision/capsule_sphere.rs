@@ -1,10 +1,10 @@
 //! Capsule (a) against sphere (b).
 
-use super::sphere_sphere::sphere_sphere;
 use super::Contact;
+use super::sphere_sphere::sphere_sphere;
+use crate::Scalar;
 use crate::math::Vec3;
 use crate::scalar::clamp01;
-use crate::Scalar;
 
 /// Parameter `t ∈ [0, 1]` of the point of segment `[e0, e1]` closest to `p`
 /// (clamped on primal values; a degenerate segment gives 0).

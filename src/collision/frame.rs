@@ -1,8 +1,8 @@
 //! Contact frames: an orthonormal tangent basis for a unit normal.
 
+use crate::Scalar;
 use crate::math::Vec3;
 use crate::scalar::safe_normalize;
-use crate::Scalar;
 
 /// Two unit tangents `(t1, t2)` with `(t1, t2, n)` a right-handed
 /// orthonormal frame. `t1 = normalize(e × n)` where `e` is the world axis

@@ -48,10 +48,10 @@ use parry3d_f64::math::{Pose as PPose, Rot3 as PRot, Vector as PVec};
 use parry3d_f64::query::details::contact_support_map_support_map;
 use parry3d_f64::shape::SupportMap;
 
-use super::{direction_or_z, Contact};
-use crate::geometry::hull::HullMesh;
-use crate::math::{so3, Pose, Vec3};
+use super::{Contact, direction_or_z};
 use crate::Scalar;
+use crate::geometry::hull::HullMesh;
+use crate::math::{Pose, Vec3, so3};
 
 /// A face within this angle (rad) of the direction of least separation is
 /// a reference face for clipping.
@@ -550,11 +550,7 @@ fn clip(
             let (x1, y1) = p[(k + 1) % p.len()];
             a += x0 * y1 - x1 * y0;
         }
-        if a >= 0.0 {
-            1.0
-        } else {
-            -1.0
-        }
+        if a >= 0.0 { 1.0 } else { -1.0 }
     };
     let inside = |poly: &[(f64, f64)], s: f64, q: (f64, f64)| {
         (0..poly.len()).all(|k| {

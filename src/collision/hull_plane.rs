@@ -17,9 +17,9 @@
 //! the formula above on the active vertex.
 
 use super::Contact;
+use crate::Scalar;
 use crate::geometry::hull::HullMesh;
 use crate::math::{Pose, Vec3};
-use crate::Scalar;
 
 /// Vertex `k` of `hull` at `pose` against the half-space `n · x ≤ d`
 /// ([module docs](self)); `None` for `k` past the last vertex.

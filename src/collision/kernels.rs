@@ -19,7 +19,7 @@
 
 use crate::geometry::Shape;
 use crate::math::{Pose, Vec3};
-use crate::{kernel, Scalar};
+use crate::{Scalar, kernel};
 
 /// `a · b`.
 #[kernel]
@@ -503,11 +503,7 @@ pub fn selectors(
         }
         (Box { .. }, Plane { .. }) if feature < 8 => {
             PairKernel::BoxPlane(core::array::from_fn(|k| {
-                if feature & (1 << k) == 0 {
-                    -1.0
-                } else {
-                    1.0
-                }
+                if feature & (1 << k) == 0 { -1.0 } else { 1.0 }
             }))
         }
         (Sphere { .. }, Sphere { .. }) if feature == 0 && distinct(pa, pb) => {

@@ -57,10 +57,10 @@ pub mod sphere_sphere;
 
 pub use frame::tangent_basis;
 
-use crate::geometry::Shape;
-use crate::math::{so3, Pose, Vec3};
-use crate::scalar::safe_normalize;
 use crate::Scalar;
+use crate::geometry::Shape;
+use crate::math::{Pose, Vec3, so3};
+use crate::scalar::safe_normalize;
 
 /// One contact between shapes `a` and `b` (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]

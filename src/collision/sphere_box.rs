@@ -1,8 +1,8 @@
 //! Sphere (a) against box (b).
 
-use super::{direction_or_z, Contact};
-use crate::math::{so3, Pose, Vec3};
+use super::{Contact, direction_or_z};
 use crate::Scalar;
+use crate::math::{Pose, Vec3, so3};
 
 /// Sphere `(c, r)` against a box with half extents `half` at `pose`.
 ///

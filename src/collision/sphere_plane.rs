@@ -1,8 +1,8 @@
 //! Sphere (a) against a half-space (b).
 
 use super::Contact;
-use crate::math::Vec3;
 use crate::Scalar;
+use crate::math::Vec3;
 
 /// Sphere of centre `c` and radius `r` against the half-space
 /// `n · x ≤ d` (`n` unit, world frame).

@@ -1,8 +1,8 @@
 //! Sphere (a) against sphere (b).
 
-use super::{direction_or_z, Contact};
-use crate::math::Vec3;
+use super::{Contact, direction_or_z};
 use crate::Scalar;
+use crate::math::Vec3;
 
 /// Spheres `(ca, ra)` and `(cb, rb)`: `n = (ca − cb)/‖ca − cb‖`,
 /// `gap = ‖ca − cb‖ − ra − rb`, `point_a = ca − ra n`, `point_b = cb + rb n`.

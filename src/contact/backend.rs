@@ -37,10 +37,10 @@ use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
 use super::{SolveError, StepProblem, StepSolution};
-use crate::dynamics::free::{rotational_jacobian, world_inertia, DynamicsError};
+use crate::Scalar;
+use crate::dynamics::free::{DynamicsError, rotational_jacobian, world_inertia};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Vec3};
-use crate::Scalar;
 
 /// An input of a step or rollout derivative.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,7 +166,7 @@ pub trait ContactBackend: Clone + std::fmt::Debug + Send + Sync {
 
     /// Solves one step.
     fn solve<T: Scalar>(&self, problem: &StepProblem<'_, T>)
-        -> Result<StepSolution<T>, SolveError>;
+    -> Result<StepSolution<T>, SolveError>;
 
     /// Solves one step of a rollout with the workspace the previous steps
     /// left (a fresh one for the first step). Default:

@@ -5,13 +5,13 @@
 
 use super::backend::{check_rows, dense_solve, free_body_solve};
 use super::{ContactBackend, Param, SolveError, SolveStats, StepProblem, StepSolution};
+use crate::Scalar;
 use crate::contact::space::partials::kernel_partials;
 use crate::dynamics::articulated::articulated_velocity;
 use crate::dynamics::articulated::{articulated_residual, has_articulated};
 use crate::dynamics::free::momentum_residual;
-use crate::dynamics::free::{free_flight_velocity, integrate_model, NewtonParams};
+use crate::dynamics::free::{NewtonParams, free_flight_velocity, integrate_model};
 use crate::math::{DMat, DVec};
-use crate::Scalar;
 
 /// Free flight: ignores all contact.
 #[derive(Clone, Copy, Debug, Default)]

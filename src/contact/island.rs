@@ -2,10 +2,10 @@
 //! connected by contact candidates, solved independently; gather and
 //! scatter between the global velocity and an island's layout.
 
-use crate::contact::candidates::{Candidate, Partner};
-use crate::contact::space::robot::{robot_units, RobotUnit};
-use crate::math::DVec;
 use crate::Scalar;
+use crate::contact::candidates::{Candidate, Partner};
+use crate::contact::space::robot::{RobotUnit, robot_units};
+use crate::math::DVec;
 
 /// What an island unit is.
 #[derive(Clone, Debug, PartialEq, Eq)]

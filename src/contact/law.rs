@@ -14,9 +14,9 @@
 //! (The boxed LCP rows of a pivoting backend are a different formulation
 //! and will live with it.)
 
+use crate::Scalar;
 use crate::math::cone::{arrow, jordan, nt_scaling};
 use crate::math::{DMat, DVec, Vec3};
-use crate::Scalar;
 
 /// A contact's friction law and with it the layout of its local unknowns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,11 +223,7 @@ pub fn local_jacobian<T: Scalar>(law: Law, x: &DVec<T>, mu: T, nt: bool) -> (DMa
     let mut a = DMat::zeros(n, n);
     let mut c = DMat::zeros(n, 3);
     local_jacobian_with(law, x.as_slice(), mu, nt, |is_a, i, j, v| {
-        if is_a {
-            a[(i, j)] = v
-        } else {
-            c[(i, j)] = v
-        }
+        if is_a { a[(i, j)] = v } else { c[(i, j)] = v }
     });
     (a, c)
 }

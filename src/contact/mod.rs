@@ -59,7 +59,7 @@ pub mod space;
 use backend::param_keys;
 use registry::{backends, str_eq};
 
-pub use backend::{dense_solve, ContactBackend, Feature, Param};
+pub use backend::{ContactBackend, Feature, Param, dense_solve};
 pub use registry::UnknownBackend;
 
 // The registry: the one list of backends (see `registry`). Each line
@@ -107,11 +107,11 @@ pub use lcp::Lcp;
 pub use single_level::SingleLevel;
 pub use soft::Soft;
 
-use crate::dynamics::free::DynamicsError;
+use crate::Scalar;
 use crate::dynamics::Model;
+use crate::dynamics::free::DynamicsError;
 use crate::geometry::{AttachedShape, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Vec3};
-use crate::Scalar;
 
 /// Friction cone model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -257,7 +257,9 @@ impl<T: Scalar> StepSolution<T> {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SolveError {
     /// The iteration cap was reached before convergence.
-    #[error("no convergence after {iters} iterations (residual {residual:e}, complementarity {complementarity:e})")]
+    #[error(
+        "no convergence after {iters} iterations (residual {residual:e}, complementarity {complementarity:e})"
+    )]
     MaxIterations {
         /// Iterations taken.
         iters: usize,
@@ -306,7 +308,9 @@ pub enum SolveError {
     /// distribution changes `v⁺`, e.g. through Coulomb friction), so the
     /// step map is set-valued there and has no derivative
     /// (`delassus::pinv_unique`).
-    #[error("the step is set-valued: the contact impulses are not unique and their distribution moves the velocities (null space of the residual Jacobian of dimension {null_dims}, velocity part {velocity_part:.1e}); the derivative is undefined at this state")]
+    #[error(
+        "the step is set-valued: the contact impulses are not unique and their distribution moves the velocities (null space of the residual Jacobian of dimension {null_dims}, velocity part {velocity_part:.1e}); the derivative is undefined at this state"
+    )]
     NotUnique {
         /// Dimension of the numerical null space of `∂r/∂y`.
         null_dims: usize,
@@ -320,7 +324,9 @@ pub enum SolveError {
     /// change in a statically indeterminate stack), so the step has no
     /// derivative with respect to it (a kink: some contact opens or
     /// closes on either side). The derivative layer names the input.
-    #[error("singular residual Jacobian: the right-hand side column {column} is not in its range (relative miss {miss:.1e})")]
+    #[error(
+        "singular residual Jacobian: the right-hand side column {column} is not in its range (relative miss {miss:.1e})"
+    )]
     OutOfRange {
         /// Column of the right-hand side (the input's index).
         column: usize,

@@ -61,13 +61,13 @@ use std::sync::Arc;
 use nalgebra::{Const, U1};
 use num_dual::{DualSVec64, HyperDualSVec64};
 
-use super::step::{ift, ift_output, param_partials, step_jacobian, tangent, LiftedLu};
-use super::{seeded, DiffError, DiffOptions, Gradient, ImplicitStep, Input, Method, Param};
+use super::step::{LiftedLu, ift, ift_output, param_partials, step_jacobian, tangent};
+use super::{DiffError, DiffOptions, Gradient, ImplicitStep, Input, Method, Param, seeded};
+use crate::Scalar;
 use crate::contact::backend::dense_jacobian;
 use crate::dynamics::free::integrate_model;
 use crate::math::{DMat, DVec};
 use crate::sim::{Controls, SimError, State, World};
-use crate::Scalar;
 
 /// Width of the seed blocks.
 const B: usize = 8;
@@ -749,7 +749,7 @@ impl InputMap {
                 Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
                     return Err(DiffError::BadParam(format!(
                         "{p:?} is not a model parameter"
-                    )))
+                    )));
                 }
                 Input::Model(p) => {
                     let slot = model.iter().position(|q| *q == p).unwrap_or_else(|| {
@@ -764,7 +764,7 @@ impl InputMap {
                 _ => {
                     return Err(DiffError::BadParam(format!(
                         "{inp:?} is outside the rollout"
-                    )))
+                    )));
                 }
             });
         }

@@ -10,8 +10,8 @@
 
 use rayon::prelude::*;
 
-use super::{rollout_jacobian, DiffError, DiffOptions, Input, Method, RolloutJacobian};
-use crate::sim::batch::{run_in_pool, BatchError, BatchOptions};
+use super::{DiffError, DiffOptions, Input, Method, RolloutJacobian, rollout_jacobian};
+use crate::sim::batch::{BatchError, BatchOptions, run_in_pool};
 use crate::sim::{Controls, State, World};
 
 /// `rollout_jacobian(world, &starts[i], &controls[i], steps, inputs,

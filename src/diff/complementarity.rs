@@ -64,7 +64,7 @@
 use super::step::{ift_output, param_partials};
 use super::{DiffError, DiffOptions, Input, Method, Param, StepJacobian};
 use crate::contact::backend::dense_jacobian;
-use crate::contact::delassus::{pinv, Structure, Z};
+use crate::contact::delassus::{Structure, Z, pinv};
 use crate::contact::{ContactBackend, Lcp, SolverKind};
 use crate::dynamics::free::integrate_model;
 use crate::math::{DMat, DVec};
@@ -350,13 +350,13 @@ pub fn aware_rollout_gradient(
     for (c, inp) in inputs.iter().enumerate() {
         match *inp {
             Input::Config(i) | Input::Velocity(i) if i >= nv => {
-                return Err(DiffError::BadParam(format!("{inp:?} is outside the state")))
+                return Err(DiffError::BadParam(format!("{inp:?} is outside the state")));
             }
             Input::Config(_) | Input::Velocity(_) => {}
             Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
                 return Err(DiffError::BadParam(format!(
                     "{p:?} is not a model parameter"
-                )))
+                )));
             }
             Input::Model(p) => model_params.push((c, p)),
             Input::Control { step: k, index } => {

@@ -39,20 +39,19 @@ mod seed;
 mod step;
 
 pub use crate::contact::dense_solve;
-pub use adjoint::{rollout_gradient, rollout_hessian, rollout_hvp, Linearization, StageCost};
+pub use adjoint::{Linearization, StageCost, rollout_gradient, rollout_hessian, rollout_hvp};
 pub use batch::batch_rollout_jacobians;
 pub use check::{
-    check, check_rollout, compare_rollout_jacobian, BlockReport, CheckOptions, CheckReport,
-    CheckStatus, RolloutCheckOptions, RolloutReport,
+    BlockReport, CheckOptions, CheckReport, CheckStatus, RolloutCheckOptions, RolloutReport, check,
+    check_rollout, compare_rollout_jacobian,
 };
-pub use complementarity::{aware_rollout_gradient, AwareGradient, Gradient};
+pub use complementarity::{AwareGradient, Gradient, aware_rollout_gradient};
 pub use implicit::ImplicitStep;
-pub use rollout::{fd, rollout_jacobian, unrolled, Input, RolloutJacobian};
-pub use seed::{domain_room, seeded, Param};
+pub use rollout::{Input, RolloutJacobian, fd, rollout_jacobian, unrolled};
+pub use seed::{Param, domain_room, seeded};
 pub use step::{
-    jumps_within, lift_step, second_difference_grows, second_difference_is_quadratic,
-    step_jacobian, step_jacobian_with, DiffOptions, NonSmooth, Partials, StepJacobian,
-    KINK_SLOPE_JUMP,
+    DiffOptions, KINK_SLOPE_JUMP, NonSmooth, Partials, StepJacobian, jumps_within, lift_step,
+    second_difference_grows, second_difference_is_quadratic, step_jacobian, step_jacobian_with,
 };
 
 use crate::contact::SolveError;
@@ -113,12 +112,16 @@ pub enum DiffError {
     #[error(transparent)]
     Sim(#[from] SimError),
     /// The residual Jacobian ∂r/∂y is singular at the solution.
-    #[error("the residual Jacobian is singular at the solution (the implicit function theorem does not apply): singular {0}")]
+    #[error(
+        "the residual Jacobian is singular at the solution (the implicit function theorem does not apply): singular {0}"
+    )]
     Singular(&'static str),
     /// The step has no derivative with respect to one input: `∂r/∂y` is
     /// singular (redundant contacts) and that input's column of `∂r/∂θ`
     /// is not in its range ([`SolveError::OutOfRange`]).
-    #[error("the step has no derivative with respect to {input}: the residual Jacobian is singular (redundant contacts) and this input moves the residual off its range (relative miss {miss:.1e}), so some contact opens or closes on either side of it")]
+    #[error(
+        "the step has no derivative with respect to {input}: the residual Jacobian is singular (redundant contacts) and this input moves the residual off its range (relative miss {miss:.1e}), so some contact opens or closes on either side of it"
+    )]
     NoDerivative {
         /// The input (`Param`'s debug form).
         input: String,

@@ -35,13 +35,13 @@
 use num_dual::Dual64;
 
 use super::{DiffError, Input, Param};
+use crate::Scalar;
 use crate::dynamics::free::integrate_model;
 use crate::dynamics::kinematics::forward_kinematics;
 use crate::geometry::Shape;
-use crate::math::{skew, DMat, DVec, Mat3, Vec3};
-use crate::sim::validate::{implements, Feature};
+use crate::math::{DMat, DVec, Mat3, Vec3, skew};
+use crate::sim::validate::{Feature, implements};
 use crate::sim::{State, World};
-use crate::Scalar;
 
 /// A named group of output rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -286,10 +286,10 @@ pub fn parse_outputs(world: &World<f64>, list: &str) -> Result<Vec<Output>, Diff
                 return Err(item.error(format!(
                     "`{name}` is static geometry: it does not move, so it has no output \
                      (outputs are free bodies, robots and robot links)"
-                )))
+                )));
             }
             Named::Sim => {
-                return Err(item.error("`sim.gravity` and `sim.dt` are inputs, not outputs"))
+                return Err(item.error("`sim.gravity` and `sim.dt` are inputs, not outputs"));
             }
         };
         out.push(o);
@@ -348,7 +348,7 @@ pub fn parse_inputs(
                             "robot input",
                             other,
                             &["q", "v", "control"],
-                        ))
+                        ));
                     }
                 }
             }
@@ -367,7 +367,7 @@ pub fn parse_inputs(
                              angular_velocity; its parameters are not inputs, its forces are \
                              part of `{r}.control`)",
                             suggest(other, BODY_OUT.iter().copied())
-                        )))
+                        )));
                     }
                 }
             }
@@ -383,7 +383,7 @@ pub fn parse_inputs(
                 return Err(item.error(format!(
                     "`{name}` is static geometry: it has no state or parameter to \
                      differentiate with respect to (inputs are free bodies, robots and `sim`)"
-                )))
+                )));
             }
             Named::Body(b) => body_inputs(world, &item, b, name, field, steps)?,
         };

@@ -17,10 +17,10 @@ use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
 use super::step::tangent;
-use super::{lift_step, seeded, step_jacobian_with, DiffError, DiffOptions, Method, Param};
-use crate::math::{DMat, DVec};
-use crate::sim::{rollout as run, step, Controls, State, World};
+use super::{DiffError, DiffOptions, Method, Param, lift_step, seeded, step_jacobian_with};
 use crate::Scalar;
+use crate::math::{DMat, DVec};
+use crate::sim::{Controls, State, World, rollout as run, step};
 
 /// An input of a rollout derivative.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,7 +73,7 @@ pub fn seeded_rollout<T: Scalar>(
             Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
                 return Err(DiffError::BadParam(format!(
                     "{p:?} is not a model parameter"
-                )))
+                )));
             }
             Input::Model(p) => params.push(p),
             Input::Control { .. } => continue,
@@ -196,7 +196,7 @@ fn ift_rollout(
             Input::Model(p @ (Param::Q(_) | Param::V(_) | Param::U(_))) => {
                 return Err(DiffError::BadParam(format!(
                     "{p:?} is not a model parameter"
-                )))
+                )));
             }
             Input::Model(p) => model_params.push((c, p)),
             Input::Control { step: k, index } => {

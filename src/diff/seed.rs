@@ -1,9 +1,9 @@
 //! Naming the inputs of a derivative and seeding them into a world.
 
+use crate::Scalar;
 use crate::geometry::Shape;
 use crate::math::DVec;
 use crate::sim::{SimError, State, World};
-use crate::Scalar;
 
 use super::DiffError;
 

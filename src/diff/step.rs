@@ -4,13 +4,13 @@ use nalgebra::{Const, U1};
 use num_dual::DualSVec64;
 
 use super::complementarity::{self, Gradient};
-use super::{seeded, DiffError, ImplicitStep, Method, Param};
-use crate::contact::backend::dense_jacobian;
-use crate::dynamics::free::{difference_model, integrate_model};
-use crate::dynamics::Model;
-use crate::math::{DMat, DVec};
-use crate::sim::{step, SimError, State, World};
+use super::{DiffError, ImplicitStep, Method, Param, seeded};
 use crate::Scalar;
+use crate::contact::backend::dense_jacobian;
+use crate::dynamics::Model;
+use crate::dynamics::free::{difference_model, integrate_model};
+use crate::math::{DMat, DVec};
+use crate::sim::{SimError, State, World, step};
 
 /// Width of the dual-number column blocks.
 const BLOCK: usize = 8;

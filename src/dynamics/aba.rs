@@ -18,9 +18,9 @@
 
 use super::kinematics::{forward_position_body, forward_velocity_body, gravity_acceleration};
 use super::{Data, Model};
-use crate::math::spatial::force_cross;
-use crate::math::DVec;
 use crate::Scalar;
+use crate::math::DVec;
+use crate::math::spatial::force_cross;
 
 /// Forward dynamics `q̈ = M(q)⁻¹ (τ − c(q, v))`; the result is in
 /// `data.ddq` (nv).

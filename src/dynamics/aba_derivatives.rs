@@ -13,9 +13,9 @@
 //! `dynamics::rnea_derivatives`. `q` derivatives are along the tangent space
 //! (`q ⊕ δ`).
 
-use super::{aba::aba, cholesky, rnea_derivatives::rnea_derivatives, Data, Model};
-use crate::math::DVec;
+use super::{Data, Model, aba::aba, cholesky, rnea_derivatives::rnea_derivatives};
 use crate::Scalar;
+use crate::math::DVec;
 
 /// Computes `data.ddq` (= ABA), `data.ddq_dq`, `data.ddq_dv` and
 /// `data.minv` (= ∂q̈/∂τ); also leaves `data.mass_matrix`,

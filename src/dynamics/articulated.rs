@@ -23,9 +23,9 @@
 //! which reduce to these without contact; `soft` adds its generalized
 //! contact forces to the controls (`v⁺ = v + h ABA(q, v, u + Λ)`).
 
-use super::{aba::aba, Model};
-use crate::math::DVec;
+use super::{Model, aba::aba};
 use crate::Scalar;
+use crate::math::DVec;
 
 /// The velocity indices of the articulated joints.
 pub fn articulated_dofs<T: Scalar>(model: &Model<T>) -> Vec<usize> {

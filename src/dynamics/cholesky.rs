@@ -9,8 +9,8 @@
 //! diagonal holds `D`.
 
 use super::Model;
-use crate::math::DMat;
 use crate::Scalar;
+use crate::math::DMat;
 
 /// Factorizes `h` (a copy of `M`) in place into `Lᵀ D L`.
 ///

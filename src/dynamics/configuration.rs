@@ -13,8 +13,8 @@
 //! shares the time stepper's retraction, so `‖h ω‖ < 2` is required).
 
 use super::{Joint, Model};
-use crate::math::{so3, DVec, Quat, RetractionError};
 use crate::Scalar;
+use crate::math::{DVec, Quat, RetractionError, so3};
 
 /// `q ⊕ h v` for every joint of `model`.
 ///

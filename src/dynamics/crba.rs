@@ -11,8 +11,8 @@
 
 use super::kinematics::forward_position_body;
 use super::{Data, Model};
-use crate::math::{DMat, DVec};
 use crate::Scalar;
+use crate::math::{DMat, DVec};
 
 /// Fills `data.mass_matrix` with `M(q)` (both triangles) and
 /// `data.oycrb` with the composite inertias; returns `M`.

@@ -38,8 +38,8 @@
 //! use `dynamics::{rnea, crba, aba}` for those.
 
 use super::{Data, Model};
-use crate::math::{integrate::phi_scalar, skew, so3, DVec, Mat3, Quat, RetractionError, Vec3};
 use crate::Scalar;
+use crate::math::{DVec, Mat3, Quat, RetractionError, Vec3, integrate::phi_scalar, skew, so3};
 
 /// Failures of the free-body dynamics.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -53,7 +53,9 @@ pub enum DynamicsError {
         source: RetractionError,
     },
     /// Newton's method on the rotational equations did not converge.
-    #[error("body {body}: rotational Newton iteration did not converge in {iterations} iterations (residual {residual:e})")]
+    #[error(
+        "body {body}: rotational Newton iteration did not converge in {iterations} iterations (residual {residual:e})"
+    )]
     NoConvergence {
         /// Index of the body.
         body: usize,
@@ -438,7 +440,7 @@ pub fn difference_model<T: Scalar>(model: &Model<T>, q0: &DVec<T>, q1: &DVec<T>)
     }
     let mut out = DVec::zeros(model.nv);
     let lone = model.lone_free_bodies();
-    for (b, _) in model.bodies.iter().zip(lone.iter()).filter(|(_, &l)| l) {
+    for (b, _) in model.bodies.iter().zip(lone.iter()).filter(|&(_, &l)| l) {
         let d = crate::math::difference(
             &q0.as_slice()[b.idx_q..b.idx_q + 7],
             &q1.as_slice()[b.idx_q..b.idx_q + 7],

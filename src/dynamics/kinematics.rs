@@ -16,9 +16,9 @@
 //! its angular columns rotate about the body origin `p`.
 
 use super::{Data, Joint, Model};
-use crate::math::spatial::{join, motion_cross};
-use crate::math::{so3, DVec, Pose, Quat, Vec3, Vec6};
 use crate::Scalar;
+use crate::math::spatial::{join, motion_cross};
+use crate::math::{DVec, Pose, Quat, Vec3, Vec6, so3};
 
 /// Joint transform with the quaternion of a free or spherical joint
 /// normalized (so that intermediate Runge–Kutta stages stay valid).

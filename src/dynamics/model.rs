@@ -34,8 +34,8 @@
 //! origin and world-frame angular velocity. This differs from Pinocchio's
 //! free flyer (body-frame twist, quaternion `[x, y, z, w]`).
 
-use crate::math::{so3, spatial::RigidInertia, DMat, DVec, Mat3, Mat6, Pose, Vec3, Vec6};
 use crate::Scalar;
+use crate::math::{DMat, DVec, Mat3, Mat6, Pose, Vec3, Vec6, so3, spatial::RigidInertia};
 
 /// A joint connecting a body to its parent (or to the world for roots).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -13,9 +13,9 @@
 
 use super::kinematics::{forward_position_body, forward_velocity_body, gravity_acceleration};
 use super::{Data, Model};
-use crate::math::spatial::force_cross;
-use crate::math::DVec;
 use crate::Scalar;
+use crate::math::DVec;
+use crate::math::spatial::force_cross;
 
 /// Inverse dynamics `τ = RNEA(q, v, q̈)`; the result is in `data.tau` (nv).
 ///

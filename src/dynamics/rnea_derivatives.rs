@@ -48,11 +48,11 @@
 
 use super::rnea::rnea;
 use super::{Data, Joint, Model};
+use crate::Scalar;
 use crate::math::spatial::{
     cross_force_operator, force_cross, join, motion_cross, motion_cross_matrix,
 };
 use crate::math::{DVec, Vec3, Vec6};
-use crate::Scalar;
 
 /// Computes `data.dtau_dq` and `data.dtau_dv` (nv × nv) at `(q, v, a)`,
 /// and `∂τ/∂a = M(q)` into `data.mass_matrix` (from the same composite

@@ -37,10 +37,10 @@
 //! elements are at fault (missing links, negative masses, unsupported
 //! joints) every one is listed ([`UrdfError::Several`]).
 
-use super::urdf_mesh::{describe, mesh_hull, MeshFailure, MeshOptions};
+use super::urdf_mesh::{MeshFailure, MeshOptions, describe, mesh_hull};
 use super::{Joint, JointLimits, Model, ModelError};
 use crate::geometry::Shape;
-use crate::math::{spatial::RigidInertia, Mat3, Pose, Quat, Vec3};
+use crate::math::{Mat3, Pose, Quat, Vec3, spatial::RigidInertia};
 
 /// How the root link is attached to the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

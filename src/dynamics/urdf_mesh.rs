@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::geometry::mesh::{hull_of_file, Hull, MeshError};
+use crate::geometry::mesh::{Hull, MeshError, hull_of_file};
 
 /// Where meshes are looked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -28,8 +28,8 @@
 
 use crate::contact::{SolverKind, StepProblem};
 use crate::geometry::{Material, Shape, StaticGeometry};
-use crate::math::{so3, DVec, Mat3, Pose, Quat, Vec3};
-use crate::sim::{rollout, Controls, State, World};
+use crate::math::{DVec, Mat3, Pose, Quat, Vec3, so3};
+use crate::sim::{Controls, State, World, rollout};
 
 /// Deterministic generator (splitmix64) for seeded initial conditions.
 #[derive(Clone, Debug)]

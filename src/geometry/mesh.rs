@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use crate::geometry::hull::HullMesh;
 use crate::geometry::Shape;
+use crate::geometry::hull::HullMesh;
 use crate::math::Vec3;
 
 /// Why a mesh cannot be a collision shape.

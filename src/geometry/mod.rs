@@ -10,8 +10,8 @@ pub mod mesh;
 
 use std::sync::Arc;
 
-use crate::math::{Pose, Vec3};
 use crate::Scalar;
+use crate::math::{Pose, Vec3};
 
 /// How a bundle combines its parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

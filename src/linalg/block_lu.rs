@@ -21,8 +21,8 @@
 //! static pivoting is stable.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::sparse::linalg::amd;
 use faer::sparse::SymbolicSparseColMatRef;
+use faer::sparse::linalg::amd;
 
 use super::sparse::BlockCsc;
 

@@ -30,11 +30,11 @@ mod components;
 mod sparse;
 
 pub use block_lu::BlockLu;
-pub use components::{components, inverse_by_blocks, solve_by_blocks, Block, BlockSvd};
+pub use components::{Block, BlockSvd, components, inverse_by_blocks, solve_by_blocks};
 pub use sparse::{BlockCsc, BlockRef, SparseLu};
 
-use crate::math::{DMat, DVec};
 use crate::Scalar;
+use crate::math::{DMat, DVec};
 use nalgebra::SMatrix;
 
 /// LU factorization with partial pivoting of a fixed-size matrix

@@ -17,10 +17,10 @@
 use std::sync::Mutex;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::sparse::linalg::lu::{
-    factorize_symbolic_lu, LuRef, LuSymbolicParams, NumericLu, SymbolicLu,
-};
 use faer::sparse::linalg::SupernodalThreshold;
+use faer::sparse::linalg::lu::{
+    LuRef, LuSymbolicParams, NumericLu, SymbolicLu, factorize_symbolic_lu,
+};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Conj, MatMut, Par};
 

@@ -10,8 +10,8 @@
 //!   `(x₀ + α d₀)² − ‖x₁ + α d₁‖² = 0`), computed on primal values because
 //!   it only chooses a step length.
 
-use crate::math::Vec3;
 use crate::Scalar;
+use crate::math::Vec3;
 use nalgebra::Matrix3;
 
 /// Jordan product of two 3-vectors of `Q³`.
@@ -56,11 +56,7 @@ pub fn arrow<T: Scalar>(x: &Vec3<T>) -> Matrix3<T> {
 /// ```
 #[inline]
 pub fn orthant_step(x: f64, dx: f64) -> f64 {
-    if dx < 0.0 {
-        -x / dx
-    } else {
-        f64::INFINITY
-    }
+    if dx < 0.0 { -x / dx } else { f64::INFINITY }
 }
 
 /// Largest step `α` (possibly `∞`) keeping `x + α dx ∈ Q³` for `x` in the

@@ -14,7 +14,7 @@ pub mod se3;
 pub mod so3;
 pub mod spatial;
 
-pub use integrate::{difference, integrate, RetractionError};
+pub use integrate::{RetractionError, difference, integrate};
 pub use se3::Pose;
 
 use crate::Scalar;

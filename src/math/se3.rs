@@ -5,7 +5,7 @@
 //! The exponential of a twist ξ = (ρ, ω) (linear first) is
 //! `(exp(ω), J_l(ω) ρ)` with the left Jacobian of SO(3).
 
-use super::{so3, Quat, Vec3, Vec6};
+use super::{Quat, Vec3, Vec6, so3};
 use crate::Scalar;
 
 /// A rigid pose: rotation (unit quaternion) and translation.

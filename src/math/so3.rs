@@ -13,8 +13,8 @@
 //! so first and second derivatives at exactly zero are the analytic limits
 //! (d exp/dω = [0, ½ I] at ω = 0, d log/du = 2 I at the identity).
 
-use super::{skew, Mat3, Quat, Vec3};
-use crate::scalar::{cosc, horner, sinc, Scalar, TAYLOR_THRESHOLD_SQ};
+use super::{Mat3, Quat, Vec3, skew};
+use crate::scalar::{Scalar, TAYLOR_THRESHOLD_SQ, cosc, horner, sinc};
 
 /// The identity rotation.
 #[inline]

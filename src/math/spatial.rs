@@ -8,7 +8,7 @@
 //! m  ×* f  = (ω × n,  ω × τ + v × n)              (force cross)
 //! ```
 
-use super::{skew, Mat3, Mat6, Vec3, Vec6};
+use super::{Mat3, Mat6, Vec3, Vec6, skew};
 use crate::Scalar;
 
 /// A spatial motion vector (twist), linear part first.

@@ -2,7 +2,7 @@
 //! convergence (the examples `opt_box_push`, `opt_arm7` and `opt_sysid` and their
 //! reduced-size tests use this).
 
-use super::{optimize, Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport};
+use super::{Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport, optimize};
 
 /// Runs each of `methods` on `obj` with `base`'s options. `cem` gets the
 /// wall time `newton` took to reach the target cost (else that of the

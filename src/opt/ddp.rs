@@ -61,7 +61,7 @@ fn layout(obj: &Objective) -> Result<Layout, OptError> {
                            decision variable must be a control entry (`NAME.control`); use \
                            newton for the others"
                         .into(),
-                })
+                });
             }
         }
     }

@@ -25,8 +25,8 @@
 //! then stops and reports its best iterate.
 
 use argmin::core::{
-    CostFunction, Error, Gradient, IterState, Problem, Solver, TerminationReason,
-    TerminationStatus, KV,
+    CostFunction, Error, Gradient, IterState, KV, Problem, Solver, TerminationReason,
+    TerminationStatus,
 };
 use argmin::solver::linesearch::LineSearch;
 

@@ -75,18 +75,18 @@ mod solve;
 pub mod sysid;
 
 pub use scene_out::optimized_scene_toml;
-pub use solve::{optimize, OptMethod, OptimizeOptions, OptimizeReport};
+pub use solve::{OptMethod, OptimizeOptions, OptimizeReport, optimize};
 
 use nalgebra::Const;
 use num_dual::HyperDualSVec64;
 
+use crate::Scalar;
 use crate::diff::names::{self, Output, OutputField};
 use crate::diff::rollout::seeded_rollout;
-use crate::diff::{lift_step, DiffError, DiffOptions, Input};
+use crate::diff::{DiffError, DiffOptions, Input, lift_step};
 use crate::math::{DMat, DVec};
 use crate::scene::{ObjectiveSpec, Scene};
-use crate::sim::{rollout, step, Controls, State, World};
-use crate::Scalar;
+use crate::sim::{Controls, State, World, rollout, step};
 
 /// Step of the finite-difference Hessian (central differences of the
 /// `ift` gradient).

@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use argmin::core::observers::{Observe, ObserverMode};
 use argmin::core::{
-    CostFunction, Error, Executor, Gradient, Hessian, State, TerminationReason, TerminationStatus,
-    KV,
+    CostFunction, Error, Executor, Gradient, Hessian, KV, State, TerminationReason,
+    TerminationStatus,
 };
 use argmin::solver::gradientdescent::SteepestDescent;
-use argmin::solver::linesearch::condition::ArmijoCondition;
 use argmin::solver::linesearch::BacktrackingLineSearch;
+use argmin::solver::linesearch::condition::ArmijoCondition;
 use argmin::solver::quasinewton::LBFGS;
 use argmin::solver::trustregion::{Steihaug, TrustRegion};
 

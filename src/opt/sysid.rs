@@ -12,7 +12,7 @@
 //! this Gaussian model, `Cov(θ̂) ≈ σ² (Jᵀ J)⁻¹` at the estimate; the report
 //! gives each parameter's error in units of that standard deviation.
 
-use super::{optimize, Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport};
+use super::{Objective, OptError, OptMethod, OptimizeOptions, OptimizeReport, optimize};
 use crate::scene::Scene;
 
 /// The outcome of [`identify`].

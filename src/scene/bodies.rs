@@ -5,11 +5,11 @@ use toml::de::DeValue;
 
 use crate::geometry::{Material, StaticGeometry};
 use crate::math::{Mat3, Pose, Vec3};
-use crate::sim::validate as limits;
 use crate::sim::World;
+use crate::sim::validate as limits;
 
 use super::fields::{
-    array, in_abs, in_range, norm_in_range, num, nums, pose_fields, Cx, Tab, Val, R,
+    Cx, R, Tab, Val, array, in_abs, in_range, norm_in_range, num, nums, pose_fields,
 };
 use super::keys::{BODY_KEYS, SHAPE_TYPE_KEY, STATIC_KEYS};
 use super::shape::shape;

@@ -6,7 +6,7 @@
 use crate::sim::{State, World};
 
 use super::fields::{Cx, R};
-use super::{locate, Located, INITIAL_PENETRATION_TOLERANCE};
+use super::{INITIAL_PENETRATION_TOLERANCE, Located, locate};
 
 /// Refuses the scene's world at its initial state if it cannot be
 /// simulated as written (located through `located` and `restitutions`).

@@ -4,9 +4,9 @@
 use crate::math::DVec;
 use crate::sim::{Controls, World};
 
-use super::fields::{array, in_abs, num_list, Cx, Tab, R};
-use super::keys::CONTROL_KEYS;
 use super::CONTROL_MAX;
+use super::fields::{Cx, R, Tab, array, in_abs, num_list};
+use super::keys::CONTROL_KEYS;
 
 /// Every `[[control]]` of a scene of `steps` steps.
 pub(super) fn read_controls<'a>(
@@ -98,7 +98,7 @@ pub(super) fn read_controls<'a>(
                     val.span(),
                     &p,
                     "give either `values` or `per_step`, not both",
-                ))
+                ));
             }
             (None, None) => return Err(c.missing("values")),
         }

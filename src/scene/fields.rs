@@ -6,8 +6,8 @@
 use std::ops::Range;
 use std::path::Path;
 
-use toml::de::{DeArray, DeTable, DeValue};
 use toml::Spanned;
+use toml::de::{DeArray, DeTable, DeValue};
 
 use super::SceneError;
 use crate::math::{Quat, Vec3};
@@ -370,7 +370,9 @@ pub(super) fn in_abs(
         Err(cx.error(
             span,
             path,
-            format!("{x:e} is outside the simulable range |x| <= {max:e}{unit} (see docs/validation.md)"),
+            format!(
+                "{x:e} is outside the simulable range |x| <= {max:e}{unit} (see docs/validation.md)"
+            ),
         ))
     }
 }
@@ -409,7 +411,7 @@ pub(super) fn to_toml(cx: &Cx, v: &Val, path: &str) -> R<toml::Value> {
                 path,
                 "a number, boolean, string, array or table",
                 other,
-            ))
+            ));
         }
     })
 }

@@ -14,12 +14,12 @@
 //! assert_eq!(info["contact_pairs"]["considered"][0], serde_json::json!(["b", "ground"]));
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::Scene;
-use crate::dynamics::urdf::UrdfRobot;
 use crate::dynamics::Joint;
 use crate::dynamics::Model;
+use crate::dynamics::urdf::UrdfRobot;
 use crate::geometry::Shape;
 use crate::sim::Robot;
 
@@ -27,11 +27,7 @@ use crate::sim::Robot;
 pub const LINK_LINK: &str = "link–link contact (within a robot or between robots) is not modelled";
 
 fn finite(x: f64) -> Value {
-    if x.is_finite() {
-        json!(x)
-    } else {
-        Value::Null
-    }
+    if x.is_finite() { json!(x) } else { Value::Null }
 }
 
 fn range(start: usize, len: usize) -> Value {

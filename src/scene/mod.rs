@@ -54,10 +54,10 @@ mod robots;
 mod settings;
 mod shape;
 pub use keys::{accepted_keys, accepted_values};
-pub use objective::{bound_width, BoundSpec, EffortSpec, ObjectiveSpec, RunningSpec};
+pub use objective::{BoundSpec, EffortSpec, ObjectiveSpec, RunningSpec, bound_width};
 pub use shape::normalize_scaled;
 
-use fields::{Cx, Tab, R};
+use fields::{Cx, R, Tab};
 use keys::ROOT_KEYS;
 
 /// A loaded scene: the world, its initial state, controls and step count.

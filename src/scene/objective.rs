@@ -19,8 +19,8 @@
 //! [`SceneError`] located at the offending list entry, with its field path
 //! (`objective.wrt[0]`).
 
-use super::fields::{array, num, num_list, type_error, Cx, Tab, R};
 use super::SceneError;
+use super::fields::{Cx, R, Tab, array, num, num_list, type_error};
 use crate::diff::names::{self, OutputField};
 use crate::sim::World;
 use toml::de::DeValue;
@@ -417,7 +417,7 @@ fn read_bound(
                 &np,
                 "a string (one entry of `wrt`)",
                 other,
-            ))
+            ));
         }
     };
     if !wrt.iter().any(|(w, _, _)| *w == name) {

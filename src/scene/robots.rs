@@ -6,10 +6,10 @@ use std::path::Path;
 
 use crate::dynamics::urdf::{self, BaseJoint, UrdfRobot};
 use crate::math::{Pose, Quat, Vec3};
-use crate::sim::validate as limits;
 use crate::sim::World;
+use crate::sim::validate as limits;
 
-use super::fields::{boolean, choose, in_abs, num_list, package_dirs, unit_quat, Cx, Tab, R};
+use super::fields::{Cx, R, Tab, boolean, choose, in_abs, num_list, package_dirs, unit_quat};
 use super::keys::{BASES, ROBOT_KEYS};
 use super::{Located, Placed};
 

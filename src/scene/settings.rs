@@ -8,11 +8,11 @@ use crate::contact::FrictionCone;
 use crate::contact::SolverKind;
 use crate::geometry::Combine;
 use crate::math::Vec3;
-use crate::sim::validate as limits;
 use crate::sim::World;
+use crate::sim::validate as limits;
 
-use super::fields::{boolean, choose, in_range, norm_in_range, num, to_toml, Cx, Tab, R};
-use super::keys::{solver_param_keys, COMBINE, FRICTION_CONES, SIM_KEYS};
+use super::fields::{Cx, R, Tab, boolean, choose, in_range, norm_in_range, num, to_toml};
+use super::keys::{COMBINE, FRICTION_CONES, SIM_KEYS, solver_param_keys};
 use super::{LoadOptions, MAX_ITERATIONS_MAX, SOLVER_PARAM_RANGE};
 
 /// `[sim]`: the world (backend `opts.solver` if given, else the file's),
@@ -77,7 +77,7 @@ pub(super) fn read_sim<'a>(
                                 .collect::<Vec<_>>()
                                 .join(", ")
                         ),
-                    ))
+                    ));
                 }
                 None => {
                     let names: Vec<&str> = SolverKind::NAMES.iter().map(|(n, _)| *n).collect();

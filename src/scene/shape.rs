@@ -6,7 +6,7 @@ use crate::math::{Pose, Vec3};
 use crate::sim::validate as limits;
 
 use super::fields::{
-    choose, in_abs, num, num_list, pose_fields, positive, sizes3, vec3_list, Cx, Tab, R,
+    Cx, R, Tab, choose, in_abs, num, num_list, pose_fields, positive, sizes3, vec3_list,
 };
 use super::keys::{BUNDLE_OPS, PART_KEYS, SHAPE_KEYS, SHAPE_TYPE_KEY};
 

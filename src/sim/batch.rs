@@ -43,7 +43,7 @@
 
 use rayon::prelude::*;
 
-use super::{rollout, Controls, RolloutError, State, Trajectory, World};
+use super::{Controls, RolloutError, State, Trajectory, World, rollout};
 use crate::Scalar;
 
 /// Options of a batch.

@@ -25,8 +25,8 @@
 //! ```
 
 use super::{SimError, Trajectory};
-use crate::contact::SolveError;
 use crate::Scalar;
+use crate::contact::SolveError;
 
 /// A rollout that stopped at a failing step, with the trajectory of the
 /// steps completed before it.

@@ -32,15 +32,15 @@ pub mod validate;
 
 pub use failure::RolloutError;
 
+use crate::Scalar;
 use crate::contact::{
-    with_backend, BackendParams, ContactBackend, ContactImpulse, FrictionCone, SolveError,
-    SolveStats, SolverKind, SolverParams, StepProblem,
+    BackendParams, ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats,
+    SolverKind, SolverParams, StepProblem, with_backend,
 };
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::{Model, ModelError};
 use crate::geometry::{AttachedShape, Combine, Material, Shape, StaticGeometry};
 use crate::math::{DVec, Mat3, Vec3};
-use crate::Scalar;
 
 /// A simulated world: bodies, their geometry, static geometry, gravity,
 /// time step and contact backend.
@@ -670,7 +670,7 @@ pub fn rollout_inspect<T: Scalar>(
                     step: k,
                     error,
                     completed: Trajectory { states, stats },
-                })
+                });
             }
         }
     }

@@ -32,7 +32,7 @@
 //! ```
 
 use super::{State, World};
-use crate::collision::broad_phase::{sweep_and_prune, Aabb};
+use crate::collision::broad_phase::{Aabb, sweep_and_prune};
 use crate::collision::{bounding_radius, pair_contacts};
 use crate::dynamics::free::{orientation, position};
 use crate::geometry::Shape;

@@ -62,11 +62,11 @@
 //! ```
 
 use super::{SimError, State, World};
+use crate::Scalar;
 use crate::contact::{FrictionCone, SolverKind};
 use crate::dynamics::Joint;
 use crate::geometry::{Combine, Material, Shape};
 use crate::math::Mat3;
-use crate::Scalar;
 
 /// Range of a body's mass (kg).
 pub const MASS: (f64, f64) = (1e-6, 1e6);

@@ -6,10 +6,10 @@
 //! except polytopes and padded polygons, whose faces are computed here
 //! (convex polygons in the shape frame).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::contact::ContactImpulse;
-use crate::dynamics::{crba, kinematics, Data};
+use crate::dynamics::{Data, crba, kinematics};
 use crate::geometry::{BundleOp, Shape};
 use crate::math::{Pose, Vec3};
 use crate::sim::{State, World};

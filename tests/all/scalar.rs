@@ -2,8 +2,8 @@
 //! `gen_tests!` pattern), and the zero-safe operations at exactly zero.
 
 use crate::common::counted::{self, Counted};
-use dualsim::contact::mehrotra::{factorizations, FactorCounts};
-use dualsim::math::{so3, Mat3, Vec3};
+use dualsim::contact::mehrotra::{FactorCounts, factorizations};
+use dualsim::math::{Mat3, Vec3, so3};
 use dualsim::prelude::*;
 use dualsim::scalar::{safe_norm, safe_normalize};
 use nalgebra::{Const, U1};

@@ -9,7 +9,7 @@ use dualsim::diff::{DiffOptions, Method, Param};
 use dualsim::sim::State;
 
 use crate::run::simulate_streaming;
-use crate::{load_scene, progress, EXIT_SIM};
+use crate::{EXIT_SIM, load_scene, progress};
 
 pub(crate) fn bench(path: &Path, json: bool) -> ExitCode {
     let scene = match load_scene(path) {

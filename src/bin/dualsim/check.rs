@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use dualsim::contact::SolverKind;
 use dualsim::diff::{CheckOptions, CheckReport, CheckStatus, DiffOptions, Partials};
 
-use crate::{load_scene_with, progress, EXIT_INPUT, EXIT_NOTHING_CHECKED, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_NOTHING_CHECKED, EXIT_SIM, load_scene_with, progress};
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn check(
@@ -182,7 +182,11 @@ pub(crate) fn print_rollout_report(r: &dualsim::diff::RolloutReport) {
     println!(
         "whole rollout ({} steps): the Jacobian grad returns ({}) against fd of the rollout, per entry (|J - fd| <= {:e} max(|J_ij|, sqrt(row max * column max)) + round-off)",
         r.steps,
-        if r.method.is_empty() { "given" } else { &r.method },
+        if r.method.is_empty() {
+            "given"
+        } else {
+            &r.method
+        },
         r.tol
     );
     println!(

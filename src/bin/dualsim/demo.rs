@@ -8,7 +8,7 @@ use dualsim::scene;
 use dualsim::viz::trajectory_json_with;
 
 use crate::run::{print_summary, simulate};
-use crate::{write_json, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, write_json};
 
 /// What the demonstration suggests trying next (commands that work from a
 /// clone of the repository; `tests/all/cli/docs.rs` runs each of them).

@@ -6,12 +6,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dualsim::diff::{names, DiffOptions, Gradient, Method, Partials};
+use dualsim::diff::{DiffOptions, Gradient, Method, Partials, names};
 use dualsim::math::DMat;
 use dualsim::scene::Scene;
 
 use crate::check::print_rollout_report;
-use crate::{load_scene, progress, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, load_scene, progress};
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grad(
@@ -55,7 +55,9 @@ pub(crate) fn grad(
         return ExitCode::from(EXIT_INPUT);
     }
     if check && gradient == Gradient::ComplementarityAware {
-        eprintln!("error: --check compares the exact Jacobian with fd: the complementarity-aware gradient is not a derivative of the rollout");
+        eprintln!(
+            "error: --check compares the exact Jacobian with fd: the complementarity-aware gradient is not a derivative of the rollout"
+        );
         return ExitCode::from(EXIT_INPUT);
     }
     let bar = progress(

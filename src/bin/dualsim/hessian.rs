@@ -8,7 +8,7 @@ use std::time::Instant;
 use dualsim::math::DMat;
 use dualsim::opt::HessianMethod;
 
-use crate::{load_objective, progress, EXIT_SIM};
+use crate::{EXIT_SIM, load_objective, progress};
 
 fn matrix_json(m: &DMat<f64>) -> Vec<Vec<f64>> {
     m.row_iter().map(|r| r.iter().copied().collect()).collect()

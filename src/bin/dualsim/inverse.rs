@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use dualsim::contact::SolverKind;
 
-use crate::{load_scene_with, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, load_scene_with};
 
 /// Largest difference (m, rad, m/s, rad/s) between the trajectory's next
 /// state and the forward step under the recovered controls that `dualsim

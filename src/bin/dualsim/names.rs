@@ -4,7 +4,7 @@
 //! with the closest one.
 
 use dualsim::contact::SolverKind;
-use dualsim::diff::{names, Gradient, Method, Partials};
+use dualsim::diff::{Gradient, Method, Partials, names};
 use dualsim::opt::{HessianMethod, OptMethod};
 
 /// A command-line value parser over a closed set of names (the library's

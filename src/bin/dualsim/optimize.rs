@@ -8,7 +8,7 @@ use dualsim::opt::OptMethod;
 use dualsim::scene;
 use dualsim::viz::{atomic_write, trajectory_json};
 
-use crate::{load_objective, write_json, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, load_objective, write_json};
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn optimize(

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use dualsim::contact::SolverKind;
 use dualsim::scene::Scene;
-use dualsim::sim::{rollout_inspect, RolloutError, State, StepOutput, Trajectory};
-use dualsim::viz::{run_report, RunReport, StepContacts, TrajectoryWriter};
+use dualsim::sim::{RolloutError, State, StepOutput, Trajectory, rollout_inspect};
+use dualsim::viz::{RunReport, StepContacts, TrajectoryWriter, run_report};
 
-use crate::{load_scene_with, progress, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, load_scene_with, progress};
 
 pub(crate) fn run(
     path: &Path,

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use dualsim::viz::{atomic_write, partial_trajectory_json_with, trajectory_json_with};
 
 use crate::run::{error_message, override_steps, print_summary, simulate};
-use crate::{load_scene, EXIT_INPUT, EXIT_SIM};
+use crate::{EXIT_INPUT, EXIT_SIM, load_scene};
 
 pub(crate) fn view(path: &Path, out: Option<&Path>, steps: Option<usize>) -> ExitCode {
     let is_scene = path.extension().is_some_and(|e| e == "toml");

@@ -12,11 +12,11 @@
 //! without a closed form.
 
 use super::primitive::shape_params_mut;
-use super::{problem, proximity, proximity_gradient, ConicParams, Owner, ProximityError};
-use crate::collision::{direction_or_z, Contact};
-use crate::geometry::Shape;
-use crate::math::{so3, Pose, Vec3};
+use super::{ConicParams, Owner, ProximityError, problem, proximity, proximity_gradient};
 use crate::Scalar;
+use crate::collision::{Contact, direction_or_z};
+use crate::geometry::Shape;
+use crate::math::{Pose, Vec3, so3};
 
 /// Tolerances of [`conic_contact`] (converged: duality measure 1e-10 and
 /// residuals 1e-10). The `bilevel` step does not use them: its inner

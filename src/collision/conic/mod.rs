@@ -59,16 +59,16 @@ pub mod solve;
 
 use nalgebra::{DMatrix, DVector};
 
-pub use primitive::{lower, LocalCone, PrimalRows};
-pub use proximity_gradient::{proximity_gradient, ProximityJacobian};
+pub use primitive::{LocalCone, PrimalRows, lower};
+pub use proximity_gradient::{ProximityJacobian, proximity_gradient};
 pub use solve::{ConeLayout, ConicParams, ConicSolution, Scaling, SolveStats, SolverWorkspace};
 
 use std::cell::RefCell;
 
-use crate::geometry::{BundleOp, Shape};
-use crate::math::{so3, Pose, Vec3};
-use crate::scalar::safe_normalize;
 use crate::Scalar;
+use crate::geometry::{BundleOp, Shape};
+use crate::math::{Pose, Vec3, so3};
+use crate::scalar::safe_normalize;
 
 /// Why a proximity could not be computed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -57,11 +57,11 @@
 
 use nalgebra::DMatrix;
 
-use super::solve::ConeLayout;
 use super::ProximityError;
+use super::solve::ConeLayout;
+use crate::Scalar;
 use crate::geometry::{BundleOp, Shape};
 use crate::math::so3;
-use crate::Scalar;
 
 /// A shape's homogeneous conic constraint `M [y; α; ε] ∈ K` in its frame.
 #[derive(Clone, Debug, PartialEq)]
@@ -357,7 +357,7 @@ pub fn lower_into<T: Scalar, S: RowSink<T>>(
         Shape::Points { .. } => {
             return Err(ProximityError::InvalidShape(
                 "point clouds have no conic form",
-            ))
+            ));
         }
     }
     Ok(())

@@ -46,11 +46,11 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::primitive::shape_params_mut;
-use super::{problem, proximity, ConicParams, ConicProblem, Proximity, ProximityError};
-use crate::geometry::Shape;
-use crate::math::{so3, Pose, Vec3};
-use crate::scalar::Dual64;
+use super::{ConicParams, ConicProblem, Proximity, ProximityError, problem, proximity};
 use crate::Scalar;
+use crate::geometry::Shape;
+use crate::math::{Pose, Vec3, so3};
+use crate::scalar::Dual64;
 
 /// Derivatives of α* and p* with respect to θ (module docs for the order).
 #[derive(Clone, Debug, PartialEq)]
@@ -209,11 +209,7 @@ pub fn proximity_gradient(
     let row_scale: Vec<f64> = (0..n + 2 * m)
         .map(|i| {
             let r = J.row(i).amax();
-            if r > 0.0 {
-                1.0 / r
-            } else {
-                1.0
-            }
+            if r > 0.0 { 1.0 / r } else { 1.0 }
         })
         .collect();
     for (i, sc) in row_scale.iter().enumerate() {

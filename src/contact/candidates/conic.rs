@@ -23,7 +23,7 @@
 //! (the search for penetrating pairs after a solve), when `α* < 1`.
 
 use super::silico::{conic_bounding_radius, conic_inradius};
-use crate::collision::conic::{convex_parts, proximity, ConicParams};
+use crate::collision::conic::{ConicParams, convex_parts, proximity};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::world_plane;
 use crate::geometry::Shape;

@@ -35,16 +35,16 @@ pub mod silico;
 
 use self::conic::near_part_pairs;
 use self::silico::conic_bounding_radius;
-use crate::collision::broad_phase::{sweep_and_prune_into, Aabb, SweepScratch};
+use crate::Scalar;
+use crate::collision::broad_phase::{Aabb, SweepScratch, sweep_and_prune_into};
 use crate::collision::frame::least_aligned_axis;
-use crate::collision::{pair_features_into, Contact};
+use crate::collision::{Contact, pair_features_into};
 use crate::contact::law::Law;
 use crate::contact::space::robot::robot_units;
 use crate::contact::{FrictionCone, StepProblem};
 use crate::dynamics::free::{orientation, position};
 use crate::geometry::Shape;
 use crate::math::{DVec, Pose};
-use crate::Scalar;
 
 /// The other side of a contact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -3,15 +3,15 @@
 //! member) whose bounding balls, inflated by the speculative reach of the
 //! step, come close.
 
-use super::{body_pose, friction_law, pair_mu, speed_bound, Partner};
-use crate::collision::conic::{convex_parts, proximity, ConicParams};
+use super::{Partner, body_pose, friction_law, pair_mu, speed_bound};
+use crate::Scalar;
+use crate::collision::conic::{ConicParams, convex_parts, proximity};
 use crate::collision::frame::least_aligned_axis;
 use crate::collision::{bounding_radius, world_plane};
-use crate::contact::law::Law;
 use crate::contact::StepProblem;
+use crate::contact::law::Law;
 use crate::geometry::{BundleOp, Shape};
 use crate::math::{DVec, Pose, Vec3};
-use crate::Scalar;
 
 /// A pair of convex parts that may touch during the step.
 #[derive(Clone, Debug, PartialEq)]

@@ -799,8 +799,8 @@ pub fn inverse<T: Scalar>(
             for (u, w) in &ev.contacts[k].blocks {
                 let unit = &island.units[*u];
                 for l in 0..w.ncols() {
-                    let gen = w[(0, l)] * f[0] + w[(1, l)] * f[1] + w[(2, l)] * f[2];
-                    r_dyn[unit.dofs[l]] -= gen;
+                    let generalized = w[(0, l)] * f[0] + w[(1, l)] * f[1] + w[(2, l)] * f[2];
+                    r_dyn[unit.dofs[l]] -= generalized;
                 }
             }
         }

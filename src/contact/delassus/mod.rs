@@ -62,24 +62,24 @@
 
 use nalgebra::{Dyn, Matrix3xX, Vector3};
 
+use crate::Scalar;
 use crate::contact::backend::{
-    dense_jacobian, dual_jacobian, stacked_root, with_cast, JacobianDual,
+    JacobianDual, dense_jacobian, dual_jacobian, stacked_root, with_cast,
 };
 use crate::contact::candidates::{
-    candidates_into, pair_mu, penetrating_into, Candidate, CandidateKey, DetectScratch, Partner,
+    Candidate, CandidateKey, DetectScratch, Partner, candidates_into, pair_mu, penetrating_into,
 };
-use crate::contact::island::{islands, Island};
-use crate::contact::space::evaluate::{evaluate, evaluate_residual, Eval};
+use crate::contact::island::{Island, islands};
+use crate::contact::space::evaluate::{Eval, evaluate, evaluate_residual};
 use crate::contact::{
     ContactBackend, ContactImpulse, FrictionCone, SolveError, SolveStats, StepProblem, StepSolution,
 };
 use crate::dynamics::articulated::{articulated_residual, articulated_velocity};
 use crate::dynamics::free::{
-    free_flight_velocity, integrate_model, momentum_residual, NewtonParams,
+    NewtonParams, free_flight_velocity, integrate_model, momentum_residual,
 };
-use crate::linalg::{inverse_by_blocks, BlockSvd};
+use crate::linalg::{BlockSvd, inverse_by_blocks};
 use crate::math::{DMat, DVec};
-use crate::Scalar;
 
 /// Unknowns per candidate.
 pub const Z: usize = 3;

@@ -51,7 +51,7 @@ impl<'a, T: Scalar> Delassus<'a, T> {
         g: &[Vector3<T>],
         rhs: Option<&DVec<T>>,
     ) -> DVec<T> {
-        let mut gen = match rhs {
+        let mut generalized = match rhs {
             Some(r) => r.clone(),
             None => DVec::zeros(self.island.dim()),
         };
@@ -59,18 +59,18 @@ impl<'a, T: Scalar> Delassus<'a, T> {
             for (u, w) in &ce.blocks {
                 let o = self.island.units[*u].offset;
                 for k in 0..w.ncols() {
-                    gen[o + k] += w[(0, k)] * gc[0] + w[(1, k)] * gc[1] + w[(2, k)] * gc[2];
+                    generalized[o + k] += w[(0, k)] * gc[0] + w[(1, k)] * gc[1] + w[(2, k)] * gc[2];
                 }
             }
         }
         for (unit, lu) in self.island.units.iter().zip(lus) {
             let n = unit.size();
             let x = lu
-                .solve(&gen.rows(unit.offset, n).into_owned())
+                .solve(&generalized.rows(unit.offset, n).into_owned())
                 .unwrap_or_else(|| DVec::zeros(n));
-            gen.rows_mut(unit.offset, n).copy_from(&x);
+            generalized.rows_mut(unit.offset, n).copy_from(&x);
         }
-        gen
+        generalized
     }
 
     /// `W dv` per contact (contact-space velocity of an island velocity).

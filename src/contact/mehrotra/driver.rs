@@ -255,7 +255,7 @@ fn iterate<T: Scalar>(
         None => {
             return Err(SolveError::Singular(
                 "line search: no trial point could be evaluated",
-            ))
+            ));
         }
     }
     Ok(())

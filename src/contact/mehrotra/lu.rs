@@ -233,11 +233,7 @@ pub(super) fn local_lu<T: Scalar, const N: usize>(
     let mut a = SMatrix::<T, N, N>::zeros();
     let mut c = SMatrix::<T, N, 3>::zeros();
     local_jacobian_with(law, x, mu, nt, |is_a, i, j, v| {
-        if is_a {
-            a[(i, j)] = v
-        } else {
-            c[(i, j)] = v
-        }
+        if is_a { a[(i, j)] = v } else { c[(i, j)] = v }
     });
     let lu = SmallLu::new(&a)?;
     let ainv_c = lu.solve(&c);

@@ -67,10 +67,11 @@
 //! implicit-function methods (`ift`, `lift`) factor in `f64` and use the
 //! sparse path.
 
+use crate::Scalar;
 use crate::contact::island::{Island, UnitKind};
-use crate::contact::law::{local_jacobian_with, local_residual_fixed, Law};
+use crate::contact::law::{Law, local_jacobian_with, local_residual_fixed};
 use crate::contact::space::contact_jacobian;
-use crate::contact::space::evaluate::{evaluate, evaluate_into, Eval};
+use crate::contact::space::evaluate::{Eval, evaluate, evaluate_into};
 use crate::contact::space::robot::robot_contact_jacobian;
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::NewtonParams;
@@ -78,7 +79,6 @@ use crate::linalg::{BlockCsc, BlockLu, DenseLu, SmallLu, SparseLu};
 use crate::math::cone::{jordan, nt_scaling, orthant_step, soc_central_point, soc_step};
 use crate::math::{DMat, DVec, Vec3};
 use crate::scalar::{has_f64_view, safe_norm};
-use crate::Scalar;
 use nalgebra::{Matrix3, Matrix3xX, Matrix6, SMatrix, SVector};
 
 mod continuation;
@@ -104,7 +104,7 @@ pub use jacobian::*;
 use line_search::*;
 use lu::*;
 #[doc(hidden)]
-pub use lu::{factorizations, FactorCounts};
+pub use lu::{FactorCounts, factorizations};
 use merit::*;
 use newton::*;
 pub use params::*;

@@ -95,7 +95,7 @@ pub(super) fn with_grad<const N: usize>(re: f64, g: nalgebra::SVector<f64, N>) -
 /// (`N − 3 … N − 1`).
 pub(super) struct FrameGrads<const N: usize> {
     pub(super) yt: [nalgebra::SVector<f64, N>; 2],
-    pub(super) gen: [Option<[nalgebra::SVector<f64, N>; 6]>; 2],
+    pub(super) generalized: [Option<[nalgebra::SVector<f64, N>; 6]>; 2],
     /// Primal `W_a`, `W_b`.
     pub(super) w: [Option<nalgebra::Matrix3x6<f64>>; 2],
 }
@@ -163,7 +163,7 @@ pub(super) fn frame_grads<const N: usize>(
     };
     Ok(FrameGrads {
         yt: [grad(&t1.dot(&vt)), grad(&t2.dot(&vt))],
-        gen: [Some(gens(&w_a)), w_b.as_ref().map(gens)],
+        generalized: [Some(gens(&w_a)), w_b.as_ref().map(gens)],
         w: [Some(w_a.map(|x| x.re())), w_b.map(|w| w.map(|x| x.re()))],
     })
 }
@@ -405,7 +405,7 @@ impl PairAt {
         // Dynamics rows: −Wᵀ E x.
         let e = law.impulse_map::<f64>();
         for (side_k, lbody) in [(0, Some(la)), (1, lb)] {
-            let (Some(lbody), Some(gg), Some(w)) = (lbody, &fg.gen[side_k], fg.w[side_k]) else {
+            let (Some(lbody), Some(gg), Some(w)) = (lbody, &fg.generalized[side_k], fg.w[side_k]) else {
                 continue;
             };
             let we = w.transpose() * &e;

@@ -9,18 +9,18 @@
 //! generalized impulses by `W_cᵀ`.
 
 use super::robot::{candidate_kinematics, robot_dynamics};
-use super::{contact_kinematics, Other};
+use super::{Other, contact_kinematics};
+use crate::Scalar;
 use crate::collision::Contact;
 use crate::contact::candidates::{Candidate, Partner};
-use crate::contact::island::{islands, local_v, Island, UnitKind};
+use crate::contact::island::{Island, UnitKind, islands, local_v};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::articulated::{articulated_dofs, articulated_residual};
 use crate::dynamics::free::{
-    body_residual, momentum_residual, rotational_jacobian, world_inertia, DynamicsError,
+    DynamicsError, body_residual, momentum_residual, rotational_jacobian, world_inertia,
 };
 use crate::dynamics::rnea::rnea;
 use crate::math::{DMat, DVec, Vec3};
-use crate::Scalar;
 use nalgebra::{Matrix3x6, Matrix3xX, Matrix6, Vector6};
 /// Dynamics residual (6) and its Jacobian (6 × 6) of one body at `v⁺`,
 /// without contact impulses (see `dynamics::free`):
@@ -274,8 +274,8 @@ fn evaluate_parts<T: Scalar>(
         for (li, w) in &ev.contacts[c].blocks {
             let u = &island.units[*li];
             for k in 0..u.size() {
-                let gen = w[(0, k)] * f[0] + w[(1, k)] * f[1] + w[(2, k)] * f[2];
-                ev.r_dyn[u.offset + k] -= gen;
+                let generalized = w[(0, k)] * f[0] + w[(1, k)] * f[1] + w[(2, k)] * f[2];
+                ev.r_dyn[u.offset + k] -= generalized;
             }
         }
     }

@@ -24,7 +24,7 @@
 //! `δb = vb = 0` and `qb` its pose (its rows `W_bᵀ f` are then unused).
 
 use crate::collision::kernels::*;
-use crate::{kernel, Scalar};
+use crate::{Scalar, kernel};
 
 /// Quaternion product `a ⊗ b`.
 #[kernel]

@@ -22,18 +22,18 @@ pub mod kernels;
 pub mod partials;
 pub mod robot;
 
+use crate::Scalar;
+use crate::collision::conic::ConicParams;
 use crate::collision::conic::contact::{conic_contact, conic_contact_with, inner_params};
 use crate::collision::conic::convex_parts;
-use crate::collision::conic::ConicParams;
 use crate::collision::frame::tangent_basis_from;
-use crate::collision::{pair_contact, Contact};
+use crate::collision::{Contact, pair_contact};
 use crate::contact::candidates::{Candidate, ConicParts, Partner};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::free::DynamicsError;
 use crate::geometry::Shape;
 use crate::math::integrate::phi_scalar;
-use crate::math::{integrate, skew, Mat3, Pose, Quat, Vec3};
-use crate::Scalar;
+use crate::math::{Mat3, Pose, Quat, Vec3, integrate, skew};
 use nalgebra::{Const, Matrix3x6, Matrix6, U1};
 use num_dual::DualSVec64;
 
@@ -384,10 +384,12 @@ fn contact_jacobian_n<T: Scalar, const N: usize>(
         Some(kin.w_a.transpose() * fd),
         kin.w_b.map(|w| w.transpose() * fd),
     ];
-    for (i, gen) in gens.iter().enumerate() {
-        let Some(gen) = gen else { continue };
+    for (i, generalized) in gens.iter().enumerate() {
+        let Some(generalized) = generalized else {
+            continue;
+        };
         for r in 0..6 {
-            let g = grad(&gen[r]);
+            let g = grad(&generalized[r]);
             for k in 0..6 {
                 gm[i][0][(r, k)] = g[k];
                 if N == 12 {

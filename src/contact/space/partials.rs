@@ -23,11 +23,11 @@
 
 use num_dual::Dual64;
 
-use crate::collision::kernels::{selectors, PairKernel};
+use crate::collision::kernels::{PairKernel, selectors};
+use crate::contact::Param;
 use crate::contact::candidates::{Candidate, Partner};
 use crate::contact::law::Law;
 use crate::contact::space::kernels::*;
-use crate::contact::Param;
 use crate::contact::{SolveError, StepProblem};
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Pose, Quat, Vec3};

@@ -43,19 +43,19 @@
 use std::any::Any;
 use std::cell::RefCell;
 
-use super::{pose_after, shape_pair_contact, side, Other};
-use crate::collision::frame::tangent_basis_from;
+use super::{Other, pose_after, shape_pair_contact, side};
+use crate::Scalar;
 use crate::collision::Contact;
+use crate::collision::frame::tangent_basis_from;
 use crate::contact::candidates::{Candidate, Partner};
 use crate::contact::{SolveError, StepProblem};
 use crate::dynamics::crba::crba;
 use crate::dynamics::free::DynamicsError;
 use crate::dynamics::kinematics::{joint_transform, motion_subspace};
 use crate::dynamics::rnea::rnea;
-use crate::dynamics::{configuration, Data, Joint, Model};
+use crate::dynamics::{Data, Joint, Model, configuration};
 use crate::geometry::AttachedShape;
-use crate::math::{so3, DMat, DVec, Mat3, Pose, Vec3, Vec6};
-use crate::Scalar;
+use crate::math::{DMat, DVec, Mat3, Pose, Vec3, Vec6, so3};
 use nalgebra::{Const, Matrix3x6, Matrix3xX, U1};
 use num_dual::DualSVec64;
 
@@ -476,9 +476,9 @@ pub fn robot_contact_jacobian<T: Scalar>(
             for r in 0..3 {
                 ks[sj][(r, cj)] = grad(&kin.y[r])[jj];
             }
-            for (si, gen) in gens.iter().enumerate() {
-                for r in 0..gen.len() {
-                    gs[si][sj][(r, cj)] = grad(&gen[r])[jj];
+            for (si, generalized) in gens.iter().enumerate() {
+                for r in 0..generalized.len() {
+                    gs[si][sj][(r, cj)] = grad(&generalized[r])[jj];
                 }
             }
         }

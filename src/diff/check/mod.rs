@@ -43,17 +43,17 @@
 pub mod rollout;
 
 pub use rollout::{
-    check_rollout, compare_rollout_jacobian, RolloutCheckOptions, RolloutReport, SkippedColumn,
+    RolloutCheckOptions, RolloutReport, SkippedColumn, check_rollout, compare_rollout_jacobian,
 };
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{step_jacobian, DiffError, DiffOptions, Method, Param};
+use super::{DiffError, DiffOptions, Method, Param, step_jacobian};
 use crate::geometry::Shape;
 use crate::math::DMat;
-use crate::sim::{rollout, Controls, State, World};
+use crate::sim::{Controls, State, World, rollout};
 
 /// Options of [`check`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -429,7 +429,7 @@ pub fn check(
             .bodies
             .iter()
             .zip(lone.iter())
-            .filter(|(_, &l)| l)
+            .filter(|&(_, &l)| l)
             .map(|(b, _)| b)
     };
     let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);

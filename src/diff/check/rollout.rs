@@ -68,13 +68,13 @@ use serde::Serialize;
 use super::super::rollout::seeded_rollout;
 use super::super::step::{one_sided, one_sided_column, quadratic_ratio, tangent};
 use super::super::{
-    rollout_jacobian, second_difference_grows, DiffError, DiffOptions, Input, Method, Param,
-    KINK_SLOPE_JUMP,
+    DiffError, DiffOptions, Input, KINK_SLOPE_JUMP, Method, Param, rollout_jacobian,
+    second_difference_grows,
 };
 use crate::contact::ContactImpulse;
 use crate::geometry::Shape;
 use crate::math::{DMat, DVec};
-use crate::sim::{rollout as run, rollout_inspect, Controls, State, World};
+use crate::sim::{Controls, State, World, rollout as run, rollout_inspect};
 
 /// Options of the rollout comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -253,12 +253,16 @@ fn check_passes_on_the_free_flight_scene() {
     assert_eq!(doc["passed"], true);
     assert_eq!(doc["methods"].as_array().unwrap().len(), 4);
     let blocks = doc["blocks"].as_array().unwrap();
-    assert!(blocks
-        .iter()
-        .any(|b| b["of"] == "position" && b["wrt"] == "velocity"));
-    assert!(blocks
-        .iter()
-        .all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number()));
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["of"] == "position" && b["wrt"] == "velocity")
+    );
+    assert!(
+        blocks
+            .iter()
+            .all(|b| b["max_abs_diff"]["ift_vs_fd"].is_number())
+    );
 }
 
 #[test]
@@ -1166,7 +1170,7 @@ fn view_of_a_scene_runs_it_and_embeds_geometry_and_contacts() {
 /// (the steps completed before the failure and the `"error"` entry).
 #[test]
 fn run_out_streams_the_in_memory_document() {
-    use dualsim::viz::{partial_trajectory_json_with, trajectory_json_with, StepContacts};
+    use dualsim::viz::{StepContacts, partial_trajectory_json_with, trajectory_json_with};
     let dir = scratch("stream");
     let record = |scene: &dualsim::scene::Scene| {
         let mut contacts = StepContacts::new();

@@ -34,10 +34,10 @@
 
 use dualsim::collision::conic::proximity_gradient::{n_params, perturbed};
 use dualsim::collision::conic::{
-    proximity, proximity_gradient, proximity_parts, ConicParams, ProximityError,
+    ConicParams, ProximityError, proximity, proximity_gradient, proximity_parts,
 };
 use dualsim::geometry::{BundleOp, Shape};
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::math::{Pose, Vec3, so3};
 
 const H: f64 = 1e-5;
 const KINK: f64 = 1e-4;
@@ -566,7 +566,14 @@ fn every_pair_symmetric_and_matches_finite_differences() {
     }
     println!(
         "TOTAL checked {} (near a kink {}) skipped (kink) {} max dα err {:.2e} max dp err {:.2e} max env-IFT {:.2e} max sym {:.2e} failures {}",
-        total.checked, total.near_kink, total.skipped_kink, total.max_err_alpha, total.max_err_point, total.max_env_ift, total.max_sym, total.failures.len()
+        total.checked,
+        total.near_kink,
+        total.skipped_kink,
+        total.max_err_alpha,
+        total.max_err_point,
+        total.max_env_ift,
+        total.max_sym,
+        total.failures.len()
     );
     // (CONIC_PAIRS restricts the run: the total minimum is for the full matrix)
     assert!(

@@ -2,14 +2,14 @@
 //! against parry3d's distance, the box–box closed form, and their
 //! derivatives against central differences.
 
+use dualsim::Scalar;
 use dualsim::collision::hull_hull::hull_hull_feature;
 use dualsim::collision::hull_plane::hull_plane_vertex;
-use dualsim::collision::{pair_contact, pair_features, Contact};
+use dualsim::collision::{Contact, pair_contact, pair_features};
+use dualsim::geometry::Shape;
 use dualsim::geometry::hull::HullMesh;
 use dualsim::geometry::mesh::convex_hull;
-use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
-use dualsim::Scalar;
+use dualsim::math::{Pose, Vec3, so3};
 use num_dual::Dual64;
 use parry3d_f64::math::{Pose as PPose, Rot3 as PRot, Vector as PVec};
 use parry3d_f64::shape::ConvexPolyhedron;
@@ -40,10 +40,12 @@ impl Lcg {
 /// about `2 n` triangular faces).
 fn random_points(rng: &mut Lcg, n: usize, radii: Vec3<f64>) -> Vec<Vec3<f64>> {
     (0..n)
-        .map(|_| loop {
-            let p = rng.vec(1.0);
-            if p.norm() > 0.1 && p.norm() <= 1.0 {
-                break p.normalize().component_mul(&radii);
+        .map(|_| {
+            loop {
+                let p = rng.vec(1.0);
+                if p.norm() > 0.1 && p.norm() <= 1.0 {
+                    break p.normalize().component_mul(&radii);
+                }
             }
         })
         .collect()

@@ -4,10 +4,10 @@
 //! contacts where the pair has them. Tolerance 1e-12 (the values are
 //! exact up to round-off of a few operations on numbers of order 1).
 
-use dualsim::collision::box_box::{box_box, box_box_feature, EDGE_POINT, FEATURES};
-use dualsim::collision::{pair_contact, pair_features, Contact};
+use dualsim::collision::box_box::{EDGE_POINT, FEATURES, box_box, box_box_feature};
+use dualsim::collision::{Contact, pair_contact, pair_features};
 use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::math::{Pose, Vec3, so3};
 
 const TOL: f64 = 1e-12;
 
@@ -153,10 +153,11 @@ fn box_plane_face_edge_vertex() {
         v(0.0, 0.0, 0.0),
         "box–plane corner",
     );
-    assert!(cs
-        .iter()
-        .enumerate()
-        .all(|(k, c)| k == 7 || c.gap > d + 0.5));
+    assert!(
+        cs.iter()
+            .enumerate()
+            .all(|(k, c)| k == 7 || c.gap > d + 0.5)
+    );
 }
 
 #[test]
@@ -574,9 +575,10 @@ fn box_box_separated_and_features_at_any_pose() {
         &Pose::identity(),
     );
     assert_eq!(cs.len(), 4);
-    assert!(cs
-        .iter()
-        .all(|c| (c.gap - 0.01).abs() < TOL && (c.normal - Vec3::x()).norm() < TOL));
+    assert!(
+        cs.iter()
+            .all(|c| (c.gap - 0.01).abs() < TOL && (c.normal - Vec3::x()).norm() < TOL)
+    );
     // Every vertex–face and edge–edge feature, and edge points along every
     // (point, edge, face) triple, evaluate (finite) at any poses; none
     // beyond.

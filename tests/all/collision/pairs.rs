@@ -1,10 +1,10 @@
 //! Closed-form collision pairs and the broad phase.
 
-use dualsim::collision::broad_phase::{sweep_and_prune, Aabb};
-use dualsim::collision::{pair_contact, pair_contacts, pair_features, Contact};
-use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
 use dualsim::Scalar;
+use dualsim::collision::broad_phase::{Aabb, sweep_and_prune};
+use dualsim::collision::{Contact, pair_contact, pair_contacts, pair_features};
+use dualsim::geometry::Shape;
+use dualsim::math::{Pose, Vec3, so3};
 use num_dual::Dual64;
 
 /// Small deterministic generator (no external crate).

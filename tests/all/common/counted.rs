@@ -179,11 +179,7 @@ impl nalgebra::SimdValue for Counted {
         *self = v
     }
     fn select(self, cond: bool, other: Self) -> Self {
-        if cond {
-            self
-        } else {
-            other
-        }
+        if cond { self } else { other }
     }
 }
 

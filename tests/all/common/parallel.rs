@@ -12,15 +12,17 @@ pub fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync
     let failed = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..workers.min(items.len()) {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().unwrap();
-                    *n += 1;
-                    *n - 1
-                };
-                let Some(item) = items.get(i) else { break };
-                if let Some(e) = f(item) {
-                    failed.lock().unwrap().push(e);
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some(item) = items.get(i) else { break };
+                    if let Some(e) = f(item) {
+                        failed.lock().unwrap().push(e);
+                    }
                 }
             });
         }

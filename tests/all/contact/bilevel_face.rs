@@ -3,12 +3,12 @@
 //! gently on its bottom face, and the derivative of the inner collision
 //! program's witness point at a face, which the outer Newton matrix uses.
 use dualsim::collision::conic::contact::inner_params;
-use dualsim::collision::conic::{proximity, proximity_gradient, ConicParams};
-use dualsim::contact::bilevel::inner_mu;
+use dualsim::collision::conic::{ConicParams, proximity, proximity_gradient};
 use dualsim::contact::SolverKind;
-use dualsim::experiments::silico::{drop_polytope, penetration, polytope_vertices, Drop};
+use dualsim::contact::bilevel::inner_mu;
+use dualsim::experiments::silico::{Drop, drop_polytope, penetration, polytope_vertices};
 use dualsim::geometry::Shape;
-use dualsim::math::{so3, Pose, Vec3};
+use dualsim::math::{Pose, Vec3, so3};
 use dualsim::sim::State;
 
 /// The box tilted by `tilt` rad about x, its lowest edge `gap` m above the

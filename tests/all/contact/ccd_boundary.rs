@@ -19,7 +19,7 @@
 //! backend refuses a scene with `e > 0` (checked below).
 
 use dualsim::contact::{FrictionCone, SolverKind};
-use dualsim::diff::{rollout_jacobian, DiffOptions, Input, Method};
+use dualsim::diff::{DiffOptions, Input, Method, rollout_jacobian};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::{Controls, SimError};
@@ -368,7 +368,7 @@ fn nimble97_two_balls_exact_on_and_off_a_step_boundary() {
 /// would give NaN or 1/h-sized entries. Tolerance 1e-9 (round-off).
 #[test]
 fn nimble97_hessian_is_exact_on_a_step_boundary() {
-    use dualsim::diff::{rollout::seeded_rollout, Input as In};
+    use dualsim::diff::{Input as In, rollout::seeded_rollout};
     for xt in [0.52, 0.5253] {
         let c = nimble97(xt);
         let w = world(&c, true);

@@ -47,11 +47,7 @@ fn contact_rows(p: &Vector3<f64>, frame: [Vector3<f64>; 3]) -> DMatrix<f64> {
     DMatrix::from_fn(3, 6, |i, j| {
         let d = frame[i];
         // d · (v + ω × p) = d·v + ω·(p × d)
-        if j < 3 {
-            d[j]
-        } else {
-            p.cross(&d)[j - 3]
-        }
+        if j < 3 { d[j] } else { p.cross(&d)[j - 3] }
     })
 }
 

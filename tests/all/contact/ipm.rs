@@ -274,11 +274,16 @@ fn penetration_and_iterations() {
         let n = traj6.stats.iter().filter(|s| s.contacts > 0).count();
         it_sum += mean * n as f64;
         it_n += n;
-        println!("{name}: max penetration (rho 1e-8) {pen:.3e}; rho 1e-6: mean iterations {mean:.2}, max {max} over {n} contact steps");
+        println!(
+            "{name}: max penetration (rho 1e-8) {pen:.3e}; rho 1e-6: mean iterations {mean:.2}, max {max} over {n} contact steps"
+        );
         assert!(pen < 1e-6, "{name}: penetration {pen}");
         assert!(mean <= 15.0, "{name}: mean iterations {mean}");
     }
-    println!("overall mean iterations per contact step at rho 1e-6: {:.2}; worst penetration at 1e-8: {worst:.3e}", it_sum / it_n as f64);
+    println!(
+        "overall mean iterations per contact step at rho 1e-6: {:.2}; worst penetration at 1e-8: {worst:.3e}",
+        it_sum / it_n as f64
+    );
 }
 
 // ---------------------------------------------------------------- 6
@@ -329,7 +334,9 @@ fn non_convergence_is_a_typed_error() {
             residual,
             complementarity,
         }) => {
-            println!("max_iterations = 1: iters {iters}, residual {residual:e}, complementarity {complementarity:e}");
+            println!(
+                "max_iterations = 1: iters {iters}, residual {residual:e}, complementarity {complementarity:e}"
+            );
             assert_eq!(iters, 1);
             assert!(residual.is_finite() && complementarity.is_finite());
         }
@@ -505,7 +512,10 @@ fn capsule_pile_settles_without_penetration() {
     let traj = run(&w, &x0, 150);
     let (mean, max) = mean_contact_iterations(&traj);
     let pen = max_penetration(&traj);
-    println!("capsule pile (9): mean iterations {mean:.2}, max {max}, max penetration {pen:.2e}, final |v|inf {:.2e}", traj.last().v.amax());
+    println!(
+        "capsule pile (9): mean iterations {mean:.2}, max {max}, max penetration {pen:.2e}, final |v|inf {:.2e}",
+        traj.last().v.amax()
+    );
     assert!(pen < 1e-6);
     for b in 0..poses.len() {
         assert!(
@@ -550,7 +560,7 @@ fn unrolled_derivative_matches_finite_differences() {
 #[test]
 fn large_island_faer_path_matches_generic_path() {
     use dualsim::contact::mehrotra::FAER_MIN_ROWS;
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+    use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
 
     let mut w = World::<f64>::new(0.01);
     let (r, d) = (0.1, 0.21);
@@ -632,8 +642,8 @@ fn large_island_faer_path_matches_generic_path() {
 /// contact's friction opposes its sliding at the cone's boundary.
 #[test]
 fn soc_central_point_is_central() {
-    use dualsim::math::cone::{jordan, soc_central_point};
     use dualsim::math::Vec3;
+    use dualsim::math::cone::{jordan, soc_central_point};
     for &(b0, e1, e2, kappa) in &[
         (0.05f64, 0.0f64, 0.0f64, 1e-6f64),
         (0.05, 1e-3, -2e-3, 1e-6),

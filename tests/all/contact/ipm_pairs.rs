@@ -19,7 +19,7 @@
 //! measured penetrations).
 
 use dualsim::geometry::BundleOp;
-use dualsim::math::{so3, Pose, Quat, Vec3};
+use dualsim::math::{Pose, Quat, Vec3, so3};
 use dualsim::prelude::*;
 use std::path::Path;
 
@@ -541,7 +541,10 @@ fn every_shape_type_rests_on_the_ground() {
         );
         let (d, pair, k) = max_depth(&w, &traj);
         let z = traj.last().q[2];
-        println!("{name:<18} on ground: max depth {d:.2e} ({pair} at step {k}), final z {z:.6} (rest {:.6})", rest[0]);
+        println!(
+            "{name:<18} on ground: max depth {d:.2e} ({pair} at step {k}), final z {z:.6} (rest {:.6})",
+            rest[0]
+        );
         assert!(d < TOL, "{name}: penetration {d:e} ({pair}, step {k})");
         assert!(
             (z - rest[0]).abs() < TOL,
@@ -597,7 +600,9 @@ fn every_pair_of_shape_types_collides() {
             if it > iters.0 {
                 iters = (it, k, format!("{nb} on {na}"));
             }
-            println!("{nb:>16} on {na:<16}: max depth {d:.2e} ({pair} at step {k}), max iterations {it}, max contacts {contacts}");
+            println!(
+                "{nb:>16} on {na:<16}: max depth {d:.2e} ({pair} at step {k}), max iterations {it}, max contacts {contacts}"
+            );
             // The upper body met the lower one (it did not miss it).
             let zb = traj.last().q[7 + 2];
             if contacts < 2 || zb < 0.05 {
@@ -822,7 +827,7 @@ fn example_scenes_rest_under_ipm() {
 /// out.
 #[test]
 fn derivatives_through_conic_contacts_agree() {
-    use dualsim::diff::{check, CheckOptions, DiffOptions};
+    use dualsim::diff::{CheckOptions, DiffOptions, check};
     for (name, k, shift) in [
         ("polytope_drop", 20, 0.0),
         ("box_tower", 3, 1e-3),

@@ -3,7 +3,7 @@
 //! `SPARSE_MIN_ROWS` rows) against the dense factorizations.
 
 use dualsim::contact::mehrotra::SPARSE_MIN_ROWS;
-use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
 use dualsim::linalg::{BlockCsc, BlockLu, DenseLu, SparseLu};
 use dualsim::math::{DMat, DVec, Pose, Vec3};
 use dualsim::prelude::*;

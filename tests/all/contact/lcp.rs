@@ -5,7 +5,7 @@
 //! (the scenes of `contact_ipm.rs`).
 
 use dualsim::contact::{FrictionCone, SolverKind};
-use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
 use dualsim::math::{DMat, Pose, Quat, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::step;
@@ -294,7 +294,9 @@ fn derivative_methods_agree_while_sliding() {
             rel(&ift.jacobian, &unr.jacobian),
             rel(&ift.jacobian, &lift.jacobian),
         );
-        println!("lcp sliding derivatives (corners {corners}): fd {a:.2e}, unrolled {b:.2e}, lift {c:.2e}");
+        println!(
+            "lcp sliding derivatives (corners {corners}): fd {a:.2e}, unrolled {b:.2e}, lift {c:.2e}"
+        );
         // ∂v⁺_x/∂μ_body = −g h / 2 (the pair's μ is the average).
         let dmu = ift.jacobian[(6, nv)];
         println!("  dv_x/dmu = {dmu}");

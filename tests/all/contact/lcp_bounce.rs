@@ -4,10 +4,10 @@
 //! trajectories. Each test states its tolerance.
 
 use dualsim::contact::{FrictionCone, SolveError, SolverKind};
-use dualsim::diff::{rollout_jacobian, step_jacobian, DiffOptions, Input, Method, Param};
+use dualsim::diff::{DiffOptions, Input, Method, Param, rollout_jacobian, step_jacobian};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
-use dualsim::sim::{step, Controls, SimError};
+use dualsim::sim::{Controls, SimError, step};
 
 fn mat(e: f64) -> Material<f64> {
     Material {
@@ -357,7 +357,9 @@ fn newtons_cradle() {
             .fold(0.0, f64::max);
         let mom: f64 = vs.iter().sum::<f64>() - v;
         let en: f64 = vs.iter().map(|x| x * x).sum::<f64>() / 2.0 - v * v / 2.0;
-        println!("cradle gap {gap}: velocities {vs:?}, max error {err:.1e}, momentum error {mom:.1e}, energy error {en:.1e}");
+        println!(
+            "cradle gap {gap}: velocities {vs:?}, max error {err:.1e}, momentum error {mom:.1e}, energy error {en:.1e}"
+        );
         assert!(err < 1e-12, "{err:e}");
         assert!(mom.abs() < 1e-12 && en.abs() < 1e-12);
     }

@@ -11,7 +11,7 @@
 
 use dualsim::contact::{ContactBackend, Lcp};
 use dualsim::contact::{FrictionCone, SolverKind};
-use dualsim::diff::{step_jacobian, DiffError, DiffOptions, Method, Param};
+use dualsim::diff::{DiffError, DiffOptions, Method, Param, step_jacobian};
 use dualsim::math::DMat;
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;

@@ -591,7 +591,9 @@ fn box_grasp_tilt_has_no_derivative() {
     );
     match r {
         Err(DiffError::NoDerivative { input, miss }) => {
-            println!("lcp_grasp_box_fingers, step 0, ift: no derivative w.r.t. {input} (miss {miss:.1e})");
+            println!(
+                "lcp_grasp_box_fingers, step 0, ift: no derivative w.r.t. {input} (miss {miss:.1e})"
+            );
             assert_eq!(input, "Q(5)");
         }
         other => panic!("expected NoDerivative, got {:?}", other.map(|j| j.jacobian)),

@@ -117,10 +117,10 @@ mod common {
     }
 }
 
-use common::{contact_lcp, rng, Kind, Owned};
+use common::{Kind, Owned, contact_lcp, rng};
 use dualsim::contact::lcp::solver::{
-    jacobian_a_column, jacobian_b, residual, solve, solve_active_set, LcpError, Options, Problem,
-    RatioTest, Stage, Status, Workspace,
+    LcpError, Options, Problem, RatioTest, Stage, Status, Workspace, jacobian_a_column, jacobian_b,
+    residual, solve, solve_active_set,
 };
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;

@@ -18,10 +18,11 @@ fn meshbot() -> dualsim::scene::Scene {
 fn mesh_robot_settles_at_the_height_of_its_lowest_hull_vertex() {
     let s = meshbot();
     let w = &s.world;
-    assert!(w
-        .link_shapes
-        .iter()
-        .all(|l| matches!(l.shape, dualsim::geometry::Shape::Polytope { .. })));
+    assert!(
+        w.link_shapes
+            .iter()
+            .all(|l| matches!(l.shape, dualsim::geometry::Shape::Polytope { .. }))
+    );
     let t0 = std::time::Instant::now();
     let traj = rollout(w, &s.initial, &s.controls, s.steps).unwrap();
     let ms = t0.elapsed().as_secs_f64() * 1e3 / s.steps as f64;

@@ -5,7 +5,7 @@
 use dualsim::contact::candidates::candidates;
 use dualsim::contact::ipm::Params;
 use dualsim::contact::space::robot::{candidate_kinematics, robot_contact_jacobian, robot_units};
-use dualsim::diff::{check, CheckOptions, DiffOptions};
+use dualsim::diff::{CheckOptions, DiffOptions, check};
 use dualsim::dynamics::urdf;
 use dualsim::geometry::{Shape, StaticGeometry};
 use dualsim::prelude::*;
@@ -37,7 +37,9 @@ fn arm_falls_onto_the_ground_and_comes_to_rest() {
     println!(
         "arm7 fall, h = {}, {} steps: contact on {touched} steps, min gap over the run {min_gap:.3e} m (start {start_gap:.3}), \
          solver max penetration {max_pen:.1e}, final max |v| {vmax:.2e} rad/s, {:.2} ms/step",
-        w.dt, s.steps, per_step * 1e3
+        w.dt,
+        s.steps,
+        per_step * 1e3
     );
     assert!(start_gap > 0.1, "starts in the air");
     assert!(touched > 100, "lands");
@@ -404,7 +406,7 @@ fn ball_rests_on_a_robot_platform() {
 /// in a robot's island (the ball on the platform is covered by `agree`).
 #[test]
 fn ift_velocity_and_control_columns_match_the_whole_residual() {
-    use dualsim::diff::{step_jacobian, Method, Param, Partials};
+    use dualsim::diff::{Method, Param, Partials, step_jacobian};
     for (file, settle) in [("arm7_fall.toml", 0), ("quadruped_stand.toml", 20)] {
         let s = dualsim::scene::load(&scenes().join(file)).unwrap();
         let mut x = s.initial.clone();

@@ -156,7 +156,7 @@ fn bilevel_and_single_level_agree_on_the_rest_pose() {
 /// differences (1e-4 relative, ε = 1e-7 at ρ = 1e-4).
 #[test]
 fn single_level_ift_matches_unrolled_and_fd() {
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+    use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
     let (w, x_rest) = box_world(SolverKind::SingleLevel, 1e-4);
     let mut x_fall = x_rest.clone();
     x_fall.q[2] = 0.26;
@@ -202,7 +202,7 @@ fn single_level_ift_matches_unrolled_and_fd() {
 /// drops by μ g h = 0.1962 m/s (within 2e-3).
 #[test]
 fn single_level_restart_recovers_a_pinned_first_impact() {
-    use dualsim::experiments::silico::{run_drop, Drop};
+    use dualsim::experiments::silico::{Drop, run_drop};
     let kind = Drop::Planar;
     let mut w = kind.world(SolverKind::SingleLevel, 0.1, 1e-4, 30);
     let with = run_drop(kind, &w, 97, 1.5);
@@ -260,8 +260,8 @@ fn single_level_restart_recovers_a_pinned_first_impact() {
 /// to 1e-4. Without the continuation the run fails at that step.
 #[test]
 fn single_level_continuation_lands_a_stalled_first_impact() {
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
-    use dualsim::experiments::silico::{run_drop, Drop};
+    use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
+    use dualsim::experiments::silico::{Drop, run_drop};
     let kind = Drop::Chamfered;
     let (rho, seed) = (1e-3, 36);
     let mut w = kind.world(SolverKind::SingleLevel, 0.1, rho, 30);
@@ -355,8 +355,8 @@ fn first_contact_state(w: &World<f64>, mut x: State<f64>) -> State<f64> {
 /// central differences to 1e-4. Without it the run fails at that step.
 #[test]
 fn single_level_friction_continuation_lands_a_folded_first_impact() {
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
-    use dualsim::experiments::silico::{run_drop, Drop};
+    use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
+    use dualsim::experiments::silico::{Drop, run_drop};
     let kind = Drop::Chamfered;
     let (rho, seed) = (1e-3, 7);
     let mut w = kind.world(SolverKind::SingleLevel, 0.1, rho, 30);
@@ -470,12 +470,13 @@ fn accept_at_cap_returns_the_last_iterate_flagged() {
                 );
                 assert!(is_cap, "{e:?}");
                 assert!(b.stats.capped && b.stats.iterations == CAP);
-                assert!(b
-                    .state
-                    .q
-                    .iter()
-                    .chain(b.state.v.iter())
-                    .all(|v| v.is_finite()));
+                assert!(
+                    b.state
+                        .q
+                        .iter()
+                        .chain(b.state.v.iter())
+                        .all(|v| v.is_finite())
+                );
                 return;
             }
         }
@@ -551,7 +552,7 @@ fn single_level_newton_matrix_matches_dual_numbers() {
 /// 1.3e-4 on both ∂v⁺_y/∂v_y and ∂ω⁺_x/∂v_y).
 #[test]
 fn bilevel_derivatives_of_a_sliding_sphere_match_fd_and_the_closed_form() {
-    use dualsim::diff::{step_jacobian, DiffOptions, Method, Param};
+    use dualsim::diff::{DiffOptions, Method, Param, step_jacobian};
     let rho = 1e-8;
     let (w, mut x) = sphere_world(SolverKind::Bilevel, rho);
     let (m, r, i, mu, g, h) = (1.0, 0.5, 0.1, 0.5, 9.81, w.dt);

@@ -4,10 +4,10 @@
 //! `dualsim check` on the soft example scenes. Each test states its
 //! tolerance.
 
+use dualsim::contact::SolverKind;
 use dualsim::contact::soft::cloud::sample;
 use dualsim::contact::soft::model::{cloud_ssdf, softplus, ssdf};
 use dualsim::contact::soft::{Integrator, Params};
-use dualsim::contact::SolverKind;
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::step;
@@ -458,7 +458,7 @@ fn pushed_box_hessian_methods_agree() {
 /// `HyperDual64`, and symmetry of the lifted Hessian.
 #[test]
 fn pushed_box_hessian_lift_dual2_equals_unrolled_hyperdual() {
-    use dualsim::diff::{lift_step, seeded, Param};
+    use dualsim::diff::{Param, lift_step, seeded};
     use num_dual::{Dual2SVec64, HyperDual64};
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scenes/soft_box_push.toml");
@@ -503,7 +503,9 @@ fn pushed_box_hessian_lift_dual2_equals_unrolled_hyperdual() {
     let scale = h_unr.abs().max();
     let diff = (h_lift - h_unr).abs().max() / scale;
     let asym = (h_lift - h_lift.transpose()).abs().max() / scale;
-    println!("soft 4x4 Hessian, max |H| {scale:e}: lift (Dual2) vs unrolled (HyperDual) {diff:e}, asymmetry {asym:e}");
+    println!(
+        "soft 4x4 Hessian, max |H| {scale:e}: lift (Dual2) vs unrolled (HyperDual) {diff:e}, asymmetry {asym:e}"
+    );
     assert!(scale > 1e-6);
     assert!(diff <= 1e-10, "{diff:e}");
     assert!(asym <= 1e-12, "{asym:e}");

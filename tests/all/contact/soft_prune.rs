@@ -9,9 +9,9 @@
 //! in the same order, so the two agree to 1e-14 of the contact's effect
 //! (measured: exactly).
 
-use dualsim::contact::soft::Params;
 use dualsim::contact::SolverKind;
-use dualsim::diff::{seeded, Param};
+use dualsim::contact::soft::Params;
+use dualsim::diff::{Param, seeded};
 use dualsim::math::{Pose, Quat, Vec3};
 use dualsim::prelude::*;
 use dualsim::sim::step;

@@ -6,9 +6,9 @@
 //! inverse dynamics recovers the control; the derivative methods agree
 //! on a short rollout in contact. Each test states its tolerance.
 
-use dualsim::contact::soft::Params;
 use dualsim::contact::SolverKind;
-use dualsim::diff::{check, rollout_jacobian, CheckOptions, DiffOptions, Input, Method};
+use dualsim::contact::soft::Params;
+use dualsim::diff::{CheckOptions, DiffOptions, Input, Method, check, rollout_jacobian};
 use dualsim::dynamics::urdf;
 use dualsim::geometry::AttachedShape;
 use dualsim::math::{DMat, Pose, Vec3};

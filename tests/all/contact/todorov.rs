@@ -2,7 +2,7 @@
 //! inverse dynamics of `convex`. Each test states its tolerance; worlds
 //! are built through the Rust API (the same scenes as `contact_ipm.rs`).
 
-use dualsim::contact::convex::{inverse, Convex, Params as ConvexParams};
+use dualsim::contact::convex::{Convex, Params as ConvexParams, inverse};
 use dualsim::contact::{FrictionCone, SolveError, SolverKind};
 use dualsim::math::{Pose, Quat, Vec3};
 use dualsim::prelude::*;
@@ -714,7 +714,7 @@ fn box_pile_converges_with_implicit_ncp() {
 /// a step), 16 s of CPU per scene at 60 steps against 6 minutes at 900.
 #[test]
 fn convex_check_passes_on_sliding_contacts() {
-    use dualsim::diff::{check, CheckOptions};
+    use dualsim::diff::{CheckOptions, check};
     for file in [
         "examples/scenes/box_incline.toml",
         "examples/scenes/sliding_box.toml",

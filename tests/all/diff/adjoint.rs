@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use dualsim::diff::{rollout_jacobian, DiffOptions, Input, Method, Param};
+use dualsim::diff::{DiffOptions, Input, Method, Param, rollout_jacobian};
 use dualsim::math::{DMat, DVec};
 use dualsim::opt::{HessianMethod, Objective};
 use dualsim::scene::{self, ObjectiveSpec, Scene};

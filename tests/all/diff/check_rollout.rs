@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use dualsim::diff::{
-    check, compare_rollout_jacobian, rollout_jacobian, CheckOptions, DiffOptions, Input, Method,
-    Param, RolloutCheckOptions,
+    CheckOptions, DiffOptions, Input, Method, Param, RolloutCheckOptions, check,
+    compare_rollout_jacobian, rollout_jacobian,
 };
 use dualsim::scene;
 

@@ -9,12 +9,12 @@ use std::process::Command;
 
 use dualsim::contact::SolverKind;
 use dualsim::diff::{
-    aware_rollout_gradient, rollout_jacobian, step_jacobian, DiffError, DiffOptions, Gradient,
-    Input, Method, Param,
+    DiffError, DiffOptions, Gradient, Input, Method, Param, aware_rollout_gradient,
+    rollout_jacobian, step_jacobian,
 };
 use dualsim::math::{DMat, DVec};
 use dualsim::scene::{self, Scene};
-use dualsim::sim::{rollout, Controls};
+use dualsim::sim::{Controls, rollout};
 
 fn load(rel: &str) -> Scene {
     scene::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).expect("scene")
@@ -290,15 +290,17 @@ fn aware_gradient_is_refused_outside_lcp_and_ift() {
     .unwrap_err();
     assert_eq!(unsupported(e).1, "ipm");
     // the exact gradient is unaffected
-    assert!(step_jacobian(
-        &w,
-        &sc.initial,
-        &u,
-        &[Param::U(2)],
-        Method::Ift,
-        &DiffOptions::default()
-    )
-    .is_ok());
+    assert!(
+        step_jacobian(
+            &w,
+            &sc.initial,
+            &u,
+            &[Param::U(2)],
+            Method::Ift,
+            &DiffOptions::default()
+        )
+        .is_ok()
+    );
 }
 
 fn dualsim(args: &[&str]) -> std::process::Output {

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use dualsim::diff::{
-    check, lift_step, rollout_jacobian, seeded, step_jacobian, CheckOptions, CheckStatus,
-    DiffOptions, Input, Method, Param,
+    CheckOptions, CheckStatus, DiffOptions, Input, Method, Param, check, lift_step,
+    rollout_jacobian, seeded, step_jacobian,
 };
 use dualsim::math::{DMat, Mat3, Pose, Vec3};
 use dualsim::prelude::*;
@@ -363,7 +363,9 @@ fn hessians_through_contact_agree() {
     let d_lu = (h_lift - h_unr).abs().max() / scale;
     let d_fd = (h_lift - h_fd).abs().max() / scale;
     let asym = (h_lift - h_lift.transpose()).abs().max() / scale;
-    println!("Hessian through contact: ‖H‖ {scale:e}, lift vs unrolled {d_lu:e}, vs FD of ift gradients {d_fd:e}, asymmetry {asym:e}");
+    println!(
+        "Hessian through contact: ‖H‖ {scale:e}, lift vs unrolled {d_lu:e}, vs FD of ift gradients {d_fd:e}, asymmetry {asym:e}"
+    );
     assert!(d_lu <= 1e-8, "{d_lu:e}");
     assert!(d_fd <= 1e-5, "{d_fd:e}");
     assert!(asym <= 1e-10, "{asym:e}");

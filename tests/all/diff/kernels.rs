@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
+use dualsim::contact::SolverKind;
 use dualsim::contact::ipm::Ipm;
-use dualsim::contact::law::{local_jacobian, local_residual, Law};
+use dualsim::contact::law::{Law, local_jacobian, local_residual};
 use dualsim::contact::space::kernels::{
     local_exact_jacobian, local_frictionless_jacobian, local_pyramid_jacobian,
 };
-use dualsim::contact::SolverKind;
-use dualsim::diff::{step_jacobian, DiffOptions, ImplicitStep, Method, Param, Partials};
+use dualsim::diff::{DiffOptions, ImplicitStep, Method, Param, Partials, step_jacobian};
 use dualsim::geometry::Shape;
 use dualsim::math::{DMat, DVec, Vec3};
 use dualsim::prelude::*;
@@ -64,7 +64,9 @@ fn kernel_partials_agree_with_dual_on_every_scene() {
         };
         let w = &s.world;
         if w.model.bodies.iter().any(|b| !b.is_free_root()) {
-            println!("{name:<22} skipped: articulated bodies (robots) use the dual-number partials (no kernels)");
+            println!(
+                "{name:<22} skipped: articulated bodies (robots) use the dual-number partials (no kernels)"
+            );
             continue;
         }
         if !matches!(w.solver, SolverKind::Ipm) {

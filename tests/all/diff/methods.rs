@@ -1,8 +1,8 @@
 //! Derivative methods agree: ift, lift, unrolled and central differences,
 //! for one step and for Hessians of a rollout cost.
 
-use dualsim::diff::{lift_step, step_jacobian, DiffOptions, Method, Param};
-use dualsim::math::{so3, DMat, Mat3, Vec3};
+use dualsim::diff::{DiffOptions, Method, Param, lift_step, step_jacobian};
+use dualsim::math::{DMat, Mat3, Vec3, so3};
 use dualsim::prelude::*;
 use num_dual::{Dual2SVec64, HyperDual64};
 
@@ -131,7 +131,7 @@ fn rollout_cost_hessian_lift_equals_unrolled() {
 /// of every kind: initial state, model parameters, per-step controls.
 #[test]
 fn rollout_jacobians_agree_across_methods() {
-    use dualsim::diff::{rollout_jacobian, Input};
+    use dualsim::diff::{Input, rollout_jacobian};
     let (w, x, u) = tumbler();
     let steps = 30;
     let controls = Controls::Constant(u);
@@ -174,10 +174,10 @@ fn rollout_jacobians_agree_across_methods() {
 
 mod structured {
     use super::rel;
+    use dualsim::contact::FrictionCone;
     use dualsim::contact::free_flight::FreeFlight;
     use dualsim::contact::ipm::Ipm;
-    use dualsim::contact::FrictionCone;
-    use dualsim::diff::{dense_solve, step_jacobian, DiffOptions, ImplicitStep, Method, Param};
+    use dualsim::diff::{DiffOptions, ImplicitStep, Method, Param, dense_solve, step_jacobian};
     use dualsim::math::{DMat, Mat3, Pose, Vec3};
     use dualsim::prelude::*;
 

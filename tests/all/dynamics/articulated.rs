@@ -3,6 +3,7 @@
 //! laws, URDF errors.
 
 use dualsim::dynamics::{
+    Joint, Model,
     aba::aba,
     aba_derivatives::aba_derivatives,
     configuration, crba,
@@ -10,9 +11,8 @@ use dualsim::dynamics::{
     rnea::{nonlinear_effects, rnea},
     rnea_derivatives::rnea_derivatives,
     urdf::{self, BaseJoint, UrdfError},
-    Joint, Model,
 };
-use dualsim::math::{so3, spatial::RigidInertia, DMat, DVec, Mat3, Pose, Vec3};
+use dualsim::math::{DMat, DVec, Mat3, Pose, Vec3, so3, spatial::RigidInertia};
 use nalgebra::{Const, U1};
 use num_dual::{DualSVec64, HyperDual64};
 
@@ -111,7 +111,9 @@ fn arm7_matches_pinocchio() {
             *w = w.max(e);
         }
     }
-    println!("max relative errors vs Pinocchio [M, nle, aba, daba_dq, daba_dv, daba_dtau, drnea_dq, drnea_dv] = {worst:?}");
+    println!(
+        "max relative errors vs Pinocchio [M, nle, aba, daba_dq, daba_dv, daba_dtau, drnea_dq, drnea_dv] = {worst:?}"
+    );
     for e in worst {
         assert!(e < 1e-9, "{worst:?}");
     }
@@ -290,7 +292,9 @@ fn arm7_derivatives_match_dual_numbers_and_finite_differences() {
 #[test]
 fn floating_tree_derivatives_match_dual_numbers_and_finite_differences() {
     let (e_dual, e_fd) = compare_methods::<12>(&branchy(), 1..21);
-    println!("floating tree (free, spherical, revolute, prismatic, fixed): analytical vs DualSVec64 {e_dual:.2e}, vs central FD {e_fd:.2e}");
+    println!(
+        "floating tree (free, spherical, revolute, prismatic, fixed): analytical vs DualSVec64 {e_dual:.2e}, vs central FD {e_fd:.2e}"
+    );
     assert!(e_dual < 1e-9 && e_fd < 1e-6, "{e_dual:e} {e_fd:e}");
 }
 
@@ -374,7 +378,9 @@ fn aba_second_derivatives_by_hyperdual_match_fd_of_analytical_first_derivatives(
             }
         }
     }
-    println!("arm7: ABA second derivatives (HyperDual64) vs central FD of analytical first derivatives (h = 1e-4): {worst:.2e}");
+    println!(
+        "arm7: ABA second derivatives (HyperDual64) vs central FD of analytical first derivatives (h = 1e-4): {worst:.2e}"
+    );
     assert!(worst < 1e-6, "{worst:e}");
 }
 
@@ -494,7 +500,9 @@ fn free_floating_chain_conserves_momentum_with_rk4() {
         drift = drift.max((hm - h0).amax() / h0.amax());
         drift_e = drift_e.max((crba::kinetic_energy(&m, &mut d, &q, &v) - e0).abs() / e0);
     }
-    println!("free-floating base + 2 revolute, no gravity, RK4, h = 1e-3, 5 s: max relative momentum drift {drift:.2e}, energy drift {drift_e:.2e}");
+    println!(
+        "free-floating base + 2 revolute, no gravity, RK4, h = 1e-3, 5 s: max relative momentum drift {drift:.2e}, energy drift {drift_e:.2e}"
+    );
     assert!(drift < 1e-8 && drift_e < 1e-8, "{drift:e} {drift_e:e}");
 }
 
@@ -542,10 +550,11 @@ fn urdf_arm7_structure_shapes_and_floating_base() {
     let r = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Fixed).unwrap();
     assert_eq!((r.model.nq, r.model.nv), (7, 7));
     assert_eq!(r.model.bodies[0].joint, Joint::Fixed);
-    assert!(r
-        .collisions
-        .iter()
-        .all(|c| matches!(c.shape, dualsim::geometry::Shape::Cylinder { .. })));
+    assert!(
+        r.collisions
+            .iter()
+            .all(|c| matches!(c.shape, dualsim::geometry::Shape::Cylinder { .. }))
+    );
     assert_eq!(r.model.bodies[1].limits.upper, 3.0);
     let f = urdf::load_file(data_path("arm7.urdf"), BaseJoint::Floating).unwrap();
     assert_eq!((f.model.nq, f.model.nv), (14, 13));

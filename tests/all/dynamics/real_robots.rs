@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use dualsim::dynamics::Joint;
 use dualsim::dynamics::aba::aba;
 use dualsim::dynamics::urdf::{self, BaseJoint, UrdfError};
 use dualsim::dynamics::urdf_mesh::MeshOptions;
-use dualsim::dynamics::Joint;
 use dualsim::math::DVec;
 
 fn robots() -> PathBuf {
@@ -368,10 +368,12 @@ fn info_lists_the_panda_joints_in_state_order_with_limits_and_hulls() {
     let fixed = robot["fixed_joints"].as_array().unwrap();
     assert!(fixed.iter().any(|f| f["name"] == "panda_hand_joint"));
     // link–link pairs are listed as excluded, link–ground as considered
-    assert!(info["contact_pairs"]["considered"]
-        .as_array()
-        .unwrap()
-        .contains(&serde_json::json!(["panda/panda_hand", "ground"])));
+    assert!(
+        info["contact_pairs"]["considered"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(["panda/panda_hand", "ground"]))
+    );
     // the text form lists the same joints
     let out = bin()
         .args(["info", path.to_str().unwrap()])

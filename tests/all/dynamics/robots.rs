@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dualsim::diff::{check, CheckOptions, DiffOptions};
+use dualsim::diff::{CheckOptions, DiffOptions, check};
 use dualsim::dynamics::{crba::crba, urdf};
 use dualsim::prelude::*;
 
@@ -90,10 +90,11 @@ fn robot_and_free_body_step_together() {
     )
     .unwrap();
     assert!(rep.passed);
-    assert!(rep
-        .blocks
-        .iter()
-        .any(|b| b.of == "robot_v" && b.wrt == "robot_q" && b.norm > 0.0));
+    assert!(
+        rep.blocks
+            .iter()
+            .any(|b| b.of == "robot_v" && b.wrt == "robot_q" && b.norm > 0.0)
+    );
 }
 
 #[test]

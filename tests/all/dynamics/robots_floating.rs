@@ -127,8 +127,10 @@ fn floating_robot_centre_of_mass_follows_the_parabola() {
     // With gravity the centre of mass falls 4.9 m in 1 s while the legs
     // and base tumble; it follows the projectile parabola to O(h).
     let ((e3, d3), (e4, d4)) = (parabola_error(1e-3), parabola_error(1e-4));
-    println!("floating quadruped under gravity, 1 s: max |c − parabola| h = 1e-3: {e3:.2e} m, h = 1e-4: {e4:.2e} m; \
-              from the discrete parabola c0 + n h ċ0 + h² g n(n+1)/2: {d3:.2e} m, {d4:.2e} m");
+    println!(
+        "floating quadruped under gravity, 1 s: max |c − parabola| h = 1e-3: {e3:.2e} m, h = 1e-4: {e4:.2e} m; \
+              from the discrete parabola c0 + n h ċ0 + h² g n(n+1)/2: {d3:.2e} m, {d4:.2e} m"
+    );
     // Semi-implicit Euler's projectile is the discrete parabola (h g t/2
     // below the continuous one); the tumbling adds the O(h) momentum drift.
     assert!(d3 < 2e-4, "{d3:e}");
@@ -190,7 +192,7 @@ fn derivative_methods_agree_on_the_standing_quadruped() {
     // `diff::check` at the standing state (8 contacts, base included in
     // the robot's coordinates): ift vs lift ≤ 1e-9, unrolled ≤ 1e-7, fd ≤
     // 1e-5 (relative to max(1, ‖J‖∞) per block).
-    use dualsim::diff::{check, CheckOptions, DiffOptions};
+    use dualsim::diff::{CheckOptions, DiffOptions, check};
     let s = dualsim::scene::load(&scenes().join("quadruped_stand.toml")).unwrap();
     let w = &s.world;
     let x = rollout(w, &s.initial, &s.controls, 100)
@@ -219,7 +221,10 @@ fn derivative_methods_agree_on_the_standing_quadruped() {
         worst("ift_vs_unrolled"),
         worst("ift_vs_fd"),
     );
-    println!("standing quadruped rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})", rep.fd_skipped_columns);
+    println!(
+        "standing quadruped rho {rho:.0e}: lift {l:.1e}  unrolled {un:.1e}  fd {f:.1e}  (fd skipped {})",
+        rep.fd_skipped_columns
+    );
     assert!(rep.blocks.iter().all(|b| b.norm.is_finite()));
     assert!(l <= 1e-9 && un <= 1e-7 && f <= 1e-5, "{l:e} {un:e} {f:e}");
     assert!(rep.passed);

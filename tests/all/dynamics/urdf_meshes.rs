@@ -4,8 +4,8 @@
 //! located errors of meshes that cannot be used.
 
 use dualsim::dynamics::urdf::{self, BaseJoint, UrdfError};
-use dualsim::geometry::mesh::{hull_of_file, MeshError};
 use dualsim::geometry::Shape;
+use dualsim::geometry::mesh::{MeshError, hull_of_file};
 use dualsim::math::Vec3;
 use std::path::{Path, PathBuf};
 
@@ -89,9 +89,11 @@ fn mesh_hulls_of_stl_and_obj_fixtures_have_the_known_faces() {
     assert_eq!(normals.len(), 4);
     assert!((tet.centre - Vec3::new(0.025, 0.025, 0.025)).norm() < 1e-9);
     let s3 = 1.0 / 3f64.sqrt();
-    assert!(normals
-        .iter()
-        .any(|n| (n - Vec3::new(s3, s3, s3)).norm() < 1e-9));
+    assert!(
+        normals
+            .iter()
+            .any(|n| (n - Vec3::new(s3, s3, s3)).norm() < 1e-9)
+    );
     for v in &tet.vertices {
         let on = normals
             .iter()

@@ -7,7 +7,7 @@
 //! array literals, and calls to other kernels (scalar- and array-valued,
 //! nested, repeated, with constant arguments).
 
-use dualsim::{kernel, Scalar};
+use dualsim::{Scalar, kernel};
 
 /// `a · b` (called by other kernels).
 #[kernel]

@@ -165,12 +165,48 @@ fn bad_objectives_are_located() {
     // line 16 is `[objective]`, the fields follow
     let obj = |body: &str| format!("{BASE}[objective]\n{body}");
     let cases: [(&str, usize, usize, &str, &str); 6] = [
-        ("of = [\"bal.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n", 17, 7, "objective.of[0]", "did you mean `ball`"),
-        ("of = [\"ball.position\"]\ntarget = [0, 0]\nwrt = [\"ball.velocity\"]\n", 18, 10, "objective.target", "one value per output row (3"),
-        ("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nweights = [1, -1, 1]\nwrt = [\"ball.velocity\"]\n", 19, 15, "objective.weights[1]", ">= 0"),
-        ("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ground.friction\"]\n", 19, 8, "objective.wrt[0]", "static geometry"),
-        ("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.speed\"]\n", 19, 8, "objective.wrt[0]", "unknown body input field"),
-        ("of = [\"ball.mass\"]\ntarget = [0]\nwrt = [\"ball.velocity\"]\n", 17, 7, "objective.of[0]", "unknown output field"),
+        (
+            "of = [\"bal.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n",
+            17,
+            7,
+            "objective.of[0]",
+            "did you mean `ball`",
+        ),
+        (
+            "of = [\"ball.position\"]\ntarget = [0, 0]\nwrt = [\"ball.velocity\"]\n",
+            18,
+            10,
+            "objective.target",
+            "one value per output row (3",
+        ),
+        (
+            "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nweights = [1, -1, 1]\nwrt = [\"ball.velocity\"]\n",
+            19,
+            15,
+            "objective.weights[1]",
+            ">= 0",
+        ),
+        (
+            "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ground.friction\"]\n",
+            19,
+            8,
+            "objective.wrt[0]",
+            "static geometry",
+        ),
+        (
+            "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.speed\"]\n",
+            19,
+            8,
+            "objective.wrt[0]",
+            "unknown body input field",
+        ),
+        (
+            "of = [\"ball.mass\"]\ntarget = [0]\nwrt = [\"ball.velocity\"]\n",
+            17,
+            7,
+            "objective.of[0]",
+            "unknown output field",
+        ),
     ];
     for (body, line, column, path, needle) in cases {
         let e = objective_error(&obj(body));
@@ -191,7 +227,9 @@ fn bad_objectives_are_located() {
         "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nsteps = 3\n",
     ));
     assert_eq!((e.line, e.path.as_str()), (20, "objective.steps"), "{e}");
-    let e = objective_error(&obj("of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nregularization = -1\n"));
+    let e = objective_error(&obj(
+        "of = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\nregularization = -1\n",
+    ));
     assert_eq!(
         (e.line, e.path.as_str()),
         (20, "objective.regularization"),
@@ -448,7 +486,9 @@ fn ddp_and_newton_agree_on_the_arm_reach() {
 #[test]
 fn bad_running_and_effort_terms_are_located() {
     let obj = |body: &str| {
-        format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n{body}")
+        format!(
+            "{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\"]\n{body}"
+        )
     };
     // lines: 16 [objective], 17 of, 18 target, 19 wrt, 20 the new table
     let e = objective_error(&obj(
@@ -629,7 +669,9 @@ fn bounded_controls_newton_and_box_ddp_meet_the_kkt_conditions() {
 #[test]
 fn bad_bounds_are_located() {
     let obj = |body: &str| {
-        format!("{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\", \"ball.orientation\"]\n{body}")
+        format!(
+            "{BASE}[objective]\nof = [\"ball.position\"]\ntarget = [0, 0, 0]\nwrt = [\"ball.velocity\", \"ball.orientation\"]\n{body}"
+        )
     };
     // lines: 16 [objective], 17 of, 18 target, 19 wrt, 20 [[objective.bounds]], 21 wrt, 22 …
     let cases: [(&str, usize, &str, &str); 6] = [

@@ -24,7 +24,7 @@
 //! is not needed: robot scenes are written with absolute URDF paths), to
 //! replay them through the command line.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -673,9 +673,9 @@ fn mutate_urdf(src: &str, rng: &mut Rng) -> String {
 /// panic, no hang, no NaN in a successful step.
 #[test]
 fn mutated_urdf_files_never_panic() {
-    use dualsim::dynamics::urdf::{from_str, BaseJoint};
+    use dualsim::dynamics::urdf::{BaseJoint, from_str};
     use dualsim::math::{DVec, Pose};
-    use dualsim::sim::{step, State, World};
+    use dualsim::sim::{State, World, step};
     let cases: usize = std::env::var("DUALSIM_FUZZ_URDF_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use dualsim::diff::{batch_rollout_jacobians, rollout_jacobian, DiffOptions, Input, Method};
+use dualsim::diff::{DiffOptions, Input, Method, batch_rollout_jacobians, rollout_jacobian};
 use dualsim::prelude::*;
-use dualsim::sim::batch::{batch_rollouts, BatchError, BatchOptions};
+use dualsim::sim::batch::{BatchError, BatchOptions, batch_rollouts};
 
 /// `examples/scenes/box_toss.toml` (a cube tossed with spin onto a plane,
 /// ipm, exact cone) and `n` initial states: the scene's, with different

@@ -2,9 +2,9 @@
 //! Dzhanibekov flip with exact momentum conservation, bounded energy, and
 //! rollout derivatives by dual numbers against central differences.
 
-use dualsim::diff::{fd, unrolled, Input};
+use dualsim::diff::{Input, fd, unrolled};
 use dualsim::dynamics::free::{discrete_momentum, kinetic_energy};
-use dualsim::math::{so3, Mat3, Quat, Vec3};
+use dualsim::math::{Mat3, Quat, Vec3, so3};
 use dualsim::prelude::*;
 
 /// p_n = p₀ + n h v₀ + h² g n(n+1)/2 (symplectic Euler), to 1e-12.

@@ -7,9 +7,9 @@
 use dualsim::contact::{Feature, SolverKind};
 use dualsim::math::{Pose, Vec3};
 use dualsim::prelude::*;
+use dualsim::sim::RolloutError;
 use dualsim::sim::penetration::gaps;
 use dualsim::sim::validate;
-use dualsim::sim::RolloutError;
 
 const BACKENDS: [SolverKind; 3] = [
     SolverKind::Ipm,

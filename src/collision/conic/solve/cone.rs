@@ -5,7 +5,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::dense::{dot, dotn, fmin, norm, Cols};
+use super::dense::{Cols, dot, dotn, fmin, norm};
 
 /// Layout of the cone `K`: `n_orthant` orthant rows first, then one
 /// second-order cone per entry of `soc` (its dimension).

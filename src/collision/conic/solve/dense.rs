@@ -70,21 +70,13 @@ pub(super) fn norm(a: &[f64]) -> f64 {
 /// `f64::max`).
 #[inline(always)]
 pub(super) fn fmax(acc: f64, v: f64) -> f64 {
-    if v > acc {
-        v
-    } else {
-        acc
-    }
+    if v > acc { v } else { acc }
 }
 
 /// `min(acc, v)` in one instruction (a NaN `v` is skipped).
 #[inline(always)]
 pub(super) fn fmin(acc: f64, v: f64) -> f64 {
-    if v < acc {
-        v
-    } else {
-        acc
-    }
+    if v < acc { v } else { acc }
 }
 
 #[inline(always)]

@@ -2,14 +2,14 @@
 //! stopping and centering tests, scaling, the predictor, corrector and
 //! centering directions, and the step.
 
+use super::ProximityError;
 use super::cone::{soc_jordan, soc_jordan_div};
 use super::dense::{
-    add_outer, amax, cholesky_in_place, cholesky_solve, dot, fmax, gemtv, gemv, gemv_gemtv, Cols,
-    Dynamic, Fixed,
+    Cols, Dynamic, Fixed, add_outer, amax, cholesky_in_place, cholesky_solve, dot, fmax, gemtv,
+    gemv, gemv_gemtv,
 };
-use super::kkt::{step_pass, Kkt, Rhs};
+use super::kkt::{Kkt, Rhs, step_pass};
 use super::scaling::ScalingView;
-use super::ProximityError;
 use super::{ConeLayout, ConicParams, SolveStats, SolverWorkspace};
 
 /// Below this duality measure, and when the affine step reached at least
@@ -43,7 +43,23 @@ pub(super) fn solve_once<C: Cols>(
         scaling,
     } = ws;
     let [x, bx, dx, dx_a, ex, cx] = vn;
-    let [s, z, bz, lambda, ll, ds, dz, ds_a, dz_a, bc, u, ez, ec, t1, t2] = vm;
+    let [
+        s,
+        z,
+        bz,
+        lambda,
+        ll,
+        ds,
+        dz,
+        ds_a,
+        dz_a,
+        bc,
+        u,
+        ez,
+        ec,
+        t1,
+        t2,
+    ] = vm;
     let (x, bx, dx, dx_a) = (&mut x[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
     let (ex, cx) = (&mut ex[..n], &mut cx[..n]);
     let (s, z, bz, lambda, ll) = (
@@ -166,7 +182,9 @@ pub(super) fn solve_once<C: Cols>(
         let (t_max, finite, _, _) = step_pass(&W, s, z, ds, dz);
         let t = (step_fraction(params, centering.is_none(), mu, t_a) * t_max).min(1.0);
         if verbose {
-            eprintln!("it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {x:?}");
+            eprintln!(
+                "it {iter} gap {gap:.3e} res {residual:.3e} sigma {sigma:.2e} t_a {t_a:.3e} t {t:.3e} x {x:?}"
+            );
         }
         if !(t.is_finite() && t > 0.0) || !finite || dx.iter().any(|v| !v.is_finite()) {
             debug("step", iter);

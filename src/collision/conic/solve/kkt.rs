@@ -3,7 +3,7 @@
 //! and the step length to the boundary of the cone.
 
 use super::cone::soc_max_step;
-use super::dense::{cholesky_solve, dotn, fmax, fmin, gemtv, gemv_gemtv, Cols, Dynamic, Fixed};
+use super::dense::{Cols, Dynamic, Fixed, cholesky_solve, dotn, fmax, fmin, gemtv, gemv_gemtv};
 use super::scaling::ScalingView;
 
 /// Right-hand side of the complementarity row `λ ∘ (WΔz + W⁻¹Δs) = rc`.

@@ -4,8 +4,8 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::dense::{add_outer, dot, norm, Cols, Dynamic, Fixed};
 use super::ConeLayout;
+use super::dense::{Cols, Dynamic, Fixed, add_outer, dot, norm};
 
 /// Nesterov–Todd scaling `W` of one iterate `(s, z)` of a cone layout:
 /// symmetric, with `W z = W⁻¹ s` (the scaled point λ).
