@@ -282,9 +282,11 @@ pub fn rollout_jacobian(
 }
 
 /// Jacobian of the final state with respect to `inputs` by running the
-/// rollout in `DualSVec64<N>`, `N = inputs.len()` (the `unrolled` method
-/// with a compile-time width).
-#[track_caller]
+/// rollout in `DualSVec64<N>` (the `unrolled` method with a compile-time
+/// width): one dual direction per input, `inputs.len() ≤ N` (the other
+/// directions stay zero, so one width serves every smaller input set and
+/// the solver stack is compiled once for it). More inputs than `N` is a
+/// [`DiffError::BadParam`].
 pub fn unrolled<const N: usize>(
     world: &World<f64>,
     x0: &State<f64>,
@@ -292,18 +294,23 @@ pub fn unrolled<const N: usize>(
     steps: usize,
     inputs: &[Input],
 ) -> Result<DMat<f64>, DiffError> {
-    assert_eq!(inputs.len(), N, "one dual direction per input");
+    let n = inputs.len();
+    if n > N {
+        return Err(DiffError::BadParam(format!(
+            "unrolled::<{N}> has {N} dual directions, one per input, but {n} inputs were given"
+        )));
+    }
     let last = run(world, x0, controls, steps)?.last().clone();
-    let seeds: Vec<DualSVec64<N>> = (0..N)
+    let seeds: Vec<DualSVec64<N>> = (0..n)
         .map(|j| DualSVec64::<N>::from_re(0.0).derivative(j))
         .collect();
     let (w, x, us) = seeded_rollout(world, x0, controls, steps, inputs, &seeds)?;
     let traj = run(&w, &x, &us, steps)?;
     let t = tangent(&w.model, &last.q.map(DualSVec64::<N>::from_re), traj.last());
-    let mut jac = DMat::zeros(t.len(), N);
+    let mut jac = DMat::zeros(t.len(), n);
     for (r, e) in t.iter().enumerate() {
         let g = e.eps.unwrap_generic(Const::<N>, U1);
-        for c in 0..N {
+        for c in 0..n {
             jac[(r, c)] = g[c];
         }
     }

@@ -138,7 +138,7 @@ fn steps_f64_match_the_closed_form() {
 gen_tests! {
     steps_f32: f32, 2e-3;
     steps_dual64: Dual64, 1e-13;
-    steps_dualsvec3: DualSVec64<3>, 1e-13;
+    steps_dualsvec8: DualSVec64<8>, 1e-13;
     steps_hyperdual64: HyperDual64, 1e-13;
     steps_dual2_64: Dual2_64, 1e-13;
     steps_custom_counted: Counted, 1e-13;

@@ -593,7 +593,7 @@ fn every_pair_symmetric_and_matches_finite_differences() {
 fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
     use dualsim::collision::conic::proximity_gradient::alpha_lifted;
     use num_dual::DualSVec64;
-    type D = DualSVec64<4>;
+    type D = DualSVec64<8>;
     let a = Shape::Capsule {
         radius: 0.3,
         half_length: 0.6,
@@ -621,7 +621,7 @@ fn alpha_lifted_to_dual_numbers_matches_the_envelope_jacobian() {
         half_length: D::from_re(0.6),
     };
     let alpha = alpha_lifted(&ad, &pa.cast::<D>(), &b.cast::<D>(), &pbd, &prox).unwrap();
-    let eps = alpha.eps.unwrap_generic(nalgebra::U4, nalgebra::U1);
+    let eps = alpha.eps.unwrap_generic(nalgebra::Const::<8>, nalgebra::U1);
     assert!((alpha.re - prox.alpha).abs() < 1e-15);
     for i in 0..3 {
         assert!(

@@ -296,8 +296,8 @@ fn unrolled_dual_matches_f64() {
     x0.q[0] = 0.05;
     x0.v[1] = 0.1;
     let traj = run(&w, &x0, steps);
-    let wd = w.cast::<DualSVec64<2>>();
-    let mut xd = x0.cast::<DualSVec64<2>>();
+    let wd = w.cast::<DualSVec64<8>>();
+    let mut xd = x0.cast::<DualSVec64<8>>();
     xd.q[2] = DualSVec64::from_re(x0.q[2]).derivative(0);
     xd.v[0] = DualSVec64::from_re(x0.v[0]).derivative(1);
     let trajd = rollout(&wd, &xd, &Controls::Constant(wd.zero_control()), steps).unwrap();
@@ -311,7 +311,9 @@ fn unrolled_dual_matches_f64() {
             err = err.max((x - y.re).abs());
         }
     }
-    println!("unrolled DualSVec64<2> vs f64: max primal difference {err:.3e}");
+    println!(
+        "unrolled DualSVec64<8> (2 directions seeded) vs f64: max primal difference {err:.3e}"
+    );
     assert!(err <= 1e-12, "primal mismatch {err}");
     assert!(trajd.last().q.iter().all(|x| x.is_all_finite()));
 }
@@ -528,7 +530,8 @@ fn capsule_pile_settles_without_penetration() {
 #[test]
 fn unrolled_derivative_matches_finite_differences() {
     // Sliding box (pyramid and exact): d(final x, final vx)/d(initial vx)
-    // by unrolling the solver in DualSVec64<1>, against central
+    // by unrolling the solver in DualSVec64<8> (one direction seeded; the
+    // width every dual test uses), against central
     // differences (δ = 1e-6, tolerance 1e-4 relative).
     for cone in [FrictionCone::Exact, FrictionCone::Pyramid] {
         let (w, x0, _) = sliding_box(cone, 1e-6);
@@ -542,11 +545,11 @@ fn unrolled_derivative_matches_finite_differences() {
         let d = 1e-6;
         let (p, m) = (f(2.0 + d), f(2.0 - d));
         let fd = ((p.0 - m.0) / (2.0 * d), (p.1 - m.1) / (2.0 * d));
-        let wd = w.cast::<DualSVec64<1>>();
-        let mut xd = x0.cast::<DualSVec64<1>>();
+        let wd = w.cast::<DualSVec64<8>>();
+        let mut xd = x0.cast::<DualSVec64<8>>();
         xd.v[0] = DualSVec64::from_re(2.0).derivative(0);
         let t = rollout(&wd, &xd, &Controls::Constant(wd.zero_control()), steps).unwrap();
-        let g = |x: &DualSVec64<1>| x.eps.unwrap_generic(nalgebra::U1, nalgebra::U1)[0];
+        let g = |x: &DualSVec64<8>| x.eps.unwrap_generic(nalgebra::Const::<8>, nalgebra::U1)[0];
         let ad = (g(&t.last().q[0]), g(&t.last().v[0]));
         println!("{cone:?}: d(x, vx)/d vx0 unrolled {ad:?}, fd {fd:?}");
         assert!((ad.0 - fd.0).abs() <= 1e-4 * (1.0 + fd.0.abs()));
@@ -602,7 +605,7 @@ fn large_island_faer_path_matches_generic_path() {
     let steps = 15;
     let c = Controls::Constant(w.zero_control());
     let f64_traj = rollout(&w, &x0, &c, steps).unwrap();
-    let wd = w.cast::<DualSVec64<1>>();
+    let wd = w.cast::<DualSVec64<8>>();
     let dual_traj = rollout(
         &wd,
         &x0.cast(),

@@ -2,7 +2,7 @@
 //! Dzhanibekov flip with exact momentum conservation, bounded energy, and
 //! rollout derivatives by dual numbers against central differences.
 
-use dualsim::diff::{Input, fd, unrolled};
+use dualsim::diff::{DiffError, Input, fd, unrolled};
 use dualsim::dynamics::free::{discrete_momentum, kinetic_energy};
 use dualsim::math::{Mat3, Quat, Vec3, so3};
 use dualsim::prelude::*;
@@ -123,8 +123,10 @@ fn rotation_about_major_axis_is_stable() {
     }
 }
 
-/// d(position after 100 steps)/d(v₀, ω₀) by DualSVec64<6> equals central
-/// differences on the manifold to 1e-6 (relative to max(1, ‖J‖∞)).
+/// d(position after 100 steps)/d(v₀, ω₀) by DualSVec64<8> (6 of its 8
+/// directions seeded) equals central differences on the manifold to 1e-6
+/// (relative to max(1, ‖J‖∞)); more inputs than directions is a typed
+/// error.
 #[test]
 fn rollout_derivative_matches_central_differences() {
     let h = 0.01;
@@ -135,7 +137,7 @@ fn rollout_derivative_matches_central_differences() {
     u[3] = 0.05; // a small torque so rotation and translation both matter
     let controls = Controls::Constant(u);
     let inputs: Vec<Input> = (0..6).map(Input::Velocity).collect();
-    let ju = unrolled::<6>(&w, &x, &controls, 100, &inputs).unwrap();
+    let ju = unrolled::<8>(&w, &x, &controls, 100, &inputs).unwrap();
     let jf = fd(&w, &x, &controls, 100, &inputs, 1e-6).unwrap();
     let scale = ju.abs().max().max(1.0);
     let diff = (&ju - &jf).abs().max() / scale;
@@ -150,6 +152,13 @@ fn rollout_derivative_matches_central_differences() {
     }
     // and orientation depends on the initial angular velocity
     assert!(ju.view((3, 3), (3, 3)).abs().max() > 0.1);
+    assert_eq!(ju.ncols(), 6);
+    let nine: Vec<Input> = (0..9).map(Input::Velocity).collect();
+    let err = unrolled::<8>(&w, &x, &controls, 1, &nine).unwrap_err();
+    assert!(
+        matches!(&err, DiffError::BadParam(m) if m.contains("9 inputs")),
+        "{err}"
+    );
 }
 
 /// Derivatives with respect to the initial configuration on the manifold.
@@ -158,7 +167,7 @@ fn rollout_derivative_wrt_configuration() {
     let (w, x) = tumbler(0.01);
     let controls = Controls::Constant(w.zero_control());
     let inputs: Vec<Input> = (0..6).map(Input::Config).collect();
-    let ju = unrolled::<6>(&w, &x, &controls, 50, &inputs).unwrap();
+    let ju = unrolled::<8>(&w, &x, &controls, 50, &inputs).unwrap();
     let jf = fd(&w, &x, &controls, 50, &inputs, 1e-6).unwrap();
     let diff = (&ju - &jf).abs().max() / ju.abs().max().max(1.0);
     assert!(diff < 1e-6, "{diff:e}");
