@@ -274,6 +274,16 @@ pub enum SolveError {
     /// A singular linear system.
     #[error("singular linear system in {0}")]
     Singular(&'static str),
+    /// The unknowns or contact candidates handed to a contact-space
+    /// function do not match the structure they are read with (a
+    /// candidate key or convex part it does not hold, a candidate body
+    /// without a shape, unknowns of the wrong length): a caller's
+    /// inconsistency, not a singular system.
+    #[error("the contact structure does not match: {what}")]
+    Mismatch {
+        /// What does not match.
+        what: &'static str,
+    },
     /// The problem handed to a backend's solver is malformed (a bound,
     /// a coefficient or a size outside what the formulation accepts):
     /// not a singular system, and not a failure to converge.

@@ -64,13 +64,14 @@ impl SimError {
     /// A short machine-readable name of the failure (`run --json`'s
     /// `error.kind`): `max_iterations`, `singular`, `dynamics`,
     /// `collision`, `not_unique`, `unsupported`, `invalid_input`,
-    /// `infeasible`, `non_finite`, `size`, `out_of_range`.
+    /// `mismatch`, `infeasible`, `non_finite`, `size`, `out_of_range`.
     pub fn kind(&self) -> &'static str {
         match self {
             SimError::Solve(e) => match e {
                 SolveError::MaxIterations { .. } => "max_iterations",
                 SolveError::Dynamics(_) => "dynamics",
                 SolveError::Singular(_) => "singular",
+                SolveError::Mismatch { .. } => "mismatch",
                 SolveError::InvalidInput { .. } => "invalid_input",
                 SolveError::Infeasible { .. } => "infeasible",
                 SolveError::NonFinite { .. } => "non_finite",

@@ -77,7 +77,9 @@ pub(super) fn index_of(cands: &[Candidate<f64>], key: &CandidateKey) -> Result<u
     cands
         .iter()
         .position(|c| c.key() == *key)
-        .ok_or(SolveError::Singular("unknown contact candidate"))
+        .ok_or(SolveError::Mismatch {
+            what: "a contact candidate not in the structure",
+        })
 }
 
 /// The exact residual `r(y)` of a contact-space backend (module docs).
@@ -89,7 +91,9 @@ pub fn residual<T: Scalar, F: Formulation>(
 ) -> Result<DVec<T>, SolveError> {
     let nv = p.model.nv;
     if y.len() != nv + Z * s.candidates.len() {
-        return Err(SolveError::Singular("unknowns do not match the structure"));
+        return Err(SolveError::Mismatch {
+            what: "the unknowns' length is not the structure's",
+        });
     }
     let v_next = y.rows(0, nv).into_owned();
     let mut r = DVec::zeros(y.len());

@@ -44,7 +44,9 @@ fn offset_in<T: Scalar>(
         .iter()
         .find(|(k, _)| *k == c.key())
         .map(|(_, o)| *o)
-        .ok_or(SolveError::Singular("unknown contact candidate"))
+        .ok_or(SolveError::Mismatch {
+            what: "a contact candidate not in the structure",
+        })
 }
 
 /// The structured solve of [`Ipm`]'s `∂r/∂y` (all rows of `X`, or with

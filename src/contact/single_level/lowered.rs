@@ -37,7 +37,9 @@ pub fn lower_pair<S: Scalar>(
     p: &StepProblem<'_, S>,
     pair: &ConicPair,
 ) -> Result<Lowered<S>, SolveError> {
-    let missing = SolveError::Singular("no such convex part");
+    let missing = SolveError::Mismatch {
+            what: "a convex part the shape does not have",
+        };
     let (sa, local_a) = body_parts(p, pair.a)
         .into_iter()
         .nth(pair.part_a)

@@ -114,40 +114,7 @@ impl Soft {
                 }
                 None => field_weights(&entries),
             };
-            let (mut fa, mut ta) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
-            let (mut fb, mut tb) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
-            let (mut point, mut dist) = (Vec3::<T>::zeros(), T::zero());
-            let ca = sa.centre;
-            let cb = b_body.map(|(_, c)| c).unwrap_or_else(Vec3::zeros);
-            for (e, wf) in entries.iter().zip(&w) {
-                let (phi, f, pt, on_a) = e;
-                let f = if *on_a { *f * *wf } else { -*f * *wf };
-                fa += f;
-                ta += (pt - ca).cross(&f);
-                fb -= f;
-                tb -= (pt - cb).cross(&f);
-                point += pt * *wf;
-                dist += *phi * *wf;
-            }
-            let norm = fa.norm();
-            let normal = if norm.re() > 0.0 {
-                fa / norm
-            } else {
-                Vec3::new(T::zero(), T::zero(), T::one())
-            };
-            Some(PairOut {
-                a: (fa, ta),
-                b: b_body.map(|(j, _)| (j, fb, tb)),
-                report: ContactImpulse {
-                    body_a: pair.a,
-                    body_b: b_body.map(|(j, _)| j),
-                    point,
-                    normal,
-                    normal_impulse: norm * p.h,
-                    tangent_impulse: Vec3::zeros(),
-                    gap: dist,
-                },
-            })
+            Some(pair_out(p, pair, &entries, &w, sa.centre, b_body))
         };
         // pairs in parallel when there are several and the work pays;
         // summed in pair order either way (the same result)
@@ -391,3 +358,49 @@ pub(super) fn field_bound<T: Scalar>(k: &Constants, x: &Side<'_, T>, y: &Side<'_
     point_entry(k, p, x, y, mu, Force::Never, &mut scratch).0.re()
 }
 
+/// One pair's [`PairOut`] from its field entries (φ, force on the point's
+/// body, point, whether the point is on `a`) and their softmin weights
+/// `w`: the weighted wrenches on `a` (centre `ca`) and on the other body
+/// (`b_body`: its index and centre, if it is a body), and the report.
+fn pair_out<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    pair: &Pair,
+    entries: &[(T, Vec3<T>, Vec3<T>, bool)],
+    w: &[T],
+    ca: Vec3<T>,
+    b_body: Option<(usize, Vec3<T>)>,
+) -> PairOut<T> {
+    let (mut fa, mut ta) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
+    let (mut fb, mut tb) = (Vec3::<T>::zeros(), Vec3::<T>::zeros());
+    let (mut point, mut dist) = (Vec3::<T>::zeros(), T::zero());
+    let cb = b_body.map(|(_, c)| c).unwrap_or_else(Vec3::zeros);
+    for (e, wf) in entries.iter().zip(w) {
+        let (phi, f, pt, on_a) = e;
+        let f = if *on_a { *f * *wf } else { -*f * *wf };
+        fa += f;
+        ta += (pt - ca).cross(&f);
+        fb -= f;
+        tb -= (pt - cb).cross(&f);
+        point += pt * *wf;
+        dist += *phi * *wf;
+    }
+    let norm = fa.norm();
+    let normal = if norm.re() > 0.0 {
+        fa / norm
+    } else {
+        Vec3::new(T::zero(), T::zero(), T::one())
+    };
+    PairOut {
+        a: (fa, ta),
+        b: b_body.map(|(j, _)| (j, fb, tb)),
+        report: ContactImpulse {
+            body_a: pair.a,
+            body_b: b_body.map(|(j, _)| j),
+            point,
+            normal,
+            normal_impulse: norm * p.h,
+            tangent_impulse: Vec3::zeros(),
+            gap: dist,
+        },
+    }
+}

@@ -155,7 +155,9 @@ pub fn shape_pair_contact<S: Scalar>(
                 convex_parts(s, pose)
                     .into_iter()
                     .nth(k)
-                    .ok_or(SolveError::Singular("no such convex part"))
+                    .ok_or(SolveError::Mismatch {
+                        what: "a convex part the shape does not have",
+                    })
             };
             let (sa, qa) = part(shape_a, pa, cp.part_a)?;
             let (sb, qb) = part(sb, pb, cp.part_b)?;

@@ -215,17 +215,17 @@ pub fn kernel_partials(
             return Ok(None);
         }
         let ba = &model.bodies[cand.a];
-        let shape_a = p.shapes[cand.a]
-            .as_ref()
-            .ok_or(SolveError::Singular("candidate body without shape"))?;
+        let shape_a = p.shapes[cand.a].as_ref().ok_or(SolveError::Mismatch {
+            what: "a candidate body without a shape",
+        })?;
         let qa: [f64; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
         let va: [f64; 6] = core::array::from_fn(|k| y[ba.idx_v + k]);
         let (shape_b, qb, vb, kb, fb, jb) = match cand.b {
             Partner::Body(j) => {
                 let bb = &model.bodies[j];
-                let s = p.shapes[j]
-                    .as_ref()
-                    .ok_or(SolveError::Singular("candidate body without shape"))?;
+                let s = p.shapes[j].as_ref().ok_or(SolveError::Mismatch {
+                    what: "a candidate body without a shape",
+                })?;
                 let q: [f64; 7] = core::array::from_fn(|k| p.q[bb.idx_q + k]);
                 let v: [f64; 6] = core::array::from_fn(|k| y[bb.idx_v + k]);
                 (s, q, v, Some(bb.idx_v), p.materials[j].friction, Some(j))

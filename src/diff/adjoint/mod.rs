@@ -73,10 +73,10 @@ mod blocks;
 mod inputs;
 mod linearization;
 mod second;
-pub use blocks::*;
-pub use inputs::*;
+use blocks::*;
+use inputs::*;
 pub use linearization::*;
-pub use second::*;
+use second::*;
 
 /// Width of the seed blocks.
 const B: usize = 8;

@@ -183,90 +183,19 @@ pub(super) fn fd<B: ImplicitStep>(
                     None => true,
                 }
         } else {
-            match far.clone() {
-                // (only a kink candidate needs the solve at 2ε)
-                None => candidate,
-                Some((p2, m2)) => {
-                    let s2 = &p2 + &m2 - &zero * 2.0;
-                    let grows = second_difference_grows(&s1, &s2);
-                    if quadratic_ratio(&s1, &s2) {
-                        // curvature, not round-off, dominates within ±2ε
-                        // (`s(2ε) ≈ 4 s(ε)`): extrapolate (where round-off
-                        // dominates, extrapolating would amplify it by 4/3)
-                        let central2 = (&p2 - &m2) / (4.0 * eps);
-                        column = (&central * 4.0 - central2) / 3.0;
-                    }
-                    if !candidate || !grows {
-                        false
-                    } else {
-                        // Grows: a kink within ±2ε, or a smooth map's
-                        // curvature at the scale of ε (a barrier's)? The
-                        // second differences at (ε/2, ε, 2ε), else one
-                        // scale finer at (ε/4, ε/2, ε), must grow as a
-                        // smooth map's (`second_difference_is_quadratic`:
-                        // a kink's do at no scale); the column is then
-                        // extrapolated from the central differences at that
-                        // scale.
-                        match pair(0.5 * eps) {
-                            Err(_) => true,
-                            Ok((ph, mh)) => {
-                                let sh = &ph + &mh - &zero * 2.0;
-                                let half = (&ph - &mh) / eps;
-                                if second_difference_is_quadratic(&sh, &s1, &s2) {
-                                    column = (&half * 4.0 - &central) / 3.0;
-                                    false
-                                } else {
-                                    match pair(0.25 * eps) {
-                                        Ok((pq, mq))
-                                            if second_difference_is_quadratic(
-                                                &(&pq + &mq - &zero * 2.0),
-                                                &sh,
-                                                &s1,
-                                            ) =>
-                                        {
-                                            // Two Richardson levels: where
-                                            // the scale of ε is not fine
-                                            // enough, the `ε⁴` term of the
-                                            // central differences is not
-                                            // negligible either.
-                                            let quarter = (&pq - &mq) / (0.5 * eps);
-                                            let r_half = (&quarter * 4.0 - &half) / 3.0;
-                                            let r_eps = (&half * 4.0 - &central) / 3.0;
-                                            column = (r_half * 16.0 - r_eps) / 15.0;
-                                            false
-                                        }
-                                        _ => true,
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            extrapolated_kink(
+                candidate,
+                far.clone(),
+                &s1,
+                &zero,
+                &central,
+                eps,
+                pair,
+                &mut column,
+            )
         };
-        // A jump of the map itself (not of its slope: the second
-        // differences do not grow, one difference holds it all): the
-        // column is the one-sided difference on the nominal's side.
-        let jump = match &far {
-            Some((p2, m2)) if candidate && !kink => {
-                let samples = [
-                    m2.clone(),
-                    minus.clone(),
-                    zero.clone(),
-                    plus.clone(),
-                    p2.clone(),
-                ];
-                smooth_side(&samples).map(|side| {
-                    let (near, far) = if side > 0.0 {
-                        (&plus, p2)
-                    } else {
-                        (&minus, m2)
-                    };
-                    one_sided_column(&zero, near, far, eps, side)
-                })
-            }
-            _ => None,
-        };
+        // A jump of the map itself (`jump_column`).
+        let jump = jump_column(candidate && !kink, &far, &minus, &zero, &plus, eps);
         match jump {
             Some((one_sided, kinked)) => {
                 column = one_sided;
@@ -291,4 +220,112 @@ pub(super) fn fd<B: ImplicitStep>(
         nonsmooth_why: changed.iter().map(|c| c.1).collect(),
         one_sided: jumped,
     })
+}
+
+/// With Richardson's extrapolation (`fd`'s `extrapolate`): whether a kink
+/// candidate's map has a kink within ±2ε (`far`: the solves at ±2ε, `None`
+/// if not needed or failed; `s1`: the second difference at ε); where the
+/// map is smooth, `column` becomes the extrapolated central difference.
+#[allow(clippy::too_many_arguments)] // the loop state of `fd`
+fn extrapolated_kink(
+    candidate: bool,
+    far: Option<(DVec<f64>, DVec<f64>)>,
+    s1: &DVec<f64>,
+    zero: &DVec<f64>,
+    central: &DVec<f64>,
+    eps: f64,
+    pair: impl Fn(f64) -> Result<(DVec<f64>, DVec<f64>), DiffError>,
+    column: &mut DVec<f64>,
+) -> bool {
+    match far.clone() {
+        // (only a kink candidate needs the solve at 2ε)
+        None => candidate,
+        Some((p2, m2)) => {
+            let s2 = &p2 + &m2 - zero * 2.0;
+            let grows = second_difference_grows(s1, &s2);
+            if quadratic_ratio(s1, &s2) {
+                // curvature, not round-off, dominates within ±2ε
+                // (`s(2ε) ≈ 4 s(ε)`): extrapolate (where round-off
+                // dominates, extrapolating would amplify it by 4/3)
+                let central2 = (&p2 - &m2) / (4.0 * eps);
+                *column = (central * 4.0 - central2) / 3.0;
+            }
+            if !candidate || !grows {
+                false
+            } else {
+                // Grows: a kink within ±2ε, or a smooth map's
+                // curvature at the scale of ε (a barrier's)? The
+                // second differences at (ε/2, ε, 2ε), else one
+                // scale finer at (ε/4, ε/2, ε), must grow as a
+                // smooth map's (`second_difference_is_quadratic`:
+                // a kink's do at no scale); the column is then
+                // extrapolated from the central differences at that
+                // scale.
+                match pair(0.5 * eps) {
+                    Err(_) => true,
+                    Ok((ph, mh)) => {
+                        let sh = &ph + &mh - zero * 2.0;
+                        let half = (&ph - &mh) / eps;
+                        if second_difference_is_quadratic(&sh, s1, &s2) {
+                            *column = (&half * 4.0 - central) / 3.0;
+                            false
+                        } else {
+                            match pair(0.25 * eps) {
+                                Ok((pq, mq))
+                                    if second_difference_is_quadratic(
+                                        &(&pq + &mq - zero * 2.0),
+                                        &sh,
+                                        s1,
+                                    ) =>
+                                {
+                                    // Two Richardson levels: where
+                                    // the scale of ε is not fine
+                                    // enough, the `ε⁴` term of the
+                                    // central differences is not
+                                    // negligible either.
+                                    let quarter = (&pq - &mq) / (0.5 * eps);
+                                    let r_half = (&quarter * 4.0 - &half) / 3.0;
+                                    let r_eps = (&half * 4.0 - central) / 3.0;
+                                    *column = (r_half * 16.0 - r_eps) / 15.0;
+                                    false
+                                }
+                                _ => true,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A jump of the map itself (not of its slope: the second differences do
+/// not grow, one difference holds it all), tested when `candidate` (a kink
+/// candidate that is no kink): the column is the one-sided difference on
+/// the nominal's side, with whether it is kinked there
+/// (`one_sided_column`).
+fn jump_column(
+    candidate: bool,
+    far: &Option<(DVec<f64>, DVec<f64>)>,
+    minus: &DVec<f64>,
+    zero: &DVec<f64>,
+    plus: &DVec<f64>,
+    eps: f64,
+) -> Option<(DVec<f64>, bool)> {
+    match far {
+        Some((p2, m2)) if candidate => {
+            let samples = [
+                m2.clone(),
+                minus.clone(),
+                zero.clone(),
+                plus.clone(),
+                p2.clone(),
+            ];
+            smooth_side(&samples).map(|side| {
+                let (near, far) = if side > 0.0 { (plus, p2) } else { (minus, m2) };
+                one_sided_column(zero, near, far, eps, side)
+            })
+        }
+        _ => None,
+    }
 }

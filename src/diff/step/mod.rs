@@ -214,7 +214,7 @@ mod fd;
 mod ift;
 mod lift;
 pub use fd::*;
-pub use ift::*;
+pub(crate) use ift::*;
 pub use lift::*;
 
 /// Maps a singular-system failure of the linear algebra to

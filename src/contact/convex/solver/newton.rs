@@ -139,17 +139,7 @@ pub(super) fn barrier_newton(
     let tol = opts.tolerance * gscale;
     let kappa_max = kappa_max.max(kappa);
     let rescue_max = RESCUE_CEILING * kappa_max;
-    let mut stage = if warm {
-        let (g0, b) = model.split(f.as_slice());
-        let fit = -g0.dot(&b) / b.norm_squared();
-        if fit.is_finite() {
-            fit.clamp(kappa, kappa_max)
-        } else {
-            kappa_max
-        }
-    } else {
-        kappa_max
-    };
+    let mut stage = first_stage(model, &f, kappa, kappa_max, warm);
     let mut short_steps = 0;
     let mut stage_steps = 0;
     let mut stagnated = false;
@@ -196,54 +186,17 @@ pub(super) fn barrier_newton(
         if last && stagnated && noisy(&g) {
             return floor_exit(f, *iterations);
         }
-        // Non-symmetric A: until the final stage is nearly converged, Newton
-        // on the objective Φ (gradient g + ½(Aᵀ − A) f, Hessian J with A's
-        // symmetric part), whose minimiser is within the asymmetry of the
-        // root of g; then Newton on g itself. Identical for symmetric A.
-        let (dir_g, dir_j) = if polish {
-            (g.clone(), jac)
-        } else {
-            (&g + model.skew(f.as_slice()), model.symmetrize(jac))
-        };
-        // One factorization, two right-hand sides: the corrector
-        // d_c = −J⁻¹ g(κ_stage) and the tangent t = −J⁻¹ b, so that
-        // d(κ') = d_c + (κ' − κ_stage) t = −J⁻¹ g(κ') for any κ'.
-        let mut rhs = DMatrix::zeros(m, 2);
-        rhs.set_column(0, &-&dir_g);
-        rhs.set_column(1, &-&b);
-        let sol = newton_solve(dir_j, &rhs).ok_or(Failure::NonFinite)?;
-        let d_c = sol.column(0).into_owned();
-        let tangent = sol.column(1).into_owned();
-        let decrement = dir_g.dot(&d_c).abs() / stage;
+        let (d_c, tangent, decrement) =
+            newton_directions(model, &f, &g, jac, &b, stage, polish).ok_or(Failure::NonFinite)?;
         *iterations += 1;
         if last && !polish && decrement <= LOCAL_DECREMENT {
             polish = true;
         }
         if !last && decrement <= CENTERED {
-            // Centred: predictor-corrector step to the next stage. The step
-            // to κ = 0 stops at α_aff; 1 − α_aff measures how curved the
-            // central path is, which bounds how far the linear predictor
-            // can be trusted.
-            let d_aff = &d_c - &tangent * stage;
-            let alpha_aff = model.max_step(f.as_slice(), d_aff.as_slice());
-            let sigma = (PREDICTOR_SAFETY * (1.0 - alpha_aff).abs())
-                .clamp(MIN_REDUCTION, 1.0 / KAPPA_REDUCTION);
-            let next = (stage * sigma).max(kappa);
-            let d = &d_c + &tangent * (next - stage);
-            let g_next = &g0 + &b * next;
-            // The frozen Jacobian need not give a descent direction for
-            // ‖g(κ_next)‖; if it does not, the next corrector starts at f.
-            if let Some((trial, _, _)) = newton_step(
-                model,
-                &f,
-                &d,
-                next,
-                &g_next,
-                &weight,
-                model.symmetric || !polish,
-            ) {
-                f = trial;
-            }
+            // Centred: predictor-corrector step to the next stage
+            // (`predictor_step`).
+            let next;
+            (f, next) = predictor_step(model, f, &d_c, &tangent, stage, kappa, &g0, &b, &weight, polish);
             stage = next;
             stage_steps = 0;
             stagnated = false;
@@ -290,4 +243,99 @@ pub(super) fn barrier_newton(
             stagnated = false;
         }
     }
+}
+
+/// The first stage of the continuation: `κ_max`, or for a warm start the
+/// least-squares fit `−g₀ᵀb / bᵀb` clamped to `[κ, κ_max]` (module docs).
+fn first_stage(model: &Model, f: &DVector<f64>, kappa: f64, kappa_max: f64, warm: bool) -> f64 {
+if warm {
+    let (g0, b) = model.split(f.as_slice());
+    let fit = -g0.dot(&b) / b.norm_squared();
+    if fit.is_finite() {
+        fit.clamp(kappa, kappa_max)
+    } else {
+        kappa_max
+    }
+} else {
+    kappa_max
+}
+}
+
+/// The Newton directions at `f` from one factorization of the Jacobian
+/// `jac` at the stage: the corrector `d_c = −J⁻¹ g(κ_stage)`, the tangent
+/// `t = −J⁻¹ b` and the Newton decrement `|gᵀ d_c| / κ_stage`; `None` if the
+/// solve is not finite.
+#[allow(clippy::type_complexity)]
+fn newton_directions(
+    model: &Model,
+    f: &DVector<f64>,
+    g: &DVector<f64>,
+    jac: DMatrix<f64>,
+    b: &DVector<f64>,
+    stage: f64,
+    polish: bool,
+) -> Option<(DVector<f64>, DVector<f64>, f64)> {
+    let m = model.m();
+    // Non-symmetric A: until the final stage is nearly converged, Newton
+    // on the objective Φ (gradient g + ½(Aᵀ − A) f, Hessian J with A's
+    // symmetric part), whose minimiser is within the asymmetry of the
+    // root of g; then Newton on g itself. Identical for symmetric A.
+    let (dir_g, dir_j) = if polish {
+        (g.clone(), jac)
+    } else {
+        (g + model.skew(f.as_slice()), model.symmetrize(jac))
+    };
+    // One factorization, two right-hand sides: the corrector
+    // d_c = −J⁻¹ g(κ_stage) and the tangent t = −J⁻¹ b, so that
+    // d(κ') = d_c + (κ' − κ_stage) t = −J⁻¹ g(κ') for any κ'.
+    let mut rhs = DMatrix::zeros(m, 2);
+    rhs.set_column(0, &-&dir_g);
+    rhs.set_column(1, &-b);
+    let sol = newton_solve(dir_j, &rhs)?;
+    let d_c = sol.column(0).into_owned();
+    let tangent = sol.column(1).into_owned();
+    let decrement = dir_g.dot(&d_c).abs() / stage;
+    Some((d_c, tangent, decrement))
+}
+
+/// The predictor–corrector step of a centred stage to the next stage
+/// `κ'`: `f` moved by `d(κ') = d_c + (κ' − κ_stage) t` if that step is
+/// accepted (else `f` unchanged: the next corrector starts there), and `κ'`.
+/// The step to κ = 0 stops at `α_aff`; `1 − α_aff` measures how curved the
+/// central path is, which bounds how far the linear predictor can be
+/// trusted.
+#[allow(clippy::too_many_arguments)] // the iteration's state
+fn predictor_step(
+    model: &Model,
+    f: DVector<f64>,
+    d_c: &DVector<f64>,
+    tangent: &DVector<f64>,
+    stage: f64,
+    kappa: f64,
+    g0: &DVector<f64>,
+    b: &DVector<f64>,
+    weight: &DVector<f64>,
+    polish: bool,
+) -> (DVector<f64>, f64) {
+    let d_aff = d_c - tangent * stage;
+    let alpha_aff = model.max_step(f.as_slice(), d_aff.as_slice());
+    let sigma = (PREDICTOR_SAFETY * (1.0 - alpha_aff).abs())
+        .clamp(MIN_REDUCTION, 1.0 / KAPPA_REDUCTION);
+    let next = (stage * sigma).max(kappa);
+    let d = d_c + tangent * (next - stage);
+    let g_next = g0 + b * next;
+    // The frozen Jacobian need not give a descent direction for
+    // ‖g(κ_next)‖; if it does not, the next corrector starts at f.
+    if let Some((trial, _, _)) = newton_step(
+        model,
+        &f,
+        &d,
+        next,
+        &g_next,
+        weight,
+        model.symmetric || !polish,
+    ) {
+        return (trial, next);
+    }
+    (f, next)
 }

@@ -52,25 +52,7 @@ pub(super) fn phase1(
         let inv_u: Vec<f64> = u.iter().map(|x| 1.0 / x).collect();
         let total: f64 = inv_u.iter().sum();
         let y: Vec<f64> = inv_u.iter().map(|x| x / total).collect();
-        let mut w = DVector::<f64>::zeros(m);
-        for k in 0..n {
-            let row = model.off[k];
-            for j in 0..m {
-                w[j] += a[(row, j)] * y[k];
-            }
-        }
-        let mut defect = 0.0_f64;
-        let mut yc = 0.0;
-        for k in 0..n {
-            let o = model.off[k];
-            yc += y[k] * model.c[o];
-            let tang = if model.dims[k] == 3 {
-                model.mu[k] * w[o + 1].hypot(w[o + 2])
-            } else {
-                0.0
-            };
-            defect = defect.max(w[o] + tang);
-        }
+        let (yc, defect) = farkas_terms(model, a, &y);
         if yc + bound * defect <= PHASE1_MARGIN * scale || eta < 1e-15 * scale {
             return Err(Failure::Infeasible);
         }
@@ -80,63 +62,8 @@ pub(super) fn phase1(
                 residual: f64::INFINITY,
             });
         }
-        // Gradient and Hessian of φ_η in x = (f, t).
-        let mut grad = DVector::zeros(m + 1);
-        let mut hess = DMatrix::zeros(m + 1, m + 1);
-        // velocity barrier: −Σ log(A_N f + c_N − t), Jacobian rows [A_N, −1].
-        let mut rows = DMatrix::zeros(n, m + 1);
-        for k in 0..n {
-            for j in 0..m {
-                rows[(k, j)] = a[(model.off[k], j)];
-            }
-            rows[(k, m)] = -1.0;
-        }
-        for k in 0..n {
-            for j in 0..=m {
-                grad[j] -= eta * rows[(k, j)] * inv_u[k];
-            }
-        }
-        let scaled = DMatrix::from_fn(n, m + 1, |k, j| rows[(k, j)] * inv_u[k] * eta.sqrt());
-        hess.gemm_tr(1.0, &scaled, &scaled, 0.0);
-        grad[m] -= 1.0;
-        for k in 0..n {
-            let o = model.off[k];
-            let fk = &f.as_slice()[o..o + model.dims[k]];
-            let reg = 1.0 / (normal_scale[k] * normal_scale[k]);
-            if model.dims[k] == 1 {
-                grad[o] += eta * (-1.0 / fk[0] + fk[0] * reg);
-                hess[(o, o)] += eta * (1.0 / (fk[0] * fk[0]) + reg);
-            } else {
-                let gk = cone_gradient(model.mu[k], fk);
-                let hk = cone_hessian(model.mu[k], fk);
-                for i in 0..3 {
-                    grad[o + i] += eta * gk[i];
-                    for j in 0..3 {
-                        hess[(o + i, o + j)] += eta * hk[i][j];
-                    }
-                }
-                grad[o] += eta * fk[0] * reg;
-                hess[(o, o)] += eta * reg;
-            }
-        }
-        // Degenerate problems (a direction along which v does not change)
-        // make this SPD system ill-conditioned as η → 0: factor it with a
-        // tiny diagonal shift and refine against the unshifted matrix.
-        let shift = 1e-12 * hess.diagonal().amax();
-        let mut shifted = hess.clone();
-        for i in 0..=m {
-            shifted[(i, i)] += shift;
-        }
-        let chol = shifted.cholesky().ok_or(Failure::NonFinite)?;
-        let rhs = -&grad;
-        let mut d = chol.solve(&rhs);
-        for _ in 0..2 {
-            let res = &rhs - &hess * &d;
-            d += chol.solve(&res);
-        }
-        if !all_finite(d.iter()) {
-            return Err(Failure::NonFinite);
-        }
+        let (grad, hess) = barrier_derivatives(model, a, &f, &inv_u, eta, &normal_scale);
+        let d = newton_direction(&hess, &grad)?;
         let slope = grad.dot(&d);
         let decrement = -slope / eta;
         // Numerically infeasible: at a centred point the barrier method's
@@ -190,4 +117,112 @@ pub(super) fn phase1(
             eta /= KAPPA_REDUCTION;
         }
     }
+}
+
+/// The Farkas certificate's terms for the multipliers `y` of the velocity
+/// barrier: `yᵀc_N` and `max_k(w_N,k + μ_k ‖w_T,k‖)` with `w = A_Nᵀ y`
+/// (module docs, phase 1).
+#[allow(clippy::needless_range_loop)] // parallel per-contact arrays
+fn farkas_terms(model: &Model, a: &DMatrix<f64>, y: &[f64]) -> (f64, f64) {
+    let n = model.off.len();
+    let m = model.m();
+    let mut w = DVector::<f64>::zeros(m);
+    for k in 0..n {
+        let row = model.off[k];
+        for j in 0..m {
+            w[j] += a[(row, j)] * y[k];
+        }
+    }
+    let mut defect = 0.0_f64;
+    let mut yc = 0.0;
+    for k in 0..n {
+        let o = model.off[k];
+        yc += y[k] * model.c[o];
+        let tang = if model.dims[k] == 3 {
+            model.mu[k] * w[o + 1].hypot(w[o + 2])
+        } else {
+            0.0
+        };
+        defect = defect.max(w[o] + tang);
+    }
+    (yc, defect)
+}
+
+/// Gradient and Hessian of `φ_η` in `x = (f, t)` (module docs, phase 1),
+/// with `inv_u = 1/(v_N − t)`.
+#[allow(clippy::needless_range_loop)] // parallel per-contact arrays
+fn barrier_derivatives(
+    model: &Model,
+    a: &DMatrix<f64>,
+    f: &DVector<f64>,
+    inv_u: &[f64],
+    eta: f64,
+    normal_scale: &[f64],
+) -> (DVector<f64>, DMatrix<f64>) {
+    let n = model.off.len();
+    let m = model.m();
+    // Gradient and Hessian of φ_η in x = (f, t).
+    let mut grad = DVector::zeros(m + 1);
+    let mut hess = DMatrix::zeros(m + 1, m + 1);
+    // velocity barrier: −Σ log(A_N f + c_N − t), Jacobian rows [A_N, −1].
+    let mut rows = DMatrix::zeros(n, m + 1);
+    for k in 0..n {
+        for j in 0..m {
+            rows[(k, j)] = a[(model.off[k], j)];
+        }
+        rows[(k, m)] = -1.0;
+    }
+    for k in 0..n {
+        for j in 0..=m {
+            grad[j] -= eta * rows[(k, j)] * inv_u[k];
+        }
+    }
+    let scaled = DMatrix::from_fn(n, m + 1, |k, j| rows[(k, j)] * inv_u[k] * eta.sqrt());
+    hess.gemm_tr(1.0, &scaled, &scaled, 0.0);
+    grad[m] -= 1.0;
+    for k in 0..n {
+        let o = model.off[k];
+        let fk = &f.as_slice()[o..o + model.dims[k]];
+        let reg = 1.0 / (normal_scale[k] * normal_scale[k]);
+        if model.dims[k] == 1 {
+            grad[o] += eta * (-1.0 / fk[0] + fk[0] * reg);
+            hess[(o, o)] += eta * (1.0 / (fk[0] * fk[0]) + reg);
+        } else {
+            let gk = cone_gradient(model.mu[k], fk);
+            let hk = cone_hessian(model.mu[k], fk);
+            for i in 0..3 {
+                grad[o + i] += eta * gk[i];
+                for j in 0..3 {
+                    hess[(o + i, o + j)] += eta * hk[i][j];
+                }
+            }
+            grad[o] += eta * fk[0] * reg;
+            hess[(o, o)] += eta * reg;
+        }
+    }
+    (grad, hess)
+}
+
+/// The Newton direction `−H⁻¹ ∇φ` of phase 1. Degenerate problems (a
+/// direction along which v does not change) make this SPD system
+/// ill-conditioned as η → 0: it is factored with a tiny diagonal shift and
+/// refined against the unshifted matrix.
+fn newton_direction(hess: &DMatrix<f64>, grad: &DVector<f64>) -> Result<DVector<f64>, Failure> {
+    let m = hess.nrows() - 1;
+    let shift = 1e-12 * hess.diagonal().amax();
+    let mut shifted = hess.clone();
+    for i in 0..=m {
+        shifted[(i, i)] += shift;
+    }
+    let chol = shifted.cholesky().ok_or(Failure::NonFinite)?;
+    let rhs = -grad;
+    let mut d = chol.solve(&rhs);
+    for _ in 0..2 {
+        let res = &rhs - hess * &d;
+        d += chol.solve(&res);
+    }
+    if !all_finite(d.iter()) {
+        return Err(Failure::NonFinite);
+    }
+    Ok(d)
 }
