@@ -192,6 +192,11 @@
 //! collision and joint limits are refused before simulating
 //! ([`ContactBackend::supports`]); link–link contact is not evaluated
 //! (above).
+//!
+//! Files: `mod.rs` (parameters and the backend), `scene.rs` (the clouds,
+//! statics and trees of a step, and the pairs within the cut-off),
+//! `forces.rs` (the generalized soft forces and the integrators),
+//! `cloud.rs`, `model.rs` and `tree.rs`.
 
 mod scene;
 mod forces;

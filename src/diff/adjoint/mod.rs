@@ -55,6 +55,13 @@
 //!   tangent `ż_k` forward, then `λ̇_k = J_kᵀ λ̇_{k+1} + (λ_{k+1}ᵀ
 //!   ∂²Φ_k + ∇²c_k) ż_k` backward, each `(·) ż_k` one
 //!   `HyperDualSVec64<8, 1>` evaluation per 8 local inputs.
+//!
+//! Files: `mod.rs` (the rollout gradient, Hessian and Hessian–vector
+//! product), `blocks.rs` (the per-step second-order blocks), `second.rs`
+//! (the second-order terms of a root step and of a ccd split step),
+//! `linearization.rs` ([`Linearization`]: the forward sweep's per-step
+//! linearizations) and `inputs.rs` (the map from decision variables to the
+//! steps' inputs).
 
 use std::sync::Arc;
 

@@ -1,4 +1,9 @@
 //! One step's Jacobian by each method, and the generic `lift` step.
+//!
+//! Files: `mod.rs` (options, the Jacobian type, the entry points),
+//! `ift.rs` (the implicit-function derivative and its outputs), `lift.rs`
+//! (the dual-number `lift` and `unrolled` methods) and `fd.rs` (central
+//! differences with the kink, jump and domain tests).
 
 use nalgebra::{Const, U1};
 use num_dual::DualSVec64;

@@ -140,6 +140,15 @@
 //! [`barrier_gradient_f_generic`] and [`barrier_gradient_v_generic`] are the
 //! closed-form barrier gradients for any `nalgebra::RealField` scalar (dual
 //! numbers), branching only on `dims`.
+//!
+//! # Files
+//!
+//! `mod.rs` (options, failures, the layout, [`forward`], [`inverse`]),
+//! `model.rs` (the cones, the barrier gradients, [`stationarity`] and
+//! [`Model`]: `A`, the objective, the Jacobian and the step to the
+//! boundary), `newton.rs` (the equilibrated Newton solve and step, and the
+//! barrier continuation of phase 2) and `phase1.rs` (phase 1 and its
+//! Farkas certificate).
 
 use nalgebra::{DMatrix, DVector, RealField};
 use std::fmt;

@@ -163,15 +163,23 @@
 //! regularization is relative to `‖J‖²`: the caller should scale the
 //! impulses so that the diagonal of `A` is `O(1)` (e.g. divide `A` by its
 //! mean diagonal entry, solve, and multiply the impulses back).
+//!
+//! # Files
+//!
+//! `mod.rs` (options, failures, [`solve`], the projected Gauss–Seidel
+//! fallback), `cone_map.rs` (the piecewise impulse map and its
+//! derivative), `problem.rs` ([`residual`], [`jacobian`], [`warm_start`]),
+//! `workspace.rs` (the Levenberg–Marquardt workspace and its Cholesky) and
+//! `search.rs` (Levenberg–Marquardt, the piecewise line search, dogleg).
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use std::fmt;
 
-mod piece;
+mod cone_map;
 mod problem;
 mod workspace;
 mod search;
-pub use piece::*;
+pub use cone_map::*;
 pub use problem::*;
 use workspace::*;
 use search::*;

@@ -97,6 +97,14 @@
 //! constant-bound rows have zero rows and columns, bounded friction rows
 //! follow their normal through `T`), and `∂x/∂A_kl = (∂x/∂b_k) x_l`
 //! ([`jacobian_a_column`]).
+//!
+//! # Files
+//!
+//! `mod.rs` (the problem, options, statistics, [`solve`] and the
+//! Jacobians), `linear.rs` (residuals and the active-set linear solves),
+//! `dantzig.rs` (principal pivoting: the direction and the ratio test) and
+//! `fallback.rs` (the exhaustive and projected Gauss–Seidel fallbacks,
+//! classification, refinement and acceptance).
 
 use nalgebra::{DMatrix, DVector};
 
