@@ -482,9 +482,10 @@ fn segment(pose: &Pose<f64>, half_length: f64) -> (Vec3<f64>, Vec3<f64>) {
 
 /// The pair kernel and selectors of contact `feature` between `a` at
 /// `pose_a` and `b` at `pose_b` (primal values, the same branches as
-/// [`pair_contact`](super::pair_contact)); `None` for pairs and
-/// degenerate configurations the kernels do not cover (coincident sphere
-/// centres, degenerate or exactly parallel segments, unsupported shapes).
+/// [`pair_contact`](super::pair_contact)): the `kernel` of the pair's row
+/// in [`Table`](super::pairs::Table); `None` for pairs and degenerate
+/// configurations the kernels do not cover (coincident sphere centres,
+/// degenerate or exactly parallel segments, unsupported shapes).
 pub fn selectors(
     a: &Shape<f64>,
     pose_a: &Pose<f64>,
@@ -492,84 +493,165 @@ pub fn selectors(
     pose_b: &Pose<f64>,
     feature: usize,
 ) -> Option<PairKernel> {
-    use Shape::*;
-    let pa = &pose_a.translation;
+    super::pairs::kernel(a, pose_a, b, pose_b, feature)
+}
+
+impl PairKernel {
+    /// The kernel of the same feature with `a` and `b` exchanged (`None`
+    /// for kernels that take one order only).
+    pub fn flipped(self) -> Option<PairKernel> {
+        match self {
+            PairKernel::CapsuleSphere { sel, flip } => {
+                Some(PairKernel::CapsuleSphere { sel, flip: !flip })
+            }
+            PairKernel::SphereBox { inside, m, w, flip } => Some(PairKernel::SphereBox {
+                inside,
+                m,
+                w,
+                flip: !flip,
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn distinct(x: &Vec3<f64>, y: &Vec3<f64>) -> bool {
+    (x - y).norm_squared() != 0.0
+}
+
+/// Sphere–plane selectors (the table's row).
+pub(crate) fn sphere_plane_selectors(
+    _a: &Shape<f64>,
+    _pose_a: &Pose<f64>,
+    _b: &Shape<f64>,
+    _pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    (feature == 0).then_some(PairKernel::SpherePlane)
+}
+
+/// Capsule–plane selectors: the end sign of `feature`.
+pub(crate) fn capsule_plane_selectors(
+    _a: &Shape<f64>,
+    _pose_a: &Pose<f64>,
+    _b: &Shape<f64>,
+    _pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    (feature < 2).then(|| PairKernel::CapsulePlane(if feature == 0 { -1.0 } else { 1.0 }))
+}
+
+/// Box–plane selectors: the vertex signs of `feature`.
+pub(crate) fn box_plane_selectors(
+    _a: &Shape<f64>,
+    _pose_a: &Pose<f64>,
+    _b: &Shape<f64>,
+    _pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    (feature < 8).then(|| {
+        PairKernel::BoxPlane(core::array::from_fn(|k| {
+            if feature & (1 << k) == 0 { -1.0 } else { 1.0 }
+        }))
+    })
+}
+
+/// Sphere–sphere (distinct centres).
+pub(crate) fn sphere_sphere_selectors(
+    _a: &Shape<f64>,
+    pose_a: &Pose<f64>,
+    _b: &Shape<f64>,
+    pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    (feature == 0 && distinct(&pose_a.translation, &pose_b.translation))
+        .then_some(PairKernel::SphereSphere)
+}
+
+/// Capsule–sphere: the segment parameter's branch.
+pub(crate) fn capsule_sphere_selectors(
+    a: &Shape<f64>,
+    pose_a: &Pose<f64>,
+    _b: &Shape<f64>,
+    pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    let Shape::Capsule { half_length, .. } = a else {
+        return None;
+    };
+    if feature != 0 {
+        return None;
+    }
     let pb = &pose_b.translation;
-    let distinct = |x: &Vec3<f64>, y: &Vec3<f64>| (x - y).norm_squared() != 0.0;
-    Some(match (a, b) {
-        (Sphere { .. }, Plane { .. }) if feature == 0 => PairKernel::SpherePlane,
-        (Capsule { .. }, Plane { .. }) if feature < 2 => {
-            PairKernel::CapsulePlane(if feature == 0 { -1.0 } else { 1.0 })
-        }
-        (Box { .. }, Plane { .. }) if feature < 8 => {
-            PairKernel::BoxPlane(core::array::from_fn(|k| {
-                if feature & (1 << k) == 0 { -1.0 } else { 1.0 }
-            }))
-        }
-        (Sphere { .. }, Sphere { .. }) if feature == 0 && distinct(pa, pb) => {
-            PairKernel::SphereSphere
-        }
-        (Capsule { half_length, .. }, Sphere { .. }) if feature == 0 => {
-            let (e0, e1) = segment(pose_a, *half_length);
-            let sel = segment_point_selectors(&e0, &e1, pb)?;
-            let c = e0
-                + (e1 - e0)
-                    * (sel[0] * ((pb - e0).dot(&(e1 - e0)) / (e1 - e0).norm_squared()) + sel[1]);
-            if !distinct(&c, pb) {
-                return None;
-            }
-            PairKernel::CapsuleSphere { sel, flip: false }
-        }
-        (Sphere { .. }, Capsule { .. }) if feature == 0 => {
-            match selectors(b, pose_b, a, pose_a, 0)? {
-                PairKernel::CapsuleSphere { sel, .. } => {
-                    PairKernel::CapsuleSphere { sel, flip: true }
-                }
-                _ => return None,
-            }
-        }
-        (
-            Capsule {
-                half_length: la, ..
-            },
-            Capsule {
-                half_length: lb, ..
-            },
-        ) if feature == 0 => {
-            let (a0, a1) = segment(pose_a, *la);
-            let (b0, b1) = segment(pose_b, *lb);
-            let sel = segment_segment_selectors(&a0, &a1, &b0, &b1)?;
-            let c = super::pair_contact(a, pose_a, b, pose_b, 0)?;
-            if !distinct(
-                &(c.point_a + c.normal * a_radius(a)),
-                &(c.point_b - c.normal * a_radius(b)),
-            ) {
-                return None;
-            }
-            PairKernel::CapsuleCapsule(sel)
-        }
-        (Sphere { .. }, Box { half_extents }) if feature == 0 => {
-            let (inside, m, w) = sphere_box_selectors(pa, pose_b, half_extents);
-            if !inside && !distinct(pa, &super::pair_contact(a, pose_a, b, pose_b, 0)?.point_b) {
-                return None;
-            }
-            PairKernel::SphereBox {
-                inside,
-                m,
-                w,
-                flip: false,
-            }
-        }
-        (Box { .. }, Sphere { .. }) if feature == 0 => match selectors(b, pose_b, a, pose_a, 0)? {
-            PairKernel::SphereBox { inside, m, w, .. } => PairKernel::SphereBox {
-                inside,
-                m,
-                w,
-                flip: true,
-            },
-            _ => return None,
+    let (e0, e1) = segment(pose_a, *half_length);
+    let sel = segment_point_selectors(&e0, &e1, pb)?;
+    let c =
+        e0 + (e1 - e0) * (sel[0] * ((pb - e0).dot(&(e1 - e0)) / (e1 - e0).norm_squared()) + sel[1]);
+    if !distinct(&c, pb) {
+        return None;
+    }
+    Some(PairKernel::CapsuleSphere { sel, flip: false })
+}
+
+/// Capsule–capsule: the segment parameters' branches.
+pub(crate) fn capsule_capsule_selectors(
+    a: &Shape<f64>,
+    pose_a: &Pose<f64>,
+    b: &Shape<f64>,
+    pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    let (
+        Shape::Capsule {
+            half_length: la, ..
         },
-        _ => return None,
+        Shape::Capsule {
+            half_length: lb, ..
+        },
+    ) = (a, b)
+    else {
+        return None;
+    };
+    if feature != 0 {
+        return None;
+    }
+    let (a0, a1) = segment(pose_a, *la);
+    let (b0, b1) = segment(pose_b, *lb);
+    let sel = segment_segment_selectors(&a0, &a1, &b0, &b1)?;
+    let c = super::pair_contact(a, pose_a, b, pose_b, 0)?;
+    if !distinct(
+        &(c.point_a + c.normal * a_radius(a)),
+        &(c.point_b - c.normal * a_radius(b)),
+    ) {
+        return None;
+    }
+    Some(PairKernel::CapsuleCapsule(sel))
+}
+
+/// Sphere–box: inside or outside, and the clamp signs or face.
+pub(crate) fn sphere_box_selectors_row(
+    a: &Shape<f64>,
+    pose_a: &Pose<f64>,
+    b: &Shape<f64>,
+    pose_b: &Pose<f64>,
+    feature: usize,
+) -> Option<PairKernel> {
+    let Shape::Box { half_extents } = b else {
+        return None;
+    };
+    if feature != 0 {
+        return None;
+    }
+    let pa = &pose_a.translation;
+    let (inside, m, w) = sphere_box_selectors(pa, pose_b, half_extents);
+    if !inside && !distinct(pa, &super::pair_contact(a, pose_a, b, pose_b, 0)?.point_b) {
+        return None;
+    }
+    Some(PairKernel::SphereBox {
+        inside,
+        m,
+        w,
+        flip: false,
     })
 }
 

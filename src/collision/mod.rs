@@ -24,8 +24,10 @@
 //! [`capsule_capsule`](capsule_capsule::capsule_capsule),
 //! [`sphere_box`](sphere_box::sphere_box),
 //! [`box_box`](box_box::box_box) (separating axes and face clipping, up to
-//! 8 contacts). [`pair_features`] dispatches on the two shapes (swapping
-//! and flipping as needed) and gives each contact with its feature index,
+//! 8 contacts), and the polytope hulls' [`hull_plane`] and
+//! [`hull_hull`]. One table, [`pairs::Table`], maps each pair
+//! of shape kinds to its functions (swapping and flipping reversed orders
+//! once): [`pair_features`] gives each contact with its feature index,
 //! which [`pair_contact`] evaluates alone; unsupported pairs return `None`.
 //!
 //! Zero-safety: every normal is built with
@@ -51,6 +53,7 @@ pub mod hull_hull;
 pub mod hull_plane;
 #[doc(hidden)]
 pub mod kernels;
+pub mod pairs;
 pub mod sphere_box;
 pub mod sphere_plane;
 pub mod sphere_sphere;
@@ -140,7 +143,8 @@ pub fn bounding_radius<T: Scalar>(shape: &Shape<T>) -> Option<f64> {
 
 /// Contact `feature` of [`pair_features`] alone (box–plane and
 /// capsule–plane compute only that vertex or end sphere, box–box only that
-/// vertex–face or edge–edge feature, at any poses).
+/// vertex–face or edge–edge feature, at any poses): the `contact` of the
+/// pair's row in [`pairs::Table`].
 pub fn pair_contact<T: Scalar>(
     a: &Shape<T>,
     pose_a: &Pose<T>,
@@ -148,102 +152,7 @@ pub fn pair_contact<T: Scalar>(
     pose_b: &Pose<T>,
     feature: usize,
 ) -> Option<Contact<T>> {
-    use Shape::*;
-    match (a, b) {
-        (Box { half_extents }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            Some(box_plane::box_plane_vertex(
-                pose_a,
-                half_extents,
-                &n,
-                d,
-                feature,
-            ))
-        }
-        (
-            Capsule {
-                radius,
-                half_length,
-            },
-            Plane { normal, offset },
-        ) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            let (e0, e1) = capsule_segment(*half_length, pose_a);
-            let e = if feature == 0 { e0 } else { e1 };
-            Some(sphere_plane::sphere_plane(&e, *radius, &n, d))
-        }
-        (Box { half_extents: ha }, Box { half_extents: hb }) => {
-            box_box::box_box_feature(pose_a, ha, pose_b, hb, feature)
-        }
-        (
-            Polytope {
-                hull: Some(hull), ..
-            },
-            Plane { normal, offset },
-        ) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            hull_plane::hull_plane_vertex(pose_a, hull, &n, d, feature)
-        }
-        (Polytope { hull: Some(ha), .. }, Polytope { hull: Some(hb), .. }) => {
-            hull_hull::hull_hull_feature(pose_a, ha, pose_b, hb, feature)
-        }
-        _ if feature == 0 => single_contact(a, pose_a, b, pose_b),
-        _ => None,
-    }
-}
-
-/// The contact of a pair that has exactly one (sphere–plane,
-/// sphere–sphere, capsule–sphere, capsule–capsule, sphere–box, either
-/// order); `None` for every other pair.
-fn single_contact<T: Scalar>(
-    a: &Shape<T>,
-    pose_a: &Pose<T>,
-    b: &Shape<T>,
-    pose_b: &Pose<T>,
-) -> Option<Contact<T>> {
-    use Shape::*;
-    let pa = &pose_a.translation;
-    let pb = &pose_b.translation;
-    Some(match (a, b) {
-        (Sphere { radius }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            sphere_plane::sphere_plane(pa, *radius, &n, d)
-        }
-        (Sphere { radius: ra }, Sphere { radius: rb }) => {
-            sphere_sphere::sphere_sphere(pa, *ra, pb, *rb)
-        }
-        (
-            Capsule {
-                radius,
-                half_length,
-            },
-            Sphere { radius: rb },
-        ) => {
-            let (e0, e1) = capsule_segment(*half_length, pose_a);
-            capsule_sphere::capsule_sphere(&e0, &e1, *radius, pb, *rb)
-        }
-        (
-            Capsule {
-                radius: ra,
-                half_length: la,
-            },
-            Capsule {
-                radius: rb,
-                half_length: lb,
-            },
-        ) => {
-            let (a0, a1) = capsule_segment(*la, pose_a);
-            let (b0, b1) = capsule_segment(*lb, pose_b);
-            capsule_capsule::capsule_capsule(&a0, &a1, *ra, &b0, &b1, *rb)
-        }
-        (Sphere { radius }, Box { half_extents }) => {
-            sphere_box::sphere_box(pa, *radius, pose_b, half_extents)
-        }
-        (Sphere { .. }, Capsule { .. }) | (Box { .. }, Sphere { .. }) => {
-            single_contact(b, pose_b, a, pose_a)?.flip()
-        }
-        _ => return None,
-    })
+    pairs::Table::contact(a, pose_a, b, pose_b, feature)
 }
 
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`,
@@ -262,7 +171,8 @@ pub fn pair_features<T: Scalar>(
 }
 
 /// [`pair_features`] into `out` (cleared first; its storage reused, so
-/// only box–box allocates); `false` when the pair has no closed form.
+/// only box–box allocates); `false` when the pair has no closed form (no
+/// row in [`pairs::Table`]).
 pub fn pair_features_into<T: Scalar>(
     a: &Shape<T>,
     pose_a: &Pose<T>,
@@ -270,62 +180,7 @@ pub fn pair_features_into<T: Scalar>(
     pose_b: &Pose<T>,
     out: &mut Vec<(usize, Contact<T>)>,
 ) -> bool {
-    use Shape::*;
-    out.clear();
-    match (a, b) {
-        (Box { half_extents }, Plane { normal, offset }) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            out.extend(
-                box_plane::box_plane(pose_a, half_extents, &n, d)
-                    .into_iter()
-                    .enumerate(),
-            );
-        }
-        (
-            Capsule {
-                radius,
-                half_length,
-            },
-            Plane { normal, offset },
-        ) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            let (e0, e1) = capsule_segment(*half_length, pose_a);
-            out.extend(
-                capsule_plane::capsule_plane(&e0, &e1, *radius, &n, d)
-                    .into_iter()
-                    .enumerate(),
-            );
-        }
-        (Box { half_extents: ha }, Box { half_extents: hb }) => {
-            out.extend(box_box::box_box(pose_a, ha, pose_b, hb));
-        }
-        (
-            Polytope {
-                hull: Some(hull), ..
-            },
-            Plane { normal, offset },
-        ) => {
-            let (n, d) = world_plane(normal, *offset, pose_b);
-            hull_plane::hull_plane_into(pose_a, hull, &n, d, out);
-        }
-        (Polytope { hull: Some(ha), .. }, Polytope { hull: Some(hb), .. }) => {
-            thread_local! {
-                static SCRATCH: std::cell::RefCell<hull_hull::HullScratch> = Default::default();
-            }
-            let found = SCRATCH.with(|s| {
-                hull_hull::hull_hull_into(pose_a, ha, pose_b, hb, &mut s.borrow_mut(), out)
-            });
-            if !found {
-                out.clear();
-                return false;
-            }
-        }
-        _ => match single_contact(a, pose_a, b, pose_b) {
-            Some(c) => out.push((0, c)),
-            None => return false,
-        },
-    }
-    true
+    pairs::Table::features(a, pose_a, b, pose_b, out)
 }
 
 /// All contacts between shape `a` at `pose_a` and shape `b` at `pose_b`.

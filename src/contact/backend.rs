@@ -60,8 +60,10 @@ pub enum Param {
     Friction(usize),
     /// Restitution of body `b`.
     Restitution(usize),
-    /// Size parameter `k` of body `b`'s shape (sphere: radius; box: half
-    /// extents; capsule and cylinder: radius, half length; ellipsoid: radii).
+    /// Size parameter `k` of body `b`'s shape: the `k`-th of
+    /// [`Shape::params`](crate::geometry::Shape::params) (sphere: radius;
+    /// box: half extents; capsule and cylinder: radius, half length; cone:
+    /// height, half angle; ellipsoid: radii; padded polygon: radius).
     Shape(usize, usize),
     /// Component `k` of gravity.
     Gravity(usize),

@@ -38,7 +38,6 @@ use super::{DiffError, Input, Param};
 use crate::Scalar;
 use crate::dynamics::free::integrate_model;
 use crate::dynamics::kinematics::forward_kinematics;
-use crate::geometry::Shape;
 use crate::math::{DMat, DVec, Mat3, Vec3, skew};
 use crate::sim::validate::{Feature, implements};
 use crate::sim::{State, World};
@@ -434,20 +433,14 @@ fn body_inputs(
             .collect(),
         f if f.starts_with("shape.") => {
             let key = &f["shape.".len()..];
-            let keys: &[(&str, usize)] = match world.shapes[b].as_ref() {
-                Some(Shape::Sphere { .. }) => &[("radius", 0)],
-                Some(Shape::Box { .. }) => &[
-                    ("half_extents", 0),
-                    ("half_extents", 1),
-                    ("half_extents", 2),
-                ],
-                Some(Shape::Capsule { .. } | Shape::Cylinder { .. }) => {
-                    &[("radius", 0), ("half_length", 1)]
-                }
-                Some(Shape::Ellipsoid { .. }) => &[("radii", 0), ("radii", 1), ("radii", 2)],
-                Some(Shape::PaddedPolygon { .. }) => &[("radius", 0)],
-                _ => &[],
-            };
+            let keys: Vec<(&str, usize)> = world.shapes[b]
+                .as_ref()
+                .map(|s| s.params())
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, (n, _))| (n, i))
+                .collect();
             let inputs: Vec<Input> = keys
                 .iter()
                 .filter(|(n, _)| *n == key)
@@ -808,13 +801,10 @@ pub fn model_value(w: &World<f64>, p: Param) -> f64 {
         Param::Inertia(b, k) => w.model.bodies[b].inertia.inertia[(k, k)],
         Param::Friction(b) => w.materials[b].friction,
         Param::Restitution(b) => w.materials[b].restitution,
-        Param::Shape(b, k) => {
-            let mut shape = w.shapes[b].clone();
-            shape
-                .as_mut()
-                .and_then(|s| super::seed::shape_param(s, k))
-                .map_or(f64::NAN, |v| *v)
-        }
+        Param::Shape(b, k) => w.shapes[b]
+            .as_ref()
+            .and_then(|s| s.params().get(k).map(|p| p.1))
+            .unwrap_or(f64::NAN),
         Param::Gravity(k) => w.gravity[k],
         Param::Dt => w.dt,
         Param::Q(_) | Param::V(_) | Param::U(_) => f64::NAN,

@@ -9,28 +9,6 @@ use super::DiffError;
 
 pub use crate::contact::Param;
 
-pub(crate) fn shape_param<T: Scalar>(shape: &mut Shape<T>, k: usize) -> Option<&mut T> {
-    match shape {
-        Shape::Sphere { radius } if k == 0 => Some(radius),
-        Shape::Box { half_extents } if k < 3 => Some(&mut half_extents[k]),
-        Shape::Capsule {
-            radius,
-            half_length,
-        }
-        | Shape::Cylinder {
-            radius,
-            half_length,
-        } => match k {
-            0 => Some(radius),
-            1 => Some(half_length),
-            _ => None,
-        },
-        Shape::Ellipsoid { radii } if k < 3 => Some(&mut radii[k]),
-        Shape::PaddedPolygon { radius, .. } if k == 0 => Some(radius),
-        _ => None,
-    }
-}
-
 /// How far parameter `p` may move below and above its value in `world`
 /// and stay inside its domain: friction coefficients and restitutions are
 /// at least 0, restitutions at most 1; masses, inertias, shape sizes and
@@ -51,14 +29,15 @@ pub fn domain_room(world: &World<f64>, p: &Param) -> (f64, f64) {
             let e = world.materials[b].restitution;
             (e, 1.0 - e)
         }
-        Param::Shape(b, k) if b < nb => {
-            let mut shape = world.shapes[b].clone();
-            let v = shape
-                .as_mut()
-                .and_then(|s| shape_param(s, k))
-                .map_or(inf, |v| *v);
-            (v, inf)
-        }
+        Param::Shape(b, k) if b < nb => match &world.shapes[b] {
+            // a cone's half angle lies in (0, π/2)
+            Some(s @ Shape::Cone { .. }) if k == 1 => {
+                let v = s.params()[1].1;
+                (v, std::f64::consts::FRAC_PI_2 - v)
+            }
+            Some(s) => (s.params().get(k).map_or(inf, |p| p.1), inf),
+            None => (inf, inf),
+        },
         Param::Dt => (world.dt, inf),
         _ => (inf, inf),
     }
@@ -119,7 +98,7 @@ pub fn seeded<T: Scalar>(
             Param::Shape(b, k) if b < nb => {
                 let s = w.shapes[b]
                     .as_mut()
-                    .and_then(|s| shape_param(s, k))
+                    .and_then(|s| s.param_mut(k))
                     .ok_or_else(|| bad(p))?;
                 *s += d;
             }

@@ -105,6 +105,24 @@ pub enum Shape<T: Scalar> {
     },
 }
 
+/// The kind of a [`Shape`] (its variant without data): the key of the
+/// table of closed-form pairs ([`collision::pairs`](crate::collision::pairs)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ShapeKind {
+    Sphere,
+    Box,
+    Capsule,
+    Cylinder,
+    Cone,
+    Ellipsoid,
+    Polytope,
+    PaddedPolygon,
+    Plane,
+    Bundle,
+    Points,
+}
+
 impl<T: Scalar> Shape<T> {
     /// The shape's type name as written in scene files.
     pub fn type_name(&self) -> &'static str {
@@ -120,6 +138,97 @@ impl<T: Scalar> Shape<T> {
             Shape::Plane { .. } => "plane",
             Shape::Bundle { .. } => "bundle",
             Shape::Points { .. } => "points",
+        }
+    }
+
+    /// The shape's kind.
+    pub fn kind(&self) -> ShapeKind {
+        match self {
+            Shape::Sphere { .. } => ShapeKind::Sphere,
+            Shape::Box { .. } => ShapeKind::Box,
+            Shape::Capsule { .. } => ShapeKind::Capsule,
+            Shape::Cylinder { .. } => ShapeKind::Cylinder,
+            Shape::Cone { .. } => ShapeKind::Cone,
+            Shape::Ellipsoid { .. } => ShapeKind::Ellipsoid,
+            Shape::Polytope { .. } => ShapeKind::Polytope,
+            Shape::PaddedPolygon { .. } => ShapeKind::PaddedPolygon,
+            Shape::Plane { .. } => ShapeKind::Plane,
+            Shape::Bundle { .. } => ShapeKind::Bundle,
+            Shape::Points { .. } => ShapeKind::Points,
+        }
+    }
+
+    /// The shape's size parameters, in the order of
+    /// `Param::Shape(body, k)`: each with its name as written in scene
+    /// files (a vector's name once per component) and its value. Planes,
+    /// polytopes, bundles and point clouds have none.
+    ///
+    /// ```
+    /// use dualsim::geometry::Shape;
+    /// use dualsim::math::Vec3;
+    /// let b = Shape::Box { half_extents: Vec3::new(0.1, 0.2, 0.3) };
+    /// assert_eq!(b.params()[1], ("half_extents", 0.2));
+    /// let c = Shape::Capsule { radius: 0.1, half_length: 0.5 };
+    /// assert_eq!(c.params(), vec![("radius", 0.1), ("half_length", 0.5)]);
+    /// ```
+    pub fn params(&self) -> Vec<(&'static str, T)> {
+        match self {
+            Shape::Sphere { radius } => vec![("radius", *radius)],
+            Shape::Box { half_extents: h } => h.iter().map(|x| ("half_extents", *x)).collect(),
+            Shape::Capsule {
+                radius,
+                half_length,
+            }
+            | Shape::Cylinder {
+                radius,
+                half_length,
+            } => vec![("radius", *radius), ("half_length", *half_length)],
+            Shape::Cone { height, half_angle } => {
+                vec![("height", *height), ("half_angle", *half_angle)]
+            }
+            Shape::Ellipsoid { radii } => radii.iter().map(|x| ("radii", *x)).collect(),
+            Shape::PaddedPolygon { radius, .. } => vec![("radius", *radius)],
+            Shape::Polytope { .. } | Shape::Plane { .. } | Shape::Bundle { .. } => vec![],
+            Shape::Points { .. } => vec![],
+        }
+    }
+
+    /// Size parameter `k` of [`params`](Shape::params) by mutable
+    /// reference (`None` past the last).
+    ///
+    /// ```
+    /// use dualsim::geometry::Shape;
+    /// let mut c = Shape::Cone { height: 1.0, half_angle: 0.3 };
+    /// *c.param_mut(1).unwrap() = 0.4;
+    /// assert_eq!(c.params()[1], ("half_angle", 0.4));
+    /// assert!(c.param_mut(2).is_none());
+    /// ```
+    pub fn param_mut(&mut self, k: usize) -> Option<&mut T> {
+        match self {
+            Shape::Sphere { radius } | Shape::PaddedPolygon { radius, .. } if k == 0 => {
+                Some(radius)
+            }
+            Shape::Box { half_extents: v } | Shape::Ellipsoid { radii: v } if k < 3 => {
+                Some(&mut v[k])
+            }
+            Shape::Capsule {
+                radius,
+                half_length,
+            }
+            | Shape::Cylinder {
+                radius,
+                half_length,
+            } => match k {
+                0 => Some(radius),
+                1 => Some(half_length),
+                _ => None,
+            },
+            Shape::Cone { height, half_angle } => match k {
+                0 => Some(height),
+                1 => Some(half_angle),
+                _ => None,
+            },
+            _ => None,
         }
     }
 

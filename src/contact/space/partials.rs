@@ -84,16 +84,6 @@ fn sizes(s: &Shape<f64>) -> Option<[f64; 4]> {
     })
 }
 
-/// Number of `Param::Shape` sizes of a shape the kernels take.
-fn n_sizes(s: &Shape<f64>) -> usize {
-    match s {
-        Shape::Sphere { .. } => 1,
-        Shape::Capsule { .. } => 2,
-        Shape::Box { .. } => 3,
-        _ => 0,
-    }
-}
-
 fn kernel_of(k: &PairKernel) -> (ContactKernel, [f64; 6]) {
     match *k {
         PairKernel::SpherePlane => (contact_sphere_plane_partial, [0.0; 6]),
@@ -296,8 +286,8 @@ pub fn kernel_partials(
             .friction_combine
             .apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative())
             .eps;
-        let (ka, na) = (ba.idx_v, n_sizes(shape_a));
-        let nbz = n_sizes(shape_b);
+        let (ka, na) = (ba.idx_v, shape_a.params().len());
+        let nbz = shape_b.params().len();
         for (col, prm) in params.iter().enumerate() {
             // Kernel input direction (one input) and friction derivative.
             let input = match *prm {

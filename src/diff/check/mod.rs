@@ -51,7 +51,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{DiffError, DiffOptions, Method, Param, step_jacobian};
-use crate::geometry::Shape;
 use crate::math::DMat;
 use crate::sim::{Controls, State, World, rollout};
 
@@ -361,12 +360,7 @@ fn inputs(world: &World<f64>, max_bodies: usize) -> Vec<(&'static str, Param)> {
         if world.shapes[b].is_some() {
             out.push(("friction", Param::Friction(b)));
         }
-        let nshape = match world.shapes[b] {
-            Some(Shape::Sphere { .. }) => 1,
-            Some(Shape::Capsule { .. } | Shape::Cylinder { .. }) => 2,
-            Some(Shape::Box { .. } | Shape::Ellipsoid { .. }) => 3,
-            _ => 0,
-        };
+        let nshape = world.shapes[b].as_ref().map_or(0, |s| s.params().len());
         out.extend((0..nshape).map(|i| ("shape", Param::Shape(b, i))));
     }
     for r in world.robots.iter().take(max_bodies) {

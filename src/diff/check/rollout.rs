@@ -72,7 +72,6 @@ use super::super::{
     second_difference_grows,
 };
 use crate::contact::ContactImpulse;
-use crate::geometry::Shape;
 use crate::math::{DMat, DVec};
 use crate::sim::{Controls, State, World, rollout as run, rollout_inspect};
 
@@ -258,12 +257,7 @@ fn candidates(
                 format!("{n}.friction"),
                 None,
             ));
-            let sizes = match shape {
-                Shape::Sphere { .. } => 1,
-                Shape::Capsule { .. } | Shape::Cylinder { .. } => 2,
-                Shape::Box { .. } | Shape::Ellipsoid { .. } => 3,
-                _ => 0,
-            };
+            let sizes = shape.params().len();
             for s in 0..sizes {
                 out.push((
                     Input::Model(Param::Shape(b, s)),
