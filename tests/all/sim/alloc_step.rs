@@ -217,3 +217,88 @@ fn rollout_steps_match_single_steps() {
     println!("largest velocity difference, rollout vs single steps: {worst:e}");
     assert!(worst < 1e-7, "rollout and single steps differ by {worst}");
 }
+
+/// A tower of three boxes on the ground (box–box contacts between moving
+/// bodies).
+fn box_tower() -> (World<f64>, State<f64>) {
+    let mut w = World::<f64>::new(0.01);
+    let a = 0.1;
+    let mut pos = Vec::new();
+    for i in 0..3 {
+        w.add_body(
+            &format!("b{i}"),
+            1.0,
+            Mat3::identity() * ((2.0 * a) * (2.0 * a) / 6.0),
+            Some(Shape::Box {
+                half_extents: Vec3::repeat(a),
+            }),
+            Material::default(),
+        )
+        .unwrap();
+        pos.push([0.0, 0.0, a + 2.0 * a * i as f64]);
+    }
+    w.statics.push(ground());
+    let x = State::at_rest(&w.model, &pos);
+    (w, x)
+}
+
+/// Four spheres touching in a square on the ground and a fifth resting on
+/// them (sphere–sphere contacts between moving bodies): the top sphere's
+/// centre is r√2 above the others'.
+fn sphere_pyramid() -> (World<f64>, State<f64>) {
+    let mut w = World::<f64>::new(0.01);
+    let r = 0.1;
+    let mut pos = vec![[-r, -r, r], [r, -r, r], [-r, r, r], [r, r, r]];
+    pos.push([0.0, 0.0, r + r * 2f64.sqrt()]);
+    for i in 0..pos.len() {
+        w.add_body(
+            &format!("s{i}"),
+            1.0,
+            Mat3::identity() * (0.4 * r * r),
+            Some(Shape::Sphere { radius: r }),
+            Material::default(),
+        )
+        .unwrap();
+    }
+    w.statics.push(ground());
+    let x = State::at_rest(&w.model, &pos);
+    (w, x)
+}
+
+/// The rollout's 0 allocations per step where bodies touch each other: a
+/// box tower and a sphere pyramid, each step of which has body–body
+/// contacts carrying load (checked, or the test tests nothing).
+#[test]
+fn rollout_steps_with_body_contacts_allocate_nothing() {
+    for (name, (w, x)) in [
+        ("box tower", box_tower()),
+        ("sphere pyramid", sphere_pyramid()),
+    ] {
+        for warm in [true, false] {
+            let mut w = w.clone();
+            w.backends.ipm.warm_start_contacts = warm;
+            let (n, iters) = count_rollout(&w, &x, 20);
+            // the last step's body–body contacts carry load
+            let mut ws = dualsim::contact::Workspace::default();
+            let mut out = StepOutput::empty();
+            dualsim::sim::step_into(&w, &x, &w.zero_control(), &mut ws, &mut out).unwrap();
+            let body_body = out
+                .contacts
+                .iter()
+                .filter(|c| c.body_b.is_some() && c.normal_impulse > 1e-4)
+                .count();
+            println!(
+                "{name}, contact warm start {warm}: {n} allocations in 20 rollout steps, \
+                 {iters:.2} iterations per step, {body_body} loaded body–body contacts"
+            );
+            assert!(
+                body_body >= 4,
+                "{name}: {body_body} loaded body–body contacts"
+            );
+            assert_eq!(
+                n, 0,
+                "{name} (warm start {warm}): {n} allocations in 20 steps"
+            );
+        }
+    }
+}
