@@ -483,6 +483,58 @@ pub fn from_robot_unmerged(
     opts: &MeshOptions,
 ) -> Result<UrdfRobot, UrdfError> {
     let link_index = |name: &str| robot.links.iter().position(|l| l.name == name);
+    let (root, children) = link_tree(robot)?;
+    let meshes = mesh_shapes(robot, opts)?;
+    let mut out = UrdfRobot {
+        name: robot.name.clone(),
+        model: Model::new(),
+        collisions: Vec::new(),
+        joint_order: Vec::new(),
+        joints: Vec::new(),
+        welded_to: Vec::new(),
+        mimic: mimic_joints(robot),
+    };
+    // Depth-first: an explicit stack of (link, parent body, joint).
+    let mut stack: Vec<(usize, Option<usize>, Option<usize>)> = vec![(root, None, None)];
+    while let Some((li, parent_body, ji)) = stack.pop() {
+        let link = &robot.links[li];
+        let (joint, placement, limits, info) = match ji {
+            None => base_joint(base, link),
+            Some(ji) => file_joint(&robot.joints[ji]),
+        };
+        let inertia = link_inertia(&link.inertial);
+        let body = out
+            .model
+            .add_body(&link.name, parent_body, joint, placement, inertia)?;
+        out.model.bodies[body].limits = limits;
+        if joint.nv() > 0 {
+            out.joint_order.push(info.name.clone());
+        }
+        out.joints.push(info);
+        out.welded_to.push(None);
+        for (ci, c) in link.collision.iter().enumerate() {
+            out.collisions.push(collision(c, body, &meshes, (li, ci)));
+        }
+        // Push children in reverse so that the first one is visited first.
+        for &cj in children[li].iter().rev() {
+            let child = link_index(&robot.joints[cj].child.link).expect("checked above");
+            stack.push((child, Some(body), Some(cj)));
+        }
+    }
+    if out.model.bodies.len() != robot.links.len() {
+        return Err(UrdfError::NotATree(
+            "some links are not reachable from the root".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The link tree of `robot`, checked: its root link and each link's child
+/// joints in Pinocchio's order (by joint name); every error found
+/// (missing links, negative masses, planar joints, links with two
+/// parents, then not exactly one root).
+fn link_tree(robot: &urdf_rs::Robot) -> Result<(usize, Vec<Vec<usize>>), UrdfError> {
+    let link_index = |name: &str| robot.links.iter().position(|l| l.name == name);
     let mut parent_joint: Vec<Option<usize>> = vec![None; robot.links.len()];
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); robot.links.len()];
     let mut errors = Vec::new();
@@ -545,145 +597,131 @@ pub fn from_robot_unmerged(
     for c in children.iter_mut() {
         c.sort_by(|&a, &b| robot.joints[a].name.cmp(&robot.joints[b].name));
     }
-    let meshes = mesh_shapes(robot, opts)?;
-    let mut out = UrdfRobot {
-        name: robot.name.clone(),
-        model: Model::new(),
-        collisions: Vec::new(),
-        joint_order: Vec::new(),
-        joints: Vec::new(),
-        welded_to: Vec::new(),
-        mimic: robot
-            .joints
-            .iter()
-            .filter_map(|j| {
-                j.mimic.as_ref().map(|m| MimicJoint {
-                    joint: j.name.clone(),
-                    mimicked: m.joint.clone(),
-                    multiplier: m.multiplier.unwrap_or(1.0),
-                    offset: m.offset.unwrap_or(0.0),
-                })
+    Ok((roots[0], children))
+}
+
+/// The mimic joints of `robot`, in file order.
+fn mimic_joints(robot: &urdf_rs::Robot) -> Vec<MimicJoint> {
+    robot
+        .joints
+        .iter()
+        .filter_map(|j| {
+            j.mimic.as_ref().map(|m| MimicJoint {
+                joint: j.name.clone(),
+                mimicked: m.joint.clone(),
+                multiplier: m.multiplier.unwrap_or(1.0),
+                offset: m.offset.unwrap_or(0.0),
             })
-            .collect(),
-    };
-    // Depth-first: an explicit stack of (link, parent body, joint).
-    let mut stack: Vec<(usize, Option<usize>, Option<usize>)> = vec![(roots[0], None, None)];
-    while let Some((li, parent_body, ji)) = stack.pop() {
-        let link = &robot.links[li];
-        let (joint, placement, limits, info) = match ji {
-            None => (
-                match base {
-                    BaseJoint::Fixed => Joint::Fixed,
-                    BaseJoint::Floating => Joint::Free,
-                },
-                Pose::identity(),
-                JointLimits::default(),
-                UrdfJoint {
-                    name: format!("{}_base", link.name),
-                    kind: match base {
-                        BaseJoint::Fixed => "base_fixed",
-                        BaseJoint::Floating => "base_floating",
-                    }
-                    .into(),
-                    damping: 0.0,
-                    friction: 0.0,
-                },
-            ),
-            Some(ji) => {
-                let j = &robot.joints[ji];
-                let axis = j.axis.xyz.0;
-                let joint = match j.joint_type {
-                    urdf_rs::JointType::Revolute | urdf_rs::JointType::Continuous => {
-                        Joint::Revolute { axis }
-                    }
-                    urdf_rs::JointType::Prismatic => Joint::Prismatic { axis },
-                    urdf_rs::JointType::Fixed => Joint::Fixed,
-                    urdf_rs::JointType::Floating => Joint::Free,
-                    urdf_rs::JointType::Spherical => Joint::Spherical,
-                    urdf_rs::JointType::Planar => unreachable!("refused above"),
-                };
-                let limits = match j.joint_type {
-                    urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic => JointLimits {
-                        lower: j.limit.lower,
-                        upper: j.limit.upper,
-                        effort: j.limit.effort,
-                        velocity: j.limit.velocity,
-                    },
-                    _ => JointLimits::default(),
-                };
-                let (damping, friction) = j
-                    .dynamics
-                    .as_ref()
-                    .map_or((0.0, 0.0), |d| (d.damping, d.friction));
-                let info = UrdfJoint {
-                    name: j.name.clone(),
-                    kind: joint_kind(&j.joint_type).into(),
-                    damping,
-                    friction,
-                };
-                (joint, pose(&j.origin), limits, info)
+        })
+        .collect()
+}
+
+/// The joint of the root link `link`: the base joint `base`, at the
+/// identity, without limits.
+fn base_joint(base: BaseJoint, link: &urdf_rs::Link) -> (Joint, Pose<f64>, JointLimits, UrdfJoint) {
+    (
+        match base {
+            BaseJoint::Fixed => Joint::Fixed,
+            BaseJoint::Floating => Joint::Free,
+        },
+        Pose::identity(),
+        JointLimits::default(),
+        UrdfJoint {
+            name: format!("{}_base", link.name),
+            kind: match base {
+                BaseJoint::Fixed => "base_fixed",
+                BaseJoint::Floating => "base_floating",
             }
-        };
-        let inertial = &link.inertial;
-        let r = crate::math::so3::to_matrix(&rpy_to_quat(inertial.origin.rpy.0));
-        let i = &inertial.inertia;
-        let ib = Mat3::new(
-            i.ixx, i.ixy, i.ixz, i.ixy, i.iyy, i.iyz, i.ixz, i.iyz, i.izz,
-        );
-        let inertia = RigidInertia {
-            mass: inertial.mass.value,
-            com: Vec3::from(inertial.origin.xyz.0),
-            inertia: r * ib * r.transpose(),
-        };
-        let body = out
-            .model
-            .add_body(&link.name, parent_body, joint, placement, inertia)?;
-        out.model.bodies[body].limits = limits;
-        if joint.nv() > 0 {
-            out.joint_order.push(info.name.clone());
-        }
-        out.joints.push(info);
-        out.welded_to.push(None);
-        for (ci, c) in link.collision.iter().enumerate() {
-            let mut at = pose(&c.origin);
-            let mut mesh = None;
-            let shape = match c.geometry {
-                urdf_rs::Geometry::Box { ref size } => Shape::Box {
-                    half_extents: Vec3::from(size.0) * 0.5,
-                },
-                urdf_rs::Geometry::Sphere { radius } => Shape::Sphere { radius },
-                urdf_rs::Geometry::Cylinder { radius, length } => Shape::Cylinder {
-                    radius,
-                    half_length: length * 0.5,
-                },
-                urdf_rs::Geometry::Capsule { radius, length } => Shape::Capsule {
-                    radius,
-                    half_length: length * 0.5,
-                },
-                urdf_rs::Geometry::Mesh { .. } => {
-                    let (shape, centre, source) = meshes[&(li, ci)].clone();
-                    at = at * centre;
-                    mesh = Some(source);
-                    shape
-                }
-            };
-            out.collisions.push(UrdfCollision {
-                body,
-                pose: at,
-                shape,
-                mesh,
-            });
-        }
-        // Push children in reverse so that the first one is visited first.
-        for &cj in children[li].iter().rev() {
-            let child = link_index(&robot.joints[cj].child.link).expect("checked above");
-            stack.push((child, Some(body), Some(cj)));
-        }
+            .into(),
+            damping: 0.0,
+            friction: 0.0,
+        },
+    )
+}
+
+/// The joint `j` of the file: the model's joint, its placement, its
+/// limits and what the report says of it.
+fn file_joint(j: &urdf_rs::Joint) -> (Joint, Pose<f64>, JointLimits, UrdfJoint) {
+    let axis = j.axis.xyz.0;
+    let joint = match j.joint_type {
+        urdf_rs::JointType::Revolute | urdf_rs::JointType::Continuous => Joint::Revolute { axis },
+        urdf_rs::JointType::Prismatic => Joint::Prismatic { axis },
+        urdf_rs::JointType::Fixed => Joint::Fixed,
+        urdf_rs::JointType::Floating => Joint::Free,
+        urdf_rs::JointType::Spherical => Joint::Spherical,
+        urdf_rs::JointType::Planar => unreachable!("refused above"),
+    };
+    let limits = match j.joint_type {
+        urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic => JointLimits {
+            lower: j.limit.lower,
+            upper: j.limit.upper,
+            effort: j.limit.effort,
+            velocity: j.limit.velocity,
+        },
+        _ => JointLimits::default(),
+    };
+    let (damping, friction) = j
+        .dynamics
+        .as_ref()
+        .map_or((0.0, 0.0), |d| (d.damping, d.friction));
+    let info = UrdfJoint {
+        name: j.name.clone(),
+        kind: joint_kind(&j.joint_type).into(),
+        damping,
+        friction,
+    };
+    (joint, pose(&j.origin), limits, info)
+}
+
+/// The inertia of a link from its `<inertial>` (the inertia tensor
+/// rotated into the link frame).
+fn link_inertia(inertial: &urdf_rs::Inertial) -> RigidInertia<f64> {
+    let r = crate::math::so3::to_matrix(&rpy_to_quat(inertial.origin.rpy.0));
+    let i = &inertial.inertia;
+    let ib = Mat3::new(
+        i.ixx, i.ixy, i.ixz, i.ixy, i.iyy, i.iyz, i.ixz, i.iyz, i.izz,
+    );
+    RigidInertia {
+        mass: inertial.mass.value,
+        com: Vec3::from(inertial.origin.xyz.0),
+        inertia: r * ib * r.transpose(),
     }
-    if out.model.bodies.len() != robot.links.len() {
-        return Err(UrdfError::NotATree(
-            "some links are not reachable from the root".into(),
-        ));
+}
+
+/// The collision shape `c` of body `body` (collision `at_link.1` of link
+/// `at_link.0`; a mesh is its hull from `meshes`).
+fn collision(
+    c: &urdf_rs::Collision,
+    body: usize,
+    meshes: &std::collections::HashMap<(usize, usize), (Shape<f64>, Pose<f64>, MeshSource)>,
+    at_link: (usize, usize),
+) -> UrdfCollision {
+    let mut at = pose(&c.origin);
+    let mut mesh = None;
+    let shape = match c.geometry {
+        urdf_rs::Geometry::Box { ref size } => Shape::Box {
+            half_extents: Vec3::from(size.0) * 0.5,
+        },
+        urdf_rs::Geometry::Sphere { radius } => Shape::Sphere { radius },
+        urdf_rs::Geometry::Cylinder { radius, length } => Shape::Cylinder {
+            radius,
+            half_length: length * 0.5,
+        },
+        urdf_rs::Geometry::Capsule { radius, length } => Shape::Capsule {
+            radius,
+            half_length: length * 0.5,
+        },
+        urdf_rs::Geometry::Mesh { .. } => {
+            let (shape, centre, source) = meshes[&at_link].clone();
+            at = at * centre;
+            mesh = Some(source);
+            shape
+        }
+    };
+    UrdfCollision {
+        body,
+        pose: at,
+        shape,
+        mesh,
     }
-    Ok(out)
 }

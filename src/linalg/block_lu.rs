@@ -112,153 +112,34 @@ impl BlockLu {
     pub fn new(a: &BlockCsc<f64>) -> Option<Self> {
         let sizes = a.sizes();
         let nb = sizes.len();
-        // The block graph (both triangles, no diagonal), CSC of nb × nb.
-        let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        for (i, j, _) in a.stored_blocks() {
-            if i != j {
-                adj[j].push(i);
-                adj[i].push(j);
-            }
-        }
-        for row in &mut adj {
-            row.sort_unstable();
-            row.dedup();
-        }
-        let mut col_ptr = Vec::with_capacity(nb + 1);
-        col_ptr.push(0usize);
-        let mut row_idx = Vec::new();
-        for row in &adj {
-            row_idx.extend_from_slice(row);
-            col_ptr.push(row_idx.len());
-        }
-        let mut perm = vec![0usize; nb];
-        let mut perm_inv = vec![0usize; nb];
-        if nb > 0 {
-            let sym = SymbolicSparseColMatRef::new_checked(nb, nb, &col_ptr, None, &row_idx);
-            let mut mem =
-                MemBuffer::try_new(amd::order_scratch::<usize>(nb, row_idx.len())).ok()?;
-            amd::order(
-                &mut perm,
-                &mut perm_inv,
-                sym,
-                amd::Control::default(),
-                MemStack::new(&mut mem),
-            )
-            .ok()?;
-        }
+        let adj = block_graph(a, nb);
+        let (perm, perm_inv) = amd_order(&adj)?;
         // perm[k] = original block eliminated at step k; perm_inv inverse.
-        let mut offsets = Vec::with_capacity(nb + 1);
-        offsets.push(0);
-        for s in sizes {
-            offsets.push(offsets.last().copied().unwrap_or(0) + s);
-        }
-        // Filled pattern: the lower structure of column k merges into its
-        // parent (its first later neighbour), as in a symbolic Cholesky.
-        let mut sets: Vec<Vec<usize>> = (0..nb)
-            .map(|k| {
-                let mut s: Vec<usize> = adj[perm[k]]
-                    .iter()
-                    .map(|&o| perm_inv[o])
-                    .filter(|&p| p > k)
-                    .collect();
-                s.sort_unstable();
-                s
-            })
-            .collect();
-        let mut nbr_ptr = Vec::with_capacity(nb + 1);
-        nbr_ptr.push(0);
-        let mut nbr = Vec::new();
-        for k in 0..nb {
-            let mut s = std::mem::take(&mut sets[k]);
-            s.sort_unstable();
-            s.dedup();
-            if let Some(&parent) = s.first() {
-                let merged: Vec<usize> = s[1..].to_vec();
-                sets[parent].extend(merged);
-            }
-            nbr.extend_from_slice(&s);
-            nbr_ptr.push(nbr.len());
-        }
+        let offsets = prefix_sums(sizes);
+        let filled = Filled::new(&adj, &perm, &perm_inv);
         let size: Vec<usize> = perm.iter().map(|&o| sizes[o]).collect();
         let offset: Vec<usize> = perm.iter().map(|&o| offsets[o]).collect();
-        let mut poff = Vec::with_capacity(nb + 1);
-        poff.push(0);
-        for s in &size {
-            poff.push(poff.last().copied().unwrap_or(0) + s);
-        }
-        // Storage: diagonal blocks, then per step its L and U blocks.
-        let mut at = 0;
-        let mut diag = Vec::with_capacity(nb);
-        for &s in &size {
-            diag.push(at);
-            at += s * s;
-        }
-        let mut l = Vec::with_capacity(nbr.len());
-        let mut u = Vec::with_capacity(nbr.len());
-        for k in 0..nb {
-            for &i in &nbr[nbr_ptr[k]..nbr_ptr[k + 1]] {
-                l.push(at);
-                at += size[i] * size[k];
-                u.push(at);
-                at += size[k] * size[i];
-            }
-        }
-        let find = |k: usize, i: usize| -> usize {
-            let list = &nbr[nbr_ptr[k]..nbr_ptr[k + 1]];
-            nbr_ptr[k] + list.binary_search(&i).expect("filled pattern is closed")
-        };
-        // Where block (i, j) (elimination positions) is stored.
-        let block_at = |i: usize, j: usize| -> usize {
-            use std::cmp::Ordering;
-            match i.cmp(&j) {
-                Ordering::Equal => diag[i],
-                Ordering::Greater => l[find(j, i)],
-                Ordering::Less => u[find(i, j)],
-            }
-        };
-        let mut upd_ptr = Vec::with_capacity(nb + 1);
-        upd_ptr.push(0);
-        let mut upd = Vec::new();
-        for k in 0..nb {
-            let list = &nbr[nbr_ptr[k]..nbr_ptr[k + 1]];
-            for &i in list {
-                for &j in list {
-                    upd.push(block_at(i, j));
-                }
-            }
-            upd_ptr.push(upd.len());
-        }
+        let poff = prefix_sums(&size);
+        let store = Storage::new(&size, &filled);
+        let (upd_ptr, upd) = schur_targets(&filled, &store);
         let fill: Vec<(usize, usize, usize, usize, usize)> = a
             .stored_blocks()
             .map(|(i, j, b)| {
                 let (pi, pj) = (perm_inv[i], perm_inv[j]);
                 let (start, stride) = b.parts();
-                (start, stride, block_at(pi, pj), sizes[i], sizes[j])
+                (
+                    start,
+                    stride,
+                    store.block_at(&filled, pi, pj),
+                    sizes[i],
+                    sizes[j],
+                )
             })
             .collect();
-        // Every factor block that no stored block fills, merged into runs.
-        let mut written: Vec<usize> = fill.iter().map(|f| f.2).collect();
-        written.sort_unstable();
-        let mut all_blocks: Vec<(usize, usize)> =
-            (0..nb).map(|k| (diag[k], size[k] * size[k])).collect();
-        for k in 0..nb {
-            for (e, &i) in nbr.iter().enumerate().take(nbr_ptr[k + 1]).skip(nbr_ptr[k]) {
-                all_blocks.push((l[e], size[i] * size[k]));
-                all_blocks.push((u[e], size[k] * size[i]));
-            }
-        }
-        all_blocks.sort_unstable();
-        let mut zero: Vec<(usize, usize)> = Vec::new();
-        for (start, len) in all_blocks {
-            if written.binary_search(&start).is_ok() {
-                continue;
-            }
-            match zero.last_mut() {
-                Some((s0, l0)) if *s0 + *l0 == start => *l0 += len,
-                _ => zero.push((start, len)),
-            }
-        }
+        let zero = zero_runs(&fill, &store, &size, &filled);
         let n = offsets[nb];
+        let Filled { nbr_ptr, nbr } = filled;
+        let Storage { diag, l, u, len } = store;
         Some(BlockLu {
             size,
             offset,
@@ -271,7 +152,7 @@ impl BlockLu {
             upd,
             fill,
             zero,
-            vals: vec![0.0; at],
+            vals: vec![0.0; len],
             piv: vec![0; n],
             poff,
             check: vec![0.0; n],
@@ -456,6 +337,229 @@ impl BlockLu {
         }
         b.iter().all(|x| x.is_finite())
     }
+}
+
+/// The block graph of `a`'s pattern (both triangles, no diagonal): the
+/// sorted neighbours of each of its `nb` blocks.
+fn block_graph(a: &BlockCsc<f64>, nb: usize) -> Vec<Vec<usize>> {
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (i, j, _) in a.stored_blocks() {
+        if i != j {
+            adj[j].push(i);
+            adj[i].push(j);
+        }
+    }
+    for row in &mut adj {
+        row.sort_unstable();
+        row.dedup();
+    }
+    adj
+}
+
+/// faer's AMD order of the block graph `adj` (as a CSC of nb × nb):
+/// `(perm, perm_inv)`, `perm[k]` the block eliminated at step `k`; `None`
+/// when faer's ordering fails (allocation).
+fn amd_order(adj: &[Vec<usize>]) -> Option<(Vec<usize>, Vec<usize>)> {
+    let nb = adj.len();
+    let mut col_ptr = Vec::with_capacity(nb + 1);
+    col_ptr.push(0usize);
+    let mut row_idx = Vec::new();
+    for row in adj {
+        row_idx.extend_from_slice(row);
+        col_ptr.push(row_idx.len());
+    }
+    let mut perm = vec![0usize; nb];
+    let mut perm_inv = vec![0usize; nb];
+    if nb > 0 {
+        let sym = SymbolicSparseColMatRef::new_checked(nb, nb, &col_ptr, None, &row_idx);
+        let mut mem = MemBuffer::try_new(amd::order_scratch::<usize>(nb, row_idx.len())).ok()?;
+        amd::order(
+            &mut perm,
+            &mut perm_inv,
+            sym,
+            amd::Control::default(),
+            MemStack::new(&mut mem),
+        )
+        .ok()?;
+    }
+    Some((perm, perm_inv))
+}
+
+/// `0, s₀, s₀ + s₁, …`: the offsets of consecutive blocks of sizes `sizes`
+/// (one more entry than `sizes`, the last the total).
+fn prefix_sums(sizes: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(sizes.len() + 1);
+    out.push(0);
+    for s in sizes {
+        out.push(out.last().copied().unwrap_or(0) + s);
+    }
+    out
+}
+
+/// The filled block pattern: the later neighbours of each block
+/// (elimination positions, ascending), `nbr[nbr_ptr[k]..nbr_ptr[k + 1]]`.
+struct Filled {
+    nbr_ptr: Vec<usize>,
+    nbr: Vec<usize>,
+}
+
+impl Filled {
+    /// The filled pattern of the block graph `adj` eliminated in the order
+    /// `perm`: the lower structure of column k merges into its parent (its
+    /// first later neighbour), as in a symbolic Cholesky.
+    fn new(adj: &[Vec<usize>], perm: &[usize], perm_inv: &[usize]) -> Self {
+        let nb = adj.len();
+        let mut sets: Vec<Vec<usize>> = (0..nb)
+            .map(|k| {
+                let mut s: Vec<usize> = adj[perm[k]]
+                    .iter()
+                    .map(|&o| perm_inv[o])
+                    .filter(|&p| p > k)
+                    .collect();
+                s.sort_unstable();
+                s
+            })
+            .collect();
+        let mut nbr_ptr = Vec::with_capacity(nb + 1);
+        nbr_ptr.push(0);
+        let mut nbr = Vec::new();
+        for k in 0..nb {
+            let mut s = std::mem::take(&mut sets[k]);
+            s.sort_unstable();
+            s.dedup();
+            if let Some(&parent) = s.first() {
+                let merged: Vec<usize> = s[1..].to_vec();
+                sets[parent].extend(merged);
+            }
+            nbr.extend_from_slice(&s);
+            nbr_ptr.push(nbr.len());
+        }
+        Filled { nbr_ptr, nbr }
+    }
+
+    /// Number of blocks.
+    fn len(&self) -> usize {
+        self.nbr_ptr.len() - 1
+    }
+
+    /// The later neighbours of block `k`.
+    fn of(&self, k: usize) -> &[usize] {
+        &self.nbr[self.nbr_ptr[k]..self.nbr_ptr[k + 1]]
+    }
+
+    /// The index in `nbr` of the neighbour `i` of block `k`.
+    fn find(&self, k: usize, i: usize) -> usize {
+        self.nbr_ptr[k]
+            + self
+                .of(k)
+                .binary_search(&i)
+                .expect("filled pattern is closed")
+    }
+}
+
+/// Where the factor blocks are stored in `vals`: diagonal blocks, then
+/// per step its `L` and `U` blocks (the fields of [`BlockLu`] of the same
+/// names); `len` the total.
+struct Storage {
+    diag: Vec<usize>,
+    l: Vec<usize>,
+    u: Vec<usize>,
+    len: usize,
+}
+
+impl Storage {
+    /// The storage of the blocks of sizes `size` (elimination order) in
+    /// the filled pattern.
+    fn new(size: &[usize], filled: &Filled) -> Self {
+        let nb = size.len();
+        let mut at = 0;
+        let mut diag = Vec::with_capacity(nb);
+        for &s in size {
+            diag.push(at);
+            at += s * s;
+        }
+        let mut l = Vec::with_capacity(filled.nbr.len());
+        let mut u = Vec::with_capacity(filled.nbr.len());
+        for k in 0..nb {
+            for &i in filled.of(k) {
+                l.push(at);
+                at += size[i] * size[k];
+                u.push(at);
+                at += size[k] * size[i];
+            }
+        }
+        Storage {
+            diag,
+            l,
+            u,
+            len: at,
+        }
+    }
+
+    /// Where block `(i, j)` (elimination positions) is stored.
+    fn block_at(&self, filled: &Filled, i: usize, j: usize) -> usize {
+        use std::cmp::Ordering;
+        match i.cmp(&j) {
+            Ordering::Equal => self.diag[i],
+            Ordering::Greater => self.l[filled.find(j, i)],
+            Ordering::Less => self.u[filled.find(i, j)],
+        }
+    }
+}
+
+/// The targets of the Schur updates of each step `k`: `(upd_ptr, upd)`
+/// (the fields of [`BlockLu`]), for every pair `(a, b)` of its neighbours
+/// (row-major) where block `(nbr[a], nbr[b])` is stored.
+fn schur_targets(filled: &Filled, store: &Storage) -> (Vec<usize>, Vec<usize>) {
+    let nb = filled.len();
+    let mut upd_ptr = Vec::with_capacity(nb + 1);
+    upd_ptr.push(0);
+    let mut upd = Vec::new();
+    for k in 0..nb {
+        let list = filled.of(k);
+        for &i in list {
+            for &j in list {
+                upd.push(store.block_at(filled, i, j));
+            }
+        }
+        upd_ptr.push(upd.len());
+    }
+    (upd_ptr, upd)
+}
+
+/// Every factor block that no stored block of the copy plan `fill` fills,
+/// merged into runs `(start, len)` of `vals`.
+fn zero_runs(
+    fill: &[(usize, usize, usize, usize, usize)],
+    store: &Storage,
+    size: &[usize],
+    filled: &Filled,
+) -> Vec<(usize, usize)> {
+    let nb = size.len();
+    let (nbr_ptr, nbr) = (&filled.nbr_ptr, &filled.nbr);
+    let mut written: Vec<usize> = fill.iter().map(|f| f.2).collect();
+    written.sort_unstable();
+    let mut all_blocks: Vec<(usize, usize)> = (0..nb)
+        .map(|k| (store.diag[k], size[k] * size[k]))
+        .collect();
+    for k in 0..nb {
+        for (e, &i) in nbr.iter().enumerate().take(nbr_ptr[k + 1]).skip(nbr_ptr[k]) {
+            all_blocks.push((store.l[e], size[i] * size[k]));
+            all_blocks.push((store.u[e], size[k] * size[i]));
+        }
+    }
+    all_blocks.sort_unstable();
+    let mut zero: Vec<(usize, usize)> = Vec::new();
+    for (start, len) in all_blocks {
+        if written.binary_search(&start).is_ok() {
+            continue;
+        }
+        match zero.last_mut() {
+            Some((s0, l0)) if *s0 + *l0 == start => *l0 += len,
+            _ => zero.push((start, len)),
+        }
+    }
+    zero
 }
 
 /// `y ← y − B x` for the column-major `rows × cols` block `B`.

@@ -60,17 +60,8 @@ pub(super) fn minimize(
     let start = shared.lock().unwrap_or_else(|e| e.into_inner()).start;
     let deadline = max_seconds.map(|m| start + std::time::Duration::from_secs_f64(m));
     let out_of_time = || format!("time budget of {} s used", max_seconds.unwrap_or(0.0));
-    let (lo, hi) = obj
-        .bounds()
-        .map(|(l, h)| (l.to_vec(), h.to_vec()))
-        .unwrap_or_else(|| {
-            (
-                vec![f64::NEG_INFINITY; x0.len()],
-                vec![f64::INFINITY; x0.len()],
-            )
-        });
+    let (lo, hi) = bounds(obj, x0.len());
     let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
-    let n = x0.len();
     let mut x = x0.to_vec();
     let mut f = f0;
     let mut mu = 1e-8;
@@ -85,18 +76,7 @@ pub(super) fn minimize(
         if f <= target {
             return end("target cost reached".into(), it, None);
         }
-        let d = match method {
-            OptMethod::Newton => obj.hessian(&x, HessianMethod::Adjoint),
-            OptMethod::GaussNewton => obj.gauss_newton(&x),
-            _ => obj
-                .gradient(&x)
-                .map(|(value, gradient)| super::Derivatives {
-                    value,
-                    gradient,
-                    hessian: DMat::zeros(0, 0),
-                }),
-        };
-        let d = match d {
+        let d = match derivatives(obj, method, &x) {
             Ok(d) => d,
             Err(e) => return end("stopped by an error".into(), it, Some(e.to_string())),
         };
@@ -120,69 +100,25 @@ pub(super) fn minimize(
         if deadline.is_some_and(|t| Instant::now() >= t) {
             return end(out_of_time(), it, None);
         }
-        let eps = pg.min(1e-3);
-        let active: Vec<bool> = (0..n)
-            .map(|i| (x[i] - lo[i] <= eps && g[i] > 0.0) || (hi[i] - x[i] <= eps && g[i] < 0.0))
-            .collect();
-        let free: Vec<usize> = (0..n).filter(|&i| !active[i]).collect();
+        let (active, free) = active_set(&x, &g, (&lo, &hi), pg.min(1e-3));
+        let arc = ArcSearch {
+            x: &x,
+            f,
+            g: &g,
+            active: &active,
+            lo: &lo,
+            hi: &hi,
+        };
         let accepted = loop {
-            // the direction
-            let mut dir: Vec<f64> = g.iter().map(|gi| -gi).collect();
-            if method != OptMethod::Gradient && !free.is_empty() {
-                let m = free.len();
-                let mut h = DMat::from_fn(m, m, |a, b| d.hessian[(free[a], free[b])]);
-                let sym = (&h + h.transpose()) * 0.5;
-                h = sym;
-                let chol = loop {
-                    let mut hm = h.clone();
-                    for a in 0..m {
-                        hm[(a, a)] += mu;
-                    }
-                    match hm.cholesky() {
-                        Some(c) => break Some(c),
-                        None if mu < MU_MAX => mu = (mu * 10.0).max(1e-8),
-                        None => break None,
-                    }
-                };
-                let Some(chol) = chol else {
-                    break None;
-                };
-                let gf = DVec::from_fn(m, |a, _| g[free[a]]);
-                let df = -chol.solve(&gf);
-                for (a, &i) in free.iter().enumerate() {
-                    dir[i] = df[a];
-                }
-            }
-            // the projection arc
-            let mut alpha = if method == OptMethod::Gradient {
+            let Some(dir) = direction(method, &g, &free, &d.hessian, &mut mu) else {
+                break None;
+            };
+            let alpha = if method == OptMethod::Gradient {
                 alpha0
             } else {
                 1.0
             };
-            let mut found = None;
-            while alpha > 1e-12 {
-                if deadline.is_some_and(|t| Instant::now() >= t) {
-                    break;
-                }
-                let trial: Vec<f64> = (0..n)
-                    .map(|i| (x[i] + alpha * dir[i]).clamp(lo[i], hi[i]))
-                    .collect();
-                let ft = obj.value(&trial).unwrap_or(f64::INFINITY);
-                let predicted: f64 = (0..n)
-                    .map(|i| {
-                        if active[i] {
-                            g[i] * (x[i] - trial[i])
-                        } else {
-                            -alpha * g[i] * dir[i]
-                        }
-                    })
-                    .sum();
-                if ft.is_finite() && f - ft >= SIGMA * predicted && ft <= f {
-                    found = Some((trial, ft, alpha));
-                    break;
-                }
-                alpha *= 0.5;
-            }
+            let found = arc.search(obj, &dir, alpha, deadline);
             match found {
                 Some(t) => break Some(t),
                 None if method != OptMethod::Gradient && mu < MU_MAX => {
@@ -219,6 +155,142 @@ pub(super) fn minimize(
                 );
             }
         }
+    }
+}
+
+/// The box of `obj` (unbounded where it has none) for `n` variables.
+fn bounds(obj: &Objective, n: usize) -> (Vec<f64>, Vec<f64>) {
+    obj.bounds()
+        .map(|(l, h)| (l.to_vec(), h.to_vec()))
+        .unwrap_or_else(|| (vec![f64::NEG_INFINITY; n], vec![f64::INFINITY; n]))
+}
+
+/// The value, gradient and Hessian `method` uses at `x` (the exact or the
+/// Gauss–Newton Hessian; none for `gradient`).
+fn derivatives(
+    obj: &Objective,
+    method: OptMethod,
+    x: &[f64],
+) -> Result<super::Derivatives, OptError> {
+    match method {
+        OptMethod::Newton => obj.hessian(x, HessianMethod::Adjoint),
+        OptMethod::GaussNewton => obj.gauss_newton(x),
+        _ => obj.gradient(x).map(|(value, gradient)| super::Derivatives {
+            value,
+            gradient,
+            hessian: DMat::zeros(0, 0),
+        }),
+    }
+}
+
+/// The active set at `x` (gradient `g`): the variables within `eps` of a
+/// bound of the box `(lo, hi)` whose gradient pushes them out; and the
+/// free set, the rest.
+fn active_set(
+    x: &[f64],
+    g: &[f64],
+    (lo, hi): (&[f64], &[f64]),
+    eps: f64,
+) -> (Vec<bool>, Vec<usize>) {
+    let n = x.len();
+    let active: Vec<bool> = (0..n)
+        .map(|i| (x[i] - lo[i] <= eps && g[i] > 0.0) || (hi[i] - x[i] <= eps && g[i] < 0.0))
+        .collect();
+    let free: Vec<usize> = (0..n).filter(|&i| !active[i]).collect();
+    (active, free)
+}
+
+/// The search direction: `−g`, on the free set (not for `gradient`)
+/// Newton's `−(H_FF + μ I)⁻¹ g_F`, `μ` raised until the Cholesky
+/// factorization succeeds; `None` when it fails at `μ ≥ MU_MAX`.
+fn direction(
+    method: OptMethod,
+    g: &[f64],
+    free: &[usize],
+    hessian: &DMat<f64>,
+    mu: &mut f64,
+) -> Option<Vec<f64>> {
+    let mut dir: Vec<f64> = g.iter().map(|gi| -gi).collect();
+    if method != OptMethod::Gradient && !free.is_empty() {
+        let m = free.len();
+        let mut h = DMat::from_fn(m, m, |a, b| hessian[(free[a], free[b])]);
+        let sym = (&h + h.transpose()) * 0.5;
+        h = sym;
+        let chol = loop {
+            let mut hm = h.clone();
+            for a in 0..m {
+                hm[(a, a)] += *mu;
+            }
+            match hm.cholesky() {
+                Some(c) => break Some(c),
+                None if *mu < MU_MAX => *mu = (*mu * 10.0).max(1e-8),
+                None => break None,
+            }
+        };
+        let chol = chol?;
+        let gf = DVec::from_fn(m, |a, _| g[free[a]]);
+        let df = -chol.solve(&gf);
+        for (a, &i) in free.iter().enumerate() {
+            dir[i] = df[a];
+        }
+    }
+    Some(dir)
+}
+
+/// The iterate of the projection arc search: `x`, its cost `f`, gradient
+/// `g` and active set, and the box `(lo, hi)`.
+struct ArcSearch<'a> {
+    x: &'a [f64],
+    f: f64,
+    g: &'a [f64],
+    active: &'a [bool],
+    lo: &'a [f64],
+    hi: &'a [f64],
+}
+
+impl ArcSearch<'_> {
+    /// The first step along the projection arc `P(x + α dir)`, `α = alpha,
+    /// alpha/2, …` down to 1e-12 (or until the `deadline`), that Bertsekas'
+    /// Armijo condition accepts: `(trial, its cost, α)`.
+    fn search(
+        &self,
+        obj: &Objective,
+        dir: &[f64],
+        mut alpha: f64,
+        deadline: Option<Instant>,
+    ) -> Option<(Vec<f64>, f64, f64)> {
+        let ArcSearch {
+            x,
+            f,
+            g,
+            active,
+            lo,
+            hi,
+        } = *self;
+        let n = x.len();
+        while alpha > 1e-12 {
+            if deadline.is_some_and(|t| Instant::now() >= t) {
+                break;
+            }
+            let trial: Vec<f64> = (0..n)
+                .map(|i| (x[i] + alpha * dir[i]).clamp(lo[i], hi[i]))
+                .collect();
+            let ft = obj.value(&trial).unwrap_or(f64::INFINITY);
+            let predicted: f64 = (0..n)
+                .map(|i| {
+                    if active[i] {
+                        g[i] * (x[i] - trial[i])
+                    } else {
+                        -alpha * g[i] * dir[i]
+                    }
+                })
+                .sum();
+            if ft.is_finite() && f - ft >= SIGMA * predicted && ft <= f {
+                return Some((trial, ft, alpha));
+            }
+            alpha *= 0.5;
+        }
+        None
     }
 }
 

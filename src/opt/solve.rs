@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use argmin::core::observers::{Observe, ObserverMode};
 use argmin::core::{
-    CostFunction, Error, Executor, Gradient, Hessian, KV, State, TerminationReason,
-    TerminationStatus,
+    CostFunction, Error, Executor, Gradient, Hessian, KV, OptimizationResult, State,
+    TerminationReason, TerminationStatus,
 };
 use argmin::solver::gradientdescent::SteepestDescent;
 use argmin::solver::linesearch::BacktrackingLineSearch;
@@ -16,6 +16,7 @@ use argmin::solver::quasinewton::LBFGS;
 use argmin::solver::trustregion::{Steihaug, TrustRegion};
 
 use super::cem::{self, CemParams};
+use super::projected::Ended;
 use super::{Derivatives, HessianMethod, Objective, OptError};
 
 /// An optimization method (module docs of [`crate::opt`]).
@@ -290,18 +291,7 @@ impl<I: State<Float = f64>> Observe<I> for Recorder {
 pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeReport, OptError> {
     let n = obj.dim();
     let x0 = vec![0.0; n];
-    let bar = if opts.progress {
-        let b = indicatif::ProgressBar::new(opts.max_iterations);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} iterations {msg} {elapsed}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = progress_bar(opts);
     let start = Instant::now();
     let c0 = obj.value(&x0)?;
     let scale = c0.abs().max(1e-300);
@@ -328,9 +318,6 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
         gradient_tolerance: gtol,
         max_seconds: opts.max_seconds,
     };
-    let mut error: Option<String> = None;
-    let termination: String;
-    let mut iterations = 0;
     let target = opts.target_cost;
     let max_iters = opts.max_iterations;
     macro_rules! run {
@@ -339,53 +326,16 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                 .configure(|s| s.param(x0.clone()).max_iters(max_iters).target_cost(target))
                 .add_observer(recorder, ObserverMode::Always)
                 .run();
-            match r {
-                Ok(res) => {
-                    iterations = res.state.get_iter();
-                    termination = match res.state.get_termination_status() {
-                        TerminationStatus::Terminated(TerminationReason::TargetCostReached) => {
-                            "target cost reached".into()
-                        }
-                        TerminationStatus::Terminated(TerminationReason::MaxItersReached) => {
-                            "iteration limit".into()
-                        }
-                        TerminationStatus::Terminated(TerminationReason::SolverConverged) => {
-                            "solver converged".into()
-                        }
-                        TerminationStatus::Terminated(TerminationReason::SolverExit(msg)) => {
-                            let s = shared.lock().unwrap_or_else(|e| e.into_inner());
-                            error = Some(match &s.last_error {
-                                Some(m) if !msg.contains(m.as_str()) => format!("{msg} ({m})"),
-                                _ => msg.clone(),
-                            });
-                            "stopped by an error".into()
-                        }
-                        other => format!("{other:?}"),
-                    };
-                }
-                Err(e) => {
-                    let s = shared.lock().unwrap_or_else(|e| e.into_inner());
-                    iterations = s.cost.len().saturating_sub(1) as u64;
-                    if e.to_string() == STOP {
-                        termination = s.stop.clone().unwrap_or_default();
-                    } else {
-                        termination = "stopped by an error".into();
-                        error = Some(match &s.last_error {
-                            Some(m) => format!("{e} ({m})"),
-                            None => e.to_string(),
-                        });
-                    }
-                }
-            }
+            argmin_ended(r, &shared)
         }};
     }
     let bounded = obj.bounds().is_some();
     if bounded && opts.method == OptMethod::Lbfgs {
         return Err(super::projected::refuse(opts.method));
     }
-    match opts.method {
+    let ended = match opts.method {
         OptMethod::Newton | OptMethod::GaussNewton | OptMethod::Gradient if bounded => {
-            let e = super::projected::minimize(
+            super::projected::minimize(
                 obj,
                 opts.method,
                 &shared,
@@ -395,10 +345,7 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
                 target,
                 max_iters,
                 opts.max_seconds,
-            );
-            termination = e.termination;
-            iterations = e.iterations;
-            error = e.error;
+            )
         }
         OptMethod::Newton | OptMethod::GaussNewton => {
             let tr = TrustRegion::new(Steihaug::new().with_max_iters(4 * n.max(1) as u64))
@@ -419,104 +366,225 @@ pub fn optimize(obj: &Objective, opts: &OptimizeOptions) -> Result<OptimizeRepor
             );
             run!(SteepestDescent::new(ls))
         }
-        OptMethod::Ddp => {
-            let mut ddp = super::ddp::Ddp::new(obj)?;
-            let deadline = opts
-                .max_seconds
-                .map(|m| start + std::time::Duration::from_secs_f64(m));
-            let mut delta = x0.clone();
-            let mut cost = c0;
-            let mut it = 0u64;
-            termination = loop {
-                if cost <= target {
-                    break "target cost reached".into();
+        OptMethod::Ddp => run_ddp(obj, opts, &shared, (&x0, c0), gtol, start)?,
+        OptMethod::Cem => run_cem(obj, opts, &shared, &x0),
+    };
+    report(obj, opts, &shared, ended, start, (gtol, scale))
+}
+
+/// The progress bar of a run (hidden without `opts.progress`).
+fn progress_bar(opts: &OptimizeOptions) -> indicatif::ProgressBar {
+    if opts.progress {
+        let b = indicatif::ProgressBar::new(opts.max_iterations);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} iterations {msg} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    }
+}
+
+/// How an argmin run ended: its termination reason, its iterations and
+/// the error that stopped it (with the last simulation error recorded in
+/// `shared`).
+fn argmin_ended<S, I: State>(
+    r: Result<OptimizationResult<Problem<'_>, S, I>, Error>,
+    shared: &Mutex<Shared>,
+) -> Ended {
+    let mut error: Option<String> = None;
+    let termination: String;
+    let iterations;
+    match r {
+        Ok(res) => {
+            iterations = res.state.get_iter();
+            termination = match res.state.get_termination_status() {
+                TerminationStatus::Terminated(TerminationReason::TargetCostReached) => {
+                    "target cost reached".into()
                 }
-                if it >= max_iters {
-                    break "iteration limit".into();
+                TerminationStatus::Terminated(TerminationReason::MaxItersReached) => {
+                    "iteration limit".into()
                 }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    break format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
+                TerminationStatus::Terminated(TerminationReason::SolverConverged) => {
+                    "solver converged".into()
                 }
-                match ddp.iterate(&delta, cost, gtol, deadline) {
-                    Err(e) => {
-                        error = Some(e.to_string());
-                        break "stopped by an error".into();
-                    }
-                    Ok(r) if r.converged => {
-                        let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
-                        s.converged = true;
-                        break format!(
-                            "first-order optimality: {}gradient norm {:.3e} <= {gtol:.3e} (tolerance x cost scale)",
-                            if bounded { "projected " } else { "" },
-                            ddp.gradient_norm
-                        );
-                    }
-                    Ok(r) => {
-                        it += 1;
-                        let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
-                        if r.accepted {
-                            delta = r.delta;
-                            cost = r.cost;
-                            s.offer(&delta, cost);
-                        }
-                        s.record(it);
-                        if !r.accepted {
-                            if ddp.out_of_time {
-                                break format!(
-                                    "time budget of {} s used",
-                                    opts.max_seconds.unwrap_or(0.0)
-                                );
-                            }
-                            break format!("no decrease found (regularization {:.1e})", ddp.mu);
-                        }
-                    }
+                TerminationStatus::Terminated(TerminationReason::SolverExit(msg)) => {
+                    let s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                    error = Some(match &s.last_error {
+                        Some(m) if !msg.contains(m.as_str()) => format!("{msg} ({m})"),
+                        _ => msg.clone(),
+                    });
+                    "stopped by an error".into()
                 }
+                other => format!("{other:?}"),
             };
-            iterations = it;
         }
-        OptMethod::Cem => {
-            let sh = shared.clone();
-            let mut cost = |p: &[f64]| -> Option<f64> {
-                let r = obj.value(p);
-                let mut s = sh.lock().unwrap_or_else(|e| e.into_inner());
-                match r {
-                    Ok(c) => {
-                        s.offer(p, c);
-                        Some(c)
-                    }
-                    Err(e) => {
-                        s.last_error = Some(e.to_string());
-                        None
-                    }
-                }
-            };
-            let mut reason = String::new();
-            let mut stop = |it: usize, best: f64| -> bool {
-                let mut s = sh.lock().unwrap_or_else(|e| e.into_inner());
-                let t = s.start.elapsed().as_secs_f64();
-                s.cost.push(best);
-                s.times.push(t);
-                s.bar.set_position(it as u64);
-                s.bar.set_message(format!("cost {best:.3e}"));
-                iterations = it as u64;
-                if best <= target {
-                    reason = "target cost reached".into();
-                    true
-                } else if it as u64 >= max_iters {
-                    reason = "iteration limit".into();
-                    true
-                } else if opts.max_seconds.is_some_and(|m| t >= m) {
-                    reason = format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
-                    true
-                } else {
-                    false
-                }
-            };
-            let project = |p: &mut [f64]| obj.project(p);
-            cem::minimize(&mut cost, &x0, &opts.cem, &mut stop, &project);
-            termination = reason;
+        Err(e) => {
+            let s = shared.lock().unwrap_or_else(|e| e.into_inner());
+            iterations = s.cost.len().saturating_sub(1) as u64;
+            if e.to_string() == STOP {
+                termination = s.stop.clone().unwrap_or_default();
+            } else {
+                termination = "stopped by an error".into();
+                error = Some(match &s.last_error {
+                    Some(m) => format!("{e} ({m})"),
+                    None => e.to_string(),
+                });
+            }
         }
     }
+    Ended {
+        termination,
+        iterations,
+        error,
+    }
+}
+
+/// Full DDP from `x0` (cost `c0`) until the target cost, the iteration
+/// limit, the time budget, first-order optimality or no decrease.
+fn run_ddp(
+    obj: &Objective,
+    opts: &OptimizeOptions,
+    shared: &Mutex<Shared>,
+    (x0, c0): (&[f64], f64),
+    gtol: f64,
+    start: Instant,
+) -> Result<Ended, OptError> {
+    let (target, max_iters) = (opts.target_cost, opts.max_iterations);
+    let bounded = obj.bounds().is_some();
+    let mut error: Option<String> = None;
+    let mut ddp = super::ddp::Ddp::new(obj)?;
+    let deadline = opts
+        .max_seconds
+        .map(|m| start + std::time::Duration::from_secs_f64(m));
+    let mut delta = x0.to_vec();
+    let mut cost = c0;
+    let mut it = 0u64;
+    let termination = loop {
+        if cost <= target {
+            break "target cost reached".into();
+        }
+        if it >= max_iters {
+            break "iteration limit".into();
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
+        }
+        match ddp.iterate(&delta, cost, gtol, deadline) {
+            Err(e) => {
+                error = Some(e.to_string());
+                break "stopped by an error".into();
+            }
+            Ok(r) if r.converged => {
+                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                s.converged = true;
+                break format!(
+                    "first-order optimality: {}gradient norm {:.3e} <= {gtol:.3e} (tolerance x cost scale)",
+                    if bounded { "projected " } else { "" },
+                    ddp.gradient_norm
+                );
+            }
+            Ok(r) => {
+                it += 1;
+                let mut s = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if r.accepted {
+                    delta = r.delta;
+                    cost = r.cost;
+                    s.offer(&delta, cost);
+                }
+                s.record(it);
+                if !r.accepted {
+                    if ddp.out_of_time {
+                        break format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
+                    }
+                    break format!("no decrease found (regularization {:.1e})", ddp.mu);
+                }
+            }
+        }
+    };
+    Ok(Ended {
+        termination,
+        iterations: it,
+        error,
+    })
+}
+
+/// The cross-entropy method from `x0` until the target cost, the
+/// iteration limit or the time budget.
+fn run_cem(
+    obj: &Objective,
+    opts: &OptimizeOptions,
+    shared: &Arc<Mutex<Shared>>,
+    x0: &[f64],
+) -> Ended {
+    let (target, max_iters) = (opts.target_cost, opts.max_iterations);
+    let mut iterations = 0;
+    let sh = shared.clone();
+    let mut cost = |p: &[f64]| -> Option<f64> {
+        let r = obj.value(p);
+        let mut s = sh.lock().unwrap_or_else(|e| e.into_inner());
+        match r {
+            Ok(c) => {
+                s.offer(p, c);
+                Some(c)
+            }
+            Err(e) => {
+                s.last_error = Some(e.to_string());
+                None
+            }
+        }
+    };
+    let mut reason = String::new();
+    let mut stop = |it: usize, best: f64| -> bool {
+        let mut s = sh.lock().unwrap_or_else(|e| e.into_inner());
+        let t = s.start.elapsed().as_secs_f64();
+        s.cost.push(best);
+        s.times.push(t);
+        s.bar.set_position(it as u64);
+        s.bar.set_message(format!("cost {best:.3e}"));
+        iterations = it as u64;
+        if best <= target {
+            reason = "target cost reached".into();
+            true
+        } else if it as u64 >= max_iters {
+            reason = "iteration limit".into();
+            true
+        } else if opts.max_seconds.is_some_and(|m| t >= m) {
+            reason = format!("time budget of {} s used", opts.max_seconds.unwrap_or(0.0));
+            true
+        } else {
+            false
+        }
+    };
+    let project = |p: &mut [f64]| obj.project(p);
+    cem::minimize(&mut cost, x0, &opts.cem, &mut stop, &project);
+    Ended {
+        termination: reason,
+        iterations,
+        error: None,
+    }
+}
+
+/// The report of a run that ended as `ended`: the best point found, its
+/// gradient norm, whether it converged (relative to the cost scale
+/// `scale`, `gtol` the gradient tolerance) and its solution.
+fn report(
+    obj: &Objective,
+    opts: &OptimizeOptions,
+    shared: &Mutex<Shared>,
+    ended: Ended,
+    start: Instant,
+    (gtol, scale): (f64, f64),
+) -> Result<OptimizeReport, OptError> {
+    let Ended {
+        termination,
+        iterations,
+        error,
+    } = ended;
+    let target = opts.target_cost;
     let wall_seconds = start.elapsed().as_secs_f64();
     let s = shared.lock().unwrap_or_else(|e| e.into_inner());
     s.bar.finish_and_clear();

@@ -312,19 +312,85 @@ pub fn detect_into<T: Scalar>(
 ) {
     let nb = p.model.bodies.len();
     out.clear();
-    let features = &mut scratch.features;
-    // One pair of shapes: its closed-form features below `limit`, or (no
-    // closed form) its pairs of convex parts that may come within `limit`
-    // (`conic`). Never skipped.
-    let smoothing = conic::smoothing(p.params.rho);
-    let mut push = |a: usize,
-                    link: Option<usize>,
-                    b: Partner,
-                    sa: &Shape<T>,
-                    pa: &Pose<T>,
-                    sb: &Shape<T>,
-                    pb: &Pose<T>,
-                    limit: f64| {
+    let mut pairs = PairPush {
+        p,
+        features: &mut scratch.features,
+        out,
+        smoothing: conic::smoothing(p.params.rho),
+    };
+    // Bodies against static geometry (few statics: every pair).
+    for i in 0..nb {
+        let Some(sa) = &p.shapes[i] else { continue };
+        let pose = body_pose(p, q, i);
+        for (j, st) in p.statics.iter().enumerate() {
+            pairs.push(
+                (i, None),
+                Partner::Static(j),
+                (sa, &pose),
+                (&st.shape, &st.pose),
+                margin + reach[i],
+            );
+        }
+    }
+    // Robot link shapes against static geometry and free bodies (every
+    // pair: few link shapes).
+    if !p.link_shapes.is_empty() {
+        pairs.link_shapes(q, reach, link_reach, margin);
+    }
+    // Body pairs through the broad phase (a shape without a bounding
+    // ball, e.g. an open polytope, meets every other).
+    let (ids, boxes) = (&mut scratch.ids, &mut scratch.boxes);
+    ids.clear();
+    boxes.clear();
+    for i in 0..nb {
+        if p.shapes[i].is_some() {
+            let r = shape_radius(p.shapes[i].as_ref().unwrap());
+            let k = p.model.bodies[i].idx_q;
+            let c = [q[k].re(), q[k + 1].re(), q[k + 2].re()];
+            ids.push(i);
+            boxes.push(Aabb::ball(c, r + 0.5 * margin + reach[i]));
+        }
+    }
+    sweep_and_prune_into(boxes, &mut scratch.sweep, &mut scratch.pairs);
+    for &(bi, bj) in &scratch.pairs {
+        let (i, j) = (ids[bi], ids[bj]);
+        let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
+        pairs.push(
+            (i, None),
+            Partner::Body(j),
+            (sa, &body_pose(p, q, i)),
+            (sb, &body_pose(p, q, j)),
+            margin + reach[i] + reach[j],
+        );
+    }
+}
+
+/// The candidates of one pair of shapes at a time, into `out` (the
+/// step of [`detect_into`] for every pair it tests).
+struct PairPush<'a, 'p, T: Scalar> {
+    p: &'a StepProblem<'p, T>,
+    /// The closed-form features of the current pair (reused buffer).
+    features: &'a mut Vec<(usize, Contact<T>)>,
+    out: &'a mut Vec<Candidate<T>>,
+    /// The conic smoothing of the pairs without a closed form.
+    smoothing: f64,
+}
+
+impl<T: Scalar> PairPush<'_, '_, T> {
+    /// One pair of shapes, body `a` (or link shape `link` on it) against
+    /// `b`: its closed-form features below `limit`, or (no closed form) its
+    /// pairs of convex parts that may come within `limit` (`conic`). Never
+    /// skipped.
+    fn push(
+        &mut self,
+        (a, link): (usize, Option<usize>),
+        b: Partner,
+        (sa, pa): (&Shape<T>, &Pose<T>),
+        (sb, pb): (&Shape<T>, &Pose<T>),
+        limit: f64,
+    ) {
+        let (p, features, out, smoothing) =
+            (self.p, &mut *self.features, &mut *self.out, self.smoothing);
         let mu = pair_mu(p, a, b);
         let law = friction_law(p, mu.re());
         let closed = !conic::near_parallel_capsules(sa, pa, sb, pb)
@@ -373,27 +439,14 @@ pub fn detect_into<T: Scalar>(
                 }
             }
         }
-    };
-    // Bodies against static geometry (few statics: every pair).
-    for i in 0..nb {
-        let Some(sa) = &p.shapes[i] else { continue };
-        let pose = body_pose(p, q, i);
-        for (j, st) in p.statics.iter().enumerate() {
-            push(
-                i,
-                None,
-                Partner::Static(j),
-                sa,
-                &pose,
-                &st.shape,
-                &st.pose,
-                margin + reach[i],
-            );
-        }
     }
-    // Robot link shapes against static geometry and free bodies (every
-    // pair: few link shapes).
-    if !p.link_shapes.is_empty() {
+
+    /// The robot link shapes (of links of robots that are island units) at
+    /// configuration `q` against static geometry and the lone free bodies
+    /// (every pair: few link shapes).
+    fn link_shapes(&mut self, q: &DVec<T>, reach: &[f64], link_reach: &[f64], margin: f64) {
+        let p = self.p;
+        let nb = p.model.bodies.len();
         let units = robot_units(p.model);
         let lone = p.model.lone_free_bodies();
         let mut in_unit = vec![false; nb];
@@ -411,14 +464,11 @@ pub fn detect_into<T: Scalar>(
             let pose = data.omi[ls.body] * ls.pose;
             let r = link_reach.get(k).copied().unwrap_or(0.0);
             for (j, st) in p.statics.iter().enumerate() {
-                push(
-                    ls.body,
-                    Some(k),
+                self.push(
+                    (ls.body, Some(k)),
                     Partner::Static(j),
-                    &ls.shape,
-                    &pose,
-                    &st.shape,
-                    &st.pose,
+                    (&ls.shape, &pose),
+                    (&st.shape, &st.pose),
                     margin + r,
                 );
             }
@@ -427,46 +477,14 @@ pub fn detect_into<T: Scalar>(
                 if !lone[j] {
                     continue;
                 }
-                push(
-                    ls.body,
-                    Some(k),
+                self.push(
+                    (ls.body, Some(k)),
                     Partner::Body(j),
-                    &ls.shape,
-                    &pose,
-                    sb,
-                    &body_pose(p, q, j),
+                    (&ls.shape, &pose),
+                    (sb, &body_pose(p, q, j)),
                     margin + r + reach[j],
                 );
             }
         }
-    }
-    // Body pairs through the broad phase (a shape without a bounding
-    // ball, e.g. an open polytope, meets every other).
-    let (ids, boxes) = (&mut scratch.ids, &mut scratch.boxes);
-    ids.clear();
-    boxes.clear();
-    for i in 0..nb {
-        if p.shapes[i].is_some() {
-            let r = shape_radius(p.shapes[i].as_ref().unwrap());
-            let k = p.model.bodies[i].idx_q;
-            let c = [q[k].re(), q[k + 1].re(), q[k + 2].re()];
-            ids.push(i);
-            boxes.push(Aabb::ball(c, r + 0.5 * margin + reach[i]));
-        }
-    }
-    sweep_and_prune_into(boxes, &mut scratch.sweep, &mut scratch.pairs);
-    for &(bi, bj) in &scratch.pairs {
-        let (i, j) = (ids[bi], ids[bj]);
-        let (sa, sb) = (p.shapes[i].as_ref().unwrap(), p.shapes[j].as_ref().unwrap());
-        push(
-            i,
-            None,
-            Partner::Body(j),
-            sa,
-            &body_pose(p, q, i),
-            sb,
-            &body_pose(p, q, j),
-            margin + reach[i] + reach[j],
-        );
     }
 }

@@ -160,8 +160,8 @@ use crate::contact::candidates::silico::conic_inradius;
 use super::solver::{self, LcpError, Status};
 use crate::contact::candidates::{candidates_into, DetectScratch, Partner};
 use crate::contact::delassus;
-use crate::contact::island::{islands, UnitKind};
-use crate::contact::space::evaluate::evaluate;
+use crate::contact::island::{islands, Island, UnitKind};
+use crate::contact::space::evaluate::{evaluate, Eval};
 use crate::contact::{ContactBackend, ContactImpulse, SolveError, StepProblem, StepSolution};
 use crate::dynamics::free::world_inertia;
 use crate::geometry::Shape;
@@ -644,24 +644,7 @@ fn impact<T: Scalar>(
     p: &StepProblem<'_, T>,
     later: &[(usize, Partner)],
 ) -> Result<(DVec<T>, Vec<ContactImpulse<T>>, usize), SolveError> {
-    let cands = delassus::with_primal(p, |pf| -> Result<_, SolveError> {
-        let mut detect = DetectScratch::default();
-        let mut cands = Vec::new();
-        candidates_into(pf, TOUCH, &mut detect, &mut cands);
-        delassus::metric_conic(&mut cands);
-        let mut keep = Vec::new();
-        for island in islands(pf.model, cands) {
-            let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;
-            for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
-                let own = c.link.is_none()
-                    && later.iter().any(|&pair| same_pair(pair, c.a, c.b));
-                if ce.contact.gap <= TOUCH && !own {
-                    keep.push(c.clone());
-                }
-            }
-        }
-        Ok(keep)
-    })?;
+    let cands = touching(p, later)?;
     let mut v_next = p.v.clone();
     let mut out = Vec::new();
     let mut iters = 0;
@@ -672,48 +655,11 @@ fn impact<T: Scalar>(
         }
         let ev = evaluate(p, &island, &DVec::zeros(n), &delassus::zero_xs(&island))?;
         // Mass matrix (block diagonal per unit) and W (3m × n) at q_c.
-        let mut mass = DMat::<T>::zeros(n, n);
-        for u in &island.units {
-            let UnitKind::Body(g) = u.kind else {
-                return Err(SolveError::Unsupported {
-                    backend: Lcp::NAME,
-                    what: "continuous collision with articulated robots (ccd = true steps free bodies only)",
-                });
-            };
-            let o = u.offset;
-            for d in 0..3 {
-                mass[(o + d, o + d)] = p.model.bodies[g].inertia.mass;
-            }
-            let iw = world_inertia(p.model, g, p.q);
-            mass.view_mut((o + 3, o + 3), (3, 3)).copy_from(&iw);
-        }
-        let mut w = DMat::<T>::zeros(3 * m, n);
-        for (c, ce) in ev.contacts.iter().enumerate() {
-            for (u, blk) in &ce.blocks {
-                let o = island.units[*u].offset;
-                for r in 0..3 {
-                    for k in 0..blk.ncols() {
-                        w[(3 * c + r, o + k)] += blk[(r, k)];
-                    }
-                }
-            }
-        }
+        let mass = island_mass(p, &island)?;
+        let w = impulse_map(&island, &ev, n);
         let vm = island.gather(p.v);
         let wv = &w * &vm;
-        let bias: Vec<T> = island
-            .contacts
-            .iter()
-            .enumerate()
-            .map(|(k, c)| {
-                let vn = wv[3 * k];
-                let e = delassus::pair_restitution(p, c.a, c.b);
-                if vn.re() < 0.0 {
-                    e * vn
-                } else {
-                    T::zero()
-                }
-            })
-            .collect();
+        let bias = impact_bias(p, &island, &wv);
         let mus: Vec<T> = island.contacts.iter().map(|c| c.mu).collect();
         // The boxed LCP on primal values: A = W M⁻¹ Wᵀ, b = W v⁻ + bias.
         let re = |x: &DMat<T>| x.map(|x| x.re());
@@ -729,110 +675,15 @@ fn impact<T: Scalar>(
             c[3 * k] += bias[k].re();
         }
         let muf: Vec<f64> = mus.iter().map(|x| x.re()).collect();
-        let (lo, hi, fi) = super::bounds(&muf);
-        let prob = solver::Problem {
-            a: &a,
-            b: &c,
-            lo: &lo,
-            hi: &hi,
-            findex: &fi,
-        };
-        let mut ws = solver::Workspace::new(3 * m);
-        let st = match solver::solve(&prob, &lcp.options(), None, &mut ws) {
-            Ok(st) => st,
-            // a malformed impact LCP (a non-finite or negative friction
-            // bound, a non-finite entry) is invalid input, not singular
-            Err(LcpError::Invalid(what)) => {
-                return Err(SolveError::InvalidInput {
-                    backend: Lcp::NAME,
-                    what,
-                })
-            }
-            Err(LcpError::Unsolved {
-                residual,
-                iterations,
-                ..
-            }) => {
-                return Err(SolveError::MaxIterations {
-                    iters: iterations,
-                    residual,
-                    complementarity: residual,
-                })
-            }
-        };
-        iters += st.pivots + st.exhaustive_tried + st.pgs_sweeps;
-        let f0 = ws.x.clone();
-        // The active set's rows, K y = b, in T.
-        let dim = n + 3 * m;
-        let mut kk = DMat::<T>::zeros(dim, dim);
-        let mut rhs = DVec::<T>::zeros(dim);
-        kk.view_mut((0, 0), (n, n)).copy_from(&mass);
-        kk.view_mut((0, n), (n, 3 * m))
-            .copy_from(&(-w.transpose()));
-        rhs.rows_mut(0, n).copy_from(&(&mass * &vm));
-        // the primal slip after the impact, for the friction rows of a
-        // frictionless contact (below)
+        let (f0, it) = primal_impulses(lcp, &a, &c, &muf)?;
+        iters += it;
+        // The active set's rows, K y = b, in T; the primal slip after the
+        // impact, for the friction rows of a frictionless contact.
         let slip = &wf * (vm.map(|x| x.re()) + &minv_wt * &f0);
-        for k in 0..m {
-            let fk = nalgebra::Vector3::new(f0[3 * k], f0[3 * k + 1], f0[3 * k + 2]);
-            let sts = super::statuses(muf[k], &fk);
-            // μ = 0 with a pressing normal impulse puts f_t = 0 on both
-            // bounds at once. Where the contact does not slip (a head-on
-            // impact), f_t is 0 on a whole neighbourhood: for μ > 0 it
-            // sticks with f_t = 0, and at μ = 0 any other input leaves
-            // f_t = 0. Its row is then `f_t = 0` (both partials zero):
-            // the bound's row `f_t = ±μ f_n` would give `∂f_t/∂μ = ±f_n`,
-            // the sticking row `W_t v' = 0` a spin from a lateral offset
-            // that a frictionless contact cannot make.
-            let pinned = |d: usize| {
-                muf[k] == 0.0
-                    && sts[0] == Status::Free
-                    && slip[3 * k + d].abs() <= 1e-12 * (1.0 + slip.rows(3 * k, 3).amax())
-            };
-            for d in 0..3 {
-                let row = n + 3 * k + d;
-                match (d, sts[d]) {
-                    (1 | 2, _) if pinned(d) => kk[(row, n + 3 * k + d)] = T::one(),
-                    // w_d = 0: W_d v' = −bias
-                    (_, Status::Free) => {
-                        for j in 0..n {
-                            kk[(row, j)] = w[(3 * k + d, j)];
-                        }
-                        if d == 0 {
-                            rhs[row] = -bias[k];
-                        }
-                    }
-                    (0, _) => kk[(row, n + 3 * k)] = T::one(),
-                    (_, Status::Hi) => {
-                        kk[(row, n + 3 * k + d)] = T::one();
-                        kk[(row, n + 3 * k)] = -mus[k];
-                    }
-                    (_, _) => {
-                        kk[(row, n + 3 * k + d)] = T::one();
-                        kk[(row, n + 3 * k)] = mus[k];
-                    }
-                }
-            }
-        }
+        let (kk, rhs) = active_set_rows((&mass, &w, &vm), (&bias, &mus, &muf), &f0, &slip);
         let k0inv = delassus::pinv(&re(&kk))?;
         let v0 = vm.map(|x| x.re()) + &minv_wt * &f0;
-        let mut y = DVec::<T>::zeros(dim);
-        for i in 0..n {
-            y[i] = T::from_re(v0[i]);
-        }
-        for i in 0..3 * m {
-            y[n + i] = T::from_re(f0[i]);
-        }
-        for _ in 0..=T::DERIVATIVE_ORDER {
-            let r = &kk * &y - &rhs;
-            for i in 0..dim {
-                let mut acc = T::zero();
-                for j in 0..dim {
-                    acc += T::from_re(k0inv[(i, j)]) * r[j];
-                }
-                y[i] -= acc;
-            }
-        }
+        let y = refined((&kk, &rhs, &k0inv), &v0, &f0);
         island.scatter(&y.rows(0, n).into_owned(), &mut v_next);
         for (k, (cand, ce)) in island.contacts.iter().zip(&ev.contacts).enumerate() {
             let f = [y[n + 3 * k], y[n + 3 * k + 1], y[n + 3 * k + 2]];
@@ -852,6 +703,227 @@ fn impact<T: Scalar>(
         }
     }
     Ok((v_next, out, iters))
+}
+
+/// The touching contacts at `(q_c, v⁻)` on primal values (gap ≤
+/// [`TOUCH`]), without those of the pairs in `later`.
+fn touching<T: Scalar>(
+    p: &StepProblem<'_, T>,
+    later: &[(usize, Partner)],
+) -> Result<Vec<crate::contact::candidates::Candidate<f64>>, SolveError> {
+    delassus::with_primal(p, |pf| -> Result<_, SolveError> {
+        let mut detect = DetectScratch::default();
+        let mut cands = Vec::new();
+        candidates_into(pf, TOUCH, &mut detect, &mut cands);
+        delassus::metric_conic(&mut cands);
+        let mut keep = Vec::new();
+        for island in islands(pf.model, cands) {
+            let ev = evaluate(pf, &island, &DVec::zeros(island.dim()), &delassus::zero_xs(&island))?;
+            for (c, ce) in island.contacts.iter().zip(&ev.contacts) {
+                let own = c.link.is_none()
+                    && later.iter().any(|&pair| same_pair(pair, c.a, c.b));
+                if ce.contact.gap <= TOUCH && !own {
+                    keep.push(c.clone());
+                }
+            }
+        }
+        Ok(keep)
+    })
+}
+
+/// The mass matrix of an island of free bodies at `q_c` (block diagonal
+/// per unit: the mass, the world inertia); articulated robots are
+/// unsupported.
+fn island_mass<T: Scalar>(p: &StepProblem<'_, T>, island: &Island<T>) -> Result<DMat<T>, SolveError> {
+    let n = island.dim();
+    let mut mass = DMat::<T>::zeros(n, n);
+    for u in &island.units {
+        let UnitKind::Body(g) = u.kind else {
+            return Err(SolveError::Unsupported {
+                backend: Lcp::NAME,
+                what: "continuous collision with articulated robots (ccd = true steps free bodies only)",
+            });
+        };
+        let o = u.offset;
+        for d in 0..3 {
+            mass[(o + d, o + d)] = p.model.bodies[g].inertia.mass;
+        }
+        let iw = world_inertia(p.model, g, p.q);
+        mass.view_mut((o + 3, o + 3), (3, 3)).copy_from(&iw);
+    }
+    Ok(mass)
+}
+
+/// The impulse map `W` (3m × n) of the island's contacts at `q_c`.
+fn impulse_map<T: Scalar>(island: &Island<T>, ev: &Eval<T>, n: usize) -> DMat<T> {
+    let m = island.contacts.len();
+    let mut w = DMat::<T>::zeros(3 * m, n);
+    for (c, ce) in ev.contacts.iter().enumerate() {
+        for (u, blk) in &ce.blocks {
+            let o = island.units[*u].offset;
+            for r in 0..3 {
+                for k in 0..blk.ncols() {
+                    w[(3 * c + r, o + k)] += blk[(r, k)];
+                }
+            }
+        }
+    }
+    w
+}
+
+/// Newton's restitution term of each contact, `e min(W_n v⁻, 0)` (`wv`
+/// is `W v⁻`).
+fn impact_bias<T: Scalar>(p: &StepProblem<'_, T>, island: &Island<T>, wv: &DVec<T>) -> Vec<T> {
+    island
+        .contacts
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let vn = wv[3 * k];
+            let e = delassus::pair_restitution(p, c.a, c.b);
+            if vn.re() < 0.0 {
+                e * vn
+            } else {
+                T::zero()
+            }
+        })
+        .collect()
+}
+
+/// The boxed LCP `A f + b` (friction coefficients `muf`) on primal values,
+/// solved: the impulses and the solver's work (pivots, exhaustive
+/// tries, PGS sweeps).
+fn primal_impulses(
+    lcp: &Lcp,
+    a: &DMat<f64>,
+    c: &DVec<f64>,
+    muf: &[f64],
+) -> Result<(DVec<f64>, usize), SolveError> {
+    let m = muf.len();
+    let (lo, hi, fi) = super::bounds(muf);
+    let prob = solver::Problem {
+        a,
+        b: c,
+        lo: &lo,
+        hi: &hi,
+        findex: &fi,
+    };
+    let mut ws = solver::Workspace::new(3 * m);
+    let st = match solver::solve(&prob, &lcp.options(), None, &mut ws) {
+        Ok(st) => st,
+        // a malformed impact LCP (a non-finite or negative friction
+        // bound, a non-finite entry) is invalid input, not singular
+        Err(LcpError::Invalid(what)) => {
+            return Err(SolveError::InvalidInput {
+                backend: Lcp::NAME,
+                what,
+            })
+        }
+        Err(LcpError::Unsolved {
+            residual,
+            iterations,
+            ..
+        }) => {
+            return Err(SolveError::MaxIterations {
+                iters: iterations,
+                residual,
+                complementarity: residual,
+            })
+        }
+    };
+    Ok((ws.x.clone(), st.pivots + st.exhaustive_tried + st.pgs_sweeps))
+}
+
+/// The rows of the impulses' active set, `K y = b` in `y = (v', f)`: the
+/// impact law's `M v' − Wᵀ f = M v⁻` (`mass`, `w`, `vm`) and per contact
+/// row the row its status at the primal impulses `f0` gives (`bias`, the
+/// friction coefficients `mus` and their primal values `muf`; `slip` the
+/// primal slip after the impact): `(K, b)`.
+fn active_set_rows<T: Scalar>(
+    (mass, w, vm): (&DMat<T>, &DMat<T>, &DVec<T>),
+    (bias, mus, muf): (&[T], &[T], &[f64]),
+    f0: &DVec<f64>,
+    slip: &DVec<f64>,
+) -> (DMat<T>, DVec<T>) {
+    let (n, m) = (mass.nrows(), muf.len());
+    let dim = n + 3 * m;
+    let mut kk = DMat::<T>::zeros(dim, dim);
+    let mut rhs = DVec::<T>::zeros(dim);
+    kk.view_mut((0, 0), (n, n)).copy_from(mass);
+    kk.view_mut((0, n), (n, 3 * m))
+        .copy_from(&(-w.transpose()));
+    rhs.rows_mut(0, n).copy_from(&(mass * vm));
+    for k in 0..m {
+        let fk = nalgebra::Vector3::new(f0[3 * k], f0[3 * k + 1], f0[3 * k + 2]);
+        let sts = super::statuses(muf[k], &fk);
+        // μ = 0 with a pressing normal impulse puts f_t = 0 on both
+        // bounds at once. Where the contact does not slip (a head-on
+        // impact), f_t is 0 on a whole neighbourhood: for μ > 0 it
+        // sticks with f_t = 0, and at μ = 0 any other input leaves
+        // f_t = 0. Its row is then `f_t = 0` (both partials zero):
+        // the bound's row `f_t = ±μ f_n` would give `∂f_t/∂μ = ±f_n`,
+        // the sticking row `W_t v' = 0` a spin from a lateral offset
+        // that a frictionless contact cannot make.
+        let pinned = |d: usize| {
+            muf[k] == 0.0
+                && sts[0] == Status::Free
+                && slip[3 * k + d].abs() <= 1e-12 * (1.0 + slip.rows(3 * k, 3).amax())
+        };
+        for d in 0..3 {
+            let row = n + 3 * k + d;
+            match (d, sts[d]) {
+                (1 | 2, _) if pinned(d) => kk[(row, n + 3 * k + d)] = T::one(),
+                // w_d = 0: W_d v' = −bias
+                (_, Status::Free) => {
+                    for j in 0..n {
+                        kk[(row, j)] = w[(3 * k + d, j)];
+                    }
+                    if d == 0 {
+                        rhs[row] = -bias[k];
+                    }
+                }
+                (0, _) => kk[(row, n + 3 * k)] = T::one(),
+                (_, Status::Hi) => {
+                    kk[(row, n + 3 * k + d)] = T::one();
+                    kk[(row, n + 3 * k)] = -mus[k];
+                }
+                (_, _) => {
+                    kk[(row, n + 3 * k + d)] = T::one();
+                    kk[(row, n + 3 * k)] = mus[k];
+                }
+            }
+        }
+    }
+    (kk, rhs)
+}
+
+/// `y = (v', f)` from the primal solution `(v0, f0)`, refined by
+/// `DERIVATIVE_ORDER + 1` steps `y ← y − K₀⁺ (K y − b)` (`k0inv` the
+/// pseudo-inverse of the primal `K`).
+fn refined<T: Scalar>(
+    (kk, rhs, k0inv): (&DMat<T>, &DVec<T>, &DMat<f64>),
+    v0: &DVec<f64>,
+    f0: &DVec<f64>,
+) -> DVec<T> {
+    let (n, dim) = (v0.len(), rhs.len());
+    let mut y = DVec::<T>::zeros(dim);
+    for i in 0..n {
+        y[i] = T::from_re(v0[i]);
+    }
+    for i in 0..dim - n {
+        y[n + i] = T::from_re(f0[i]);
+    }
+    for _ in 0..=T::DERIVATIVE_ORDER {
+        let r = kk * &y - rhs;
+        for i in 0..dim {
+            let mut acc = T::zero();
+            for j in 0..dim {
+                acc += T::from_re(k0inv[(i, j)]) * r[j];
+            }
+            y[i] -= acc;
+        }
+    }
+    y
 }
 
 /// The split step (module docs) in any scalar.

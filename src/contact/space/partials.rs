@@ -166,36 +166,7 @@ pub fn kernel_partials(
     let h = p.h;
     let mut out = DMat::zeros(y.len(), params.len());
 
-    // Dynamics rows.
-    for (bi, b) in model.bodies.iter().enumerate() {
-        let (kq, kv) = (b.idx_q, b.idx_v);
-        let r = [p.q[kq + 3], p.q[kq + 4], p.q[kq + 5], p.q[kq + 6]];
-        let v: [f64; 6] = core::array::from_fn(|d| p.v[kv + d]);
-        let v1: [f64; 6] = core::array::from_fn(|d| y[kv + d]);
-        let u: [f64; 6] = core::array::from_fn(|d| p.u[kv + d]);
-        let ib = b.inertia.inertia;
-        let ibs: [f64; 9] = core::array::from_fn(|k| ib[(k / 3, k % 3)]);
-        let g = [p.gravity.x, p.gravity.y, p.gravity.z];
-        phi_scalar_check(&v, &v1, h, bi)?;
-        let (_, j) = free_body_rows_jacobian(r, [0.0; 3], v, v1, u, b.inertia.mass, ibs, g, h);
-        for (col, prm) in params.iter().enumerate() {
-            let input = match *prm {
-                Param::Q(i) if (kv + 3..kv + 6).contains(&i) => Some(4 + i - kv - 3),
-                Param::V(i) if (kv..kv + 6).contains(&i) => Some(7 + i - kv),
-                Param::U(i) if (kv..kv + 6).contains(&i) => Some(19 + i - kv),
-                Param::Mass(m) if m == bi => Some(25),
-                Param::Inertia(m, k) if m == bi && k < 3 => Some(26 + 4 * k),
-                Param::Gravity(k) if k < 3 => Some(35 + k),
-                Param::Dt => Some(38),
-                _ => None,
-            };
-            if let Some(ii) = input {
-                for row in 0..6 {
-                    out[(kv + row, col)] += j[row][ii];
-                }
-            }
-        }
-    }
+    dynamics_rows(p, y, params, &mut out)?;
 
     // Contacts.
     let kappa = p.params.rho;
@@ -210,28 +181,14 @@ pub fn kernel_partials(
         })?;
         let qa: [f64; 7] = core::array::from_fn(|k| p.q[ba.idx_q + k]);
         let va: [f64; 6] = core::array::from_fn(|k| y[ba.idx_v + k]);
-        let (shape_b, qb, vb, kb, fb, jb) = match cand.b {
-            Partner::Body(j) => {
-                let bb = &model.bodies[j];
-                let s = p.shapes[j].as_ref().ok_or(SolveError::Mismatch {
-                    what: "a candidate body without a shape",
-                })?;
-                let q: [f64; 7] = core::array::from_fn(|k| p.q[bb.idx_q + k]);
-                let v: [f64; 6] = core::array::from_fn(|k| y[bb.idx_v + k]);
-                (s, q, v, Some(bb.idx_v), p.materials[j].friction, Some(j))
-            }
-            Partner::Static(j) => {
-                let st = &p.statics[j];
-                (
-                    &st.shape,
-                    pose_array(&st.pose),
-                    [0.0; 6],
-                    None,
-                    st.material.friction,
-                    None,
-                )
-            }
-        };
+        let Other {
+            shape: shape_b,
+            q: qb,
+            v: vb,
+            kv: kb,
+            friction: fb,
+            body: jb,
+        } = partner(p, cand, y)?;
         let pa1 = pose_after(qa, [0.0; 6], va, h);
         let pb1 = pose_after(qb, [0.0; 6], vb, h);
         let Some(pk) = selectors(
@@ -277,15 +234,7 @@ pub fn kernel_partials(
         let mu = p.friction_combine.apply(fa, fb);
         let yk = Vec3::new(kv_out[0], kv_out[1], kv_out[2]);
         let (_, jl) = local_rows(cand.law, &x, &yk, mu, kappa);
-        // ∂μ/∂(friction of a, of b).
-        let dmu_a = p
-            .friction_combine
-            .apply(Dual64::from_re(fa).derivative(), Dual64::from_re(fb))
-            .eps;
-        let dmu_b = p
-            .friction_combine
-            .apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative())
-            .eps;
+        let (dmu_a, dmu_b) = friction_partials(p, fa, fb);
         let (ka, na) = (ba.idx_v, shape_a.params().len());
         let nbz = shape_b.params().len();
         for (col, prm) in params.iter().enumerate() {
@@ -331,6 +280,115 @@ pub fn kernel_partials(
         }
     }
     Ok(Some(out))
+}
+
+/// The dynamics rows of `out` (rows `idx_v .. idx_v + 6` of each free
+/// body), from the Jacobian of `free_body_rows` in the directions of
+/// `params`, added.
+fn dynamics_rows(
+    p: &StepProblem<'_, f64>,
+    y: &DVec<f64>,
+    params: &[Param],
+    out: &mut DMat<f64>,
+) -> Result<(), SolveError> {
+    let model = p.model;
+    let h = p.h;
+    for (bi, b) in model.bodies.iter().enumerate() {
+        let (kq, kv) = (b.idx_q, b.idx_v);
+        let r = [p.q[kq + 3], p.q[kq + 4], p.q[kq + 5], p.q[kq + 6]];
+        let v: [f64; 6] = core::array::from_fn(|d| p.v[kv + d]);
+        let v1: [f64; 6] = core::array::from_fn(|d| y[kv + d]);
+        let u: [f64; 6] = core::array::from_fn(|d| p.u[kv + d]);
+        let ib = b.inertia.inertia;
+        let ibs: [f64; 9] = core::array::from_fn(|k| ib[(k / 3, k % 3)]);
+        let g = [p.gravity.x, p.gravity.y, p.gravity.z];
+        phi_scalar_check(&v, &v1, h, bi)?;
+        let (_, j) = free_body_rows_jacobian(r, [0.0; 3], v, v1, u, b.inertia.mass, ibs, g, h);
+        for (col, prm) in params.iter().enumerate() {
+            let input = match *prm {
+                Param::Q(i) if (kv + 3..kv + 6).contains(&i) => Some(4 + i - kv - 3),
+                Param::V(i) if (kv..kv + 6).contains(&i) => Some(7 + i - kv),
+                Param::U(i) if (kv..kv + 6).contains(&i) => Some(19 + i - kv),
+                Param::Mass(m) if m == bi => Some(25),
+                Param::Inertia(m, k) if m == bi && k < 3 => Some(26 + 4 * k),
+                Param::Gravity(k) if k < 3 => Some(35 + k),
+                Param::Dt => Some(38),
+                _ => None,
+            };
+            if let Some(ii) = input {
+                for row in 0..6 {
+                    out[(kv + row, col)] += j[row][ii];
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The other side `b` of a contact candidate, as the kernels take it.
+struct Other<'a> {
+    shape: &'a Shape<f64>,
+    /// Pose (position, quaternion) at the start of the step.
+    q: [f64; 7],
+    /// Velocity after the step (zero for static geometry).
+    v: [f64; 6],
+    /// Offset of its velocity (`None` for static geometry).
+    kv: Option<usize>,
+    friction: f64,
+    /// Its body (`None` for static geometry).
+    body: Option<usize>,
+}
+
+/// The other side of candidate `cand` ([`Other`]), its velocity from `y`.
+fn partner<'a>(
+    p: &StepProblem<'a, f64>,
+    cand: &Candidate<f64>,
+    y: &DVec<f64>,
+) -> Result<Other<'a>, SolveError> {
+    let model = p.model;
+    Ok(match cand.b {
+        Partner::Body(j) => {
+            let bb = &model.bodies[j];
+            let s = p.shapes[j].as_ref().ok_or(SolveError::Mismatch {
+                what: "a candidate body without a shape",
+            })?;
+            let q: [f64; 7] = core::array::from_fn(|k| p.q[bb.idx_q + k]);
+            let v: [f64; 6] = core::array::from_fn(|k| y[bb.idx_v + k]);
+            Other {
+                shape: s,
+                q,
+                v,
+                kv: Some(bb.idx_v),
+                friction: p.materials[j].friction,
+                body: Some(j),
+            }
+        }
+        Partner::Static(j) => {
+            let st = &p.statics[j];
+            Other {
+                shape: &st.shape,
+                q: pose_array(&st.pose),
+                v: [0.0; 6],
+                kv: None,
+                friction: st.material.friction,
+                body: None,
+            }
+        }
+    })
+}
+
+/// `∂μ/∂(friction of a, of b)`: the combine rule differentiated by one
+/// `Dual64` evaluation each.
+fn friction_partials(p: &StepProblem<'_, f64>, fa: f64, fb: f64) -> (f64, f64) {
+    let dmu_a = p
+        .friction_combine
+        .apply(Dual64::from_re(fa).derivative(), Dual64::from_re(fb))
+        .eps;
+    let dmu_b = p
+        .friction_combine
+        .apply(Dual64::from_re(fa), Dual64::from_re(fb).derivative())
+        .eps;
+    (dmu_a, dmu_b)
 }
 
 /// The retraction's domain check of `dynamics::free` (`‖h ω‖ < 2`) for

@@ -382,88 +382,17 @@ pub fn check(
     opts: &CheckOptions,
 ) -> Result<CheckReport, DiffError> {
     let traj = rollout(world, x0, controls, steps)?;
-    let n = opts.samples.max(1);
-    let mut sample_steps: Vec<usize> = (0..n)
-        .map(|i| {
-            if n == 1 || steps == 0 {
-                0
-            } else {
-                i * (steps - 1) / (n - 1)
-            }
-        })
-        .collect();
-    // the event steps (up to the cap, spread over the events)
-    let cap = opts.max_event_samples;
-    let events = if cap > 0 {
-        rollout::events(world, x0, controls, steps)?.0
-    } else {
-        Vec::new()
-    };
-    if !events.is_empty() {
-        let take = events.len().min(cap);
-        for i in 0..take {
-            let k = events[if take == 1 {
-                0
-            } else {
-                i * (events.len() - 1) / (take - 1)
-            }];
-            sample_steps.push(k.min(steps.saturating_sub(1)));
-        }
-    }
-    let regular: Vec<usize> = sample_steps[..n].to_vec();
-    sample_steps.sort_unstable();
-    sample_steps.dedup();
+    let (sample_steps, regular) = sample_steps(world, x0, controls, steps, opts)?;
     let named = inputs(world, opts.max_bodies);
     let params: Vec<Param> = named.iter().map(|(_, p)| *p).collect();
-    let nv = world.model.nv;
-    let lone = world.model.lone_free_bodies();
-    let free = || {
-        world
-            .model
-            .bodies
-            .iter()
-            .zip(lone.iter())
-            .filter(|&(_, &l)| l)
-            .map(|(b, _)| b)
-    };
-    let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);
-    let of_rows: [(&str, Vec<usize>); 6] = [
-        (
-            "position",
-            free().flat_map(|b| b.idx_v..b.idx_v + 3).collect(),
-        ),
-        (
-            "orientation",
-            free().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect(),
-        ),
-        (
-            "velocity",
-            free()
-                .flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3)
-                .collect(),
-        ),
-        (
-            "angular_velocity",
-            free()
-                .flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6)
-                .collect(),
-        ),
-        ("robot_q", robot_dofs().collect()),
-        ("robot_v", robot_dofs().map(|i| nv + i).collect()),
-    ];
-    let mut kinds: Vec<&str> = Vec::new();
-    for (k, _) in &named {
-        if !kinds.contains(k) {
-            kinds.push(k);
-        }
-    }
+    let of_rows = output_rows(world);
+    let kinds = input_kinds(&named);
     let mut skipped = 0;
     let (mut fd_skips, mut fd_one_sided, mut fd_refined) = (Vec::new(), Vec::new(), Vec::new());
     let mut events_without_derivative = Vec::new();
     let (mut skipped_regular, mut fd_columns_regular) = (0, 0);
     let mut fd_columns = 0;
-    // (of, wrt) -> (norm, abs diffs per method, fd compared, fd skipped)
-    let mut acc: BTreeMap<(usize, usize), (f64, [f64; 3], usize, usize)> = BTreeMap::new();
+    let mut acc: BlockAcc = BTreeMap::new();
     for &k in &sample_steps {
         let x = &traj.states[k];
         let u = controls.at(k);
@@ -514,6 +443,7 @@ pub fn check(
         )
         .map_err(at)?;
         fd_columns += params.len();
+        list_fd_columns(world, &named, (k, &fd), &mut fd_skips, &mut fd_one_sided);
         let others = [jac(Method::Lift)?, jac(Method::Unrolled)?, fd.jacobian];
         let jumps = &fd.nonsmooth;
         skipped += jumps.len();
@@ -521,49 +451,237 @@ pub fn check(
             skipped_regular += jumps.len();
             fd_columns_regular += params.len();
         }
-        for (c, why) in fd.nonsmooth.iter().zip(&fd.nonsmooth_why) {
-            fd_skips.push(FdColumn {
-                step: k,
-                input: param_label(world, named[*c].1),
-                reason: why.reason().to_string(),
-            });
+        accumulate(&mut acc, &of_rows, &kinds, &named, &ji, &others, jumps);
+    }
+    let blocks = block_reports(acc, &of_rows, &kinds, opts);
+    let rollout_report = match &opts.rollout {
+        Some(ro) if !blocks.is_empty() && steps > 0 => Some(rollout::check_rollout(
+            world, x0, controls, steps, &opts.diff, ro,
+        )?),
+        _ => None,
+    };
+    // the share over the regular samples: at an event step a perturbation
+    // changes the contact set or active set by construction (each skip
+    // there is listed, and its blocks keep the per-block rule)
+    let within_budget =
+        skipped_regular as f64 <= opts.max_fd_skipped_total_share * fd_columns_regular as f64;
+    let status = check_status(&blocks, within_budget, rollout_report.as_ref());
+    Ok(CheckReport {
+        methods: Method::STEP.iter().map(|m| m.name().to_string()).collect(),
+        sample_steps,
+        rho: opts.diff.rho.unwrap_or(world.params.rho),
+        blocks,
+        fd_skipped_columns: skipped,
+        fd_columns,
+        fd_skipped: fd_skips,
+        fd_one_sided,
+        fd_refined,
+        events_without_derivative,
+        max_fd_skipped_share: opts.max_fd_skipped_share,
+        max_fd_skipped_total_share: opts.max_fd_skipped_total_share,
+        rollout: rollout_report,
+        passed: status == CheckStatus::Passed,
+        status,
+    })
+}
+
+/// The `fd` columns of sample step `k` left out of the comparison (with
+/// the reason) and those taken one-sided, listed.
+fn list_fd_columns(
+    world: &World<f64>,
+    named: &[(&str, Param)],
+    (k, fd): (usize, &super::StepJacobian),
+    fd_skips: &mut Vec<FdColumn>,
+    fd_one_sided: &mut Vec<FdColumn>,
+) {
+    for (c, why) in fd.nonsmooth.iter().zip(&fd.nonsmooth_why) {
+        fd_skips.push(FdColumn {
+            step: k,
+            input: param_label(world, named[*c].1),
+            reason: why.reason().to_string(),
+        });
+    }
+    for c in &fd.one_sided {
+        fd_one_sided.push(FdColumn {
+            step: k,
+            input: param_label(world, named[*c].1),
+            reason: "the step map jumps within ±ε (an impact on a step boundary moves into this step or the next): one-sided difference on the nominal's side".into(),
+        });
+    }
+}
+
+/// The check's status: nothing checked without blocks; passed when every
+/// block passes, the regular samples' `fd` skips are `within_budget` and
+/// the rollout comparison (if any) passes.
+fn check_status(
+    blocks: &[BlockReport],
+    within_budget: bool,
+    rollout_report: Option<&RolloutReport>,
+) -> CheckStatus {
+    if blocks.is_empty() {
+        CheckStatus::NothingChecked
+    } else if blocks.iter().all(|b| b.passed)
+        && within_budget
+        && rollout_report.is_none_or(|r| r.passed)
+    {
+        CheckStatus::Passed
+    } else {
+        CheckStatus::Failed
+    }
+}
+
+/// The steps sampled: `opts.samples` spread over the trajectory and up to
+/// `opts.max_event_samples` of the rollout's event steps, sorted without
+/// repeats; and the regular samples (the spread ones) alone.
+fn sample_steps(
+    world: &World<f64>,
+    x0: &State<f64>,
+    controls: &Controls<f64>,
+    steps: usize,
+    opts: &CheckOptions,
+) -> Result<(Vec<usize>, Vec<usize>), DiffError> {
+    let n = opts.samples.max(1);
+    let mut sample_steps: Vec<usize> = (0..n)
+        .map(|i| {
+            if n == 1 || steps == 0 {
+                0
+            } else {
+                i * (steps - 1) / (n - 1)
+            }
+        })
+        .collect();
+    // the event steps (up to the cap, spread over the events)
+    let cap = opts.max_event_samples;
+    let events = if cap > 0 {
+        rollout::events(world, x0, controls, steps)?.0
+    } else {
+        Vec::new()
+    };
+    if !events.is_empty() {
+        let take = events.len().min(cap);
+        for i in 0..take {
+            let k = events[if take == 1 {
+                0
+            } else {
+                i * (events.len() - 1) / (take - 1)
+            }];
+            sample_steps.push(k.min(steps.saturating_sub(1)));
         }
-        for c in &fd.one_sided {
-            fd_one_sided.push(FdColumn {
-                step: k,
-                input: param_label(world, named[*c].1),
-                reason: "the step map jumps within ±ε (an impact on a step boundary moves into this step or the next): one-sided difference on the nominal's side".into(),
-            });
+    }
+    let regular: Vec<usize> = sample_steps[..n].to_vec();
+    sample_steps.sort_unstable();
+    sample_steps.dedup();
+    Ok((sample_steps, regular))
+}
+
+/// The output rows of each Jacobian block (position, orientation tangent,
+/// velocity, angular velocity of the lone free bodies; robot coordinates
+/// and velocities).
+fn output_rows(world: &World<f64>) -> [(&'static str, Vec<usize>); 6] {
+    let nv = world.model.nv;
+    let lone = world.model.lone_free_bodies();
+    let free = || {
+        world
+            .model
+            .bodies
+            .iter()
+            .zip(lone.iter())
+            .filter(|&(_, &l)| l)
+            .map(|(b, _)| b)
+    };
+    let robot_dofs = || world.robots.iter().flat_map(|r| r.idx_v..r.idx_v + r.nv);
+    [
+        (
+            "position",
+            free().flat_map(|b| b.idx_v..b.idx_v + 3).collect(),
+        ),
+        (
+            "orientation",
+            free().flat_map(|b| b.idx_v + 3..b.idx_v + 6).collect(),
+        ),
+        (
+            "velocity",
+            free()
+                .flat_map(|b| nv + b.idx_v..nv + b.idx_v + 3)
+                .collect(),
+        ),
+        (
+            "angular_velocity",
+            free()
+                .flat_map(|b| nv + b.idx_v + 3..nv + b.idx_v + 6)
+                .collect(),
+        ),
+        ("robot_q", robot_dofs().collect()),
+        ("robot_v", robot_dofs().map(|i| nv + i).collect()),
+    ]
+}
+
+/// The input kinds of `named`, in order of first appearance.
+fn input_kinds<'a>(named: &[(&'a str, Param)]) -> Vec<&'a str> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for (k, _) in named {
+        if !kinds.contains(k) {
+            kinds.push(k);
         }
-        for (oi, (_, rows)) in of_rows.iter().enumerate() {
-            for (wi, kind) in kinds.iter().enumerate() {
-                let cols: Vec<usize> = named
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (n, _))| n == kind)
-                    .map(|(c, _)| c)
-                    .collect();
-                if rows.is_empty() || cols.is_empty() {
-                    continue;
-                }
-                let entry = acc.entry((oi, wi)).or_insert((0.0, [0.0; 3], 0, 0));
-                let nskip = cols.iter().filter(|c| jumps.contains(c)).count();
-                entry.2 += cols.len() - nskip;
-                entry.3 += nskip;
-                for &r in rows {
-                    for &c in &cols {
-                        entry.0 = entry.0.max(ji[(r, c)].abs());
-                        for (m, jm) in others.iter().enumerate() {
-                            if m == 2 && jumps.contains(&c) {
-                                continue;
-                            }
-                            entry.1[m] = entry.1[m].max((ji[(r, c)] - jm[(r, c)]).abs());
+    }
+    kinds
+}
+
+/// Per block: `(of, wrt) -> (norm, abs diffs per method, fd compared, fd
+/// skipped)`, accumulated over the samples.
+type BlockAcc = BTreeMap<(usize, usize), (f64, [f64; 3], usize, usize)>;
+
+/// Per block `(of, wrt)`: the largest `|J_ift|`, the largest difference of
+/// each other method from `ift` (`fd` on its compared columns), and the
+/// `fd` columns compared and skipped (the `jumps`), over one sample.
+fn accumulate(
+    acc: &mut BlockAcc,
+    of_rows: &[(&str, Vec<usize>)],
+    kinds: &[&str],
+    named: &[(&str, Param)],
+    ji: &DMat<f64>,
+    others: &[DMat<f64>; 3],
+    jumps: &[usize],
+) {
+    for (oi, (_, rows)) in of_rows.iter().enumerate() {
+        for (wi, kind) in kinds.iter().enumerate() {
+            let cols: Vec<usize> = named
+                .iter()
+                .enumerate()
+                .filter(|(_, (n, _))| n == kind)
+                .map(|(c, _)| c)
+                .collect();
+            if rows.is_empty() || cols.is_empty() {
+                continue;
+            }
+            let entry = acc.entry((oi, wi)).or_insert((0.0, [0.0; 3], 0, 0));
+            let nskip = cols.iter().filter(|c| jumps.contains(c)).count();
+            entry.2 += cols.len() - nskip;
+            entry.3 += nskip;
+            for &r in rows {
+                for &c in &cols {
+                    entry.0 = entry.0.max(ji[(r, c)].abs());
+                    for (m, jm) in others.iter().enumerate() {
+                        if m == 2 && jumps.contains(&c) {
+                            continue;
                         }
+                        entry.1[m] = entry.1[m].max((ji[(r, c)] - jm[(r, c)]).abs());
                     }
                 }
             }
         }
     }
+}
+
+/// The report of each block: its differences, absolute and relative to
+/// `max(1, ‖J_ift‖∞)`, against the tolerances, and its `fd` skips against
+/// [`CheckOptions::max_fd_skipped_share`].
+fn block_reports(
+    acc: BlockAcc,
+    of_rows: &[(&str, Vec<usize>)],
+    kinds: &[&str],
+    opts: &CheckOptions,
+) -> Vec<BlockReport> {
     let names = ["ift_vs_lift", "ift_vs_unrolled", "ift_vs_fd"];
     let tols = [opts.tol_lift, opts.tol_unrolled, opts.tol_fd];
     let mut blocks = Vec::new();
@@ -590,42 +708,5 @@ pub fn check(
             passed,
         });
     }
-    let rollout_report = match &opts.rollout {
-        Some(ro) if !blocks.is_empty() && steps > 0 => Some(rollout::check_rollout(
-            world, x0, controls, steps, &opts.diff, ro,
-        )?),
-        _ => None,
-    };
-    // the share over the regular samples: at an event step a perturbation
-    // changes the contact set or active set by construction (each skip
-    // there is listed, and its blocks keep the per-block rule)
-    let within_budget =
-        skipped_regular as f64 <= opts.max_fd_skipped_total_share * fd_columns_regular as f64;
-    let status = if blocks.is_empty() {
-        CheckStatus::NothingChecked
-    } else if blocks.iter().all(|b| b.passed)
-        && within_budget
-        && rollout_report.as_ref().is_none_or(|r| r.passed)
-    {
-        CheckStatus::Passed
-    } else {
-        CheckStatus::Failed
-    };
-    Ok(CheckReport {
-        methods: Method::STEP.iter().map(|m| m.name().to_string()).collect(),
-        sample_steps,
-        rho: opts.diff.rho.unwrap_or(world.params.rho),
-        blocks,
-        fd_skipped_columns: skipped,
-        fd_columns,
-        fd_skipped: fd_skips,
-        fd_one_sided,
-        fd_refined,
-        events_without_derivative,
-        max_fd_skipped_share: opts.max_fd_skipped_share,
-        max_fd_skipped_total_share: opts.max_fd_skipped_total_share,
-        rollout: rollout_report,
-        passed: status == CheckStatus::Passed,
-        status,
-    })
+    blocks
 }

@@ -42,7 +42,7 @@ pub(super) fn solve_once<C: Cols>(
         chol,
         scaling,
     } = ws;
-    let [x, bx, dx, dx_a, ex, cx] = vn;
+    let [x, bx, dx, dx_a, ex, cx] = vn.each_mut().map(|v| &mut v[..n]);
     let [
         s,
         z,
@@ -59,25 +59,7 @@ pub(super) fn solve_once<C: Cols>(
         ec,
         t1,
         t2,
-    ] = vm;
-    let (x, bx, dx, dx_a) = (&mut x[..n], &mut bx[..n], &mut dx[..n], &mut dx_a[..n]);
-    let (ex, cx) = (&mut ex[..n], &mut cx[..n]);
-    let (s, z, bz, lambda, ll) = (
-        &mut s[..m],
-        &mut z[..m],
-        &mut bz[..m],
-        &mut lambda[..m],
-        &mut ll[..m],
-    );
-    let (ds, dz, ds_a, dz_a) = (&mut ds[..m], &mut dz[..m], &mut ds_a[..m], &mut dz_a[..m]);
-    let (bc, u, ez, ec, t1, t2) = (
-        &mut bc[..m],
-        &mut u[..m],
-        &mut ez[..m],
-        &mut ec[..m],
-        &mut t1[..m],
-        &mut t2[..m],
-    );
+    ] = vm.each_mut().map(|v| &mut v[..m]);
     let (G, wig, chol, c, h) = (
         &g[..m * n],
         &mut wig[..m * n],
@@ -157,28 +139,14 @@ pub(super) fn solve_once<C: Cols>(
             cx,
         };
 
-        let (sigma, t_a) = if let Some((mu_c, done)) = centering {
-            // pure centering step towards s ∘ z = μ_c e
-            centering = Some((mu_c, done + 1));
-            newton.direction(
-                Rhs::Centering(mu_c),
-                params.refinement,
-                dx,
-                ds,
-                dz,
-                (&[], &[]),
-            );
-            last_dx = amax(dx);
-            (1.0, 0.0)
-        } else {
-            newton.predictor_corrector(
-                params,
-                (s, z),
-                (gap, mu),
-                (&mut *dx, &mut *ds, &mut *dz),
-                (&mut *dx_a, &mut *ds_a, &mut *dz_a),
-            )
-        };
+        let (sigma, t_a) = newton.step_direction(
+            params,
+            (&mut centering, &mut last_dx),
+            (s, z),
+            (gap, mu),
+            (&mut *dx, &mut *ds, &mut *dz),
+            (&mut *dx_a, &mut *ds_a, &mut *dz_a),
+        );
         let (t_max, finite, _, _) = step_pass(&W, s, z, ds, dz);
         let t = (step_fraction(params, centering.is_none(), mu, t_a) * t_max).min(1.0);
         if verbose {
@@ -190,13 +158,23 @@ pub(super) fn solve_once<C: Cols>(
             debug("step", iter);
             return fail(iter, residual);
         }
-        for (v, d) in [(&mut *x, &*dx), (&mut *s, &*ds), (&mut *z, &*dz)] {
-            for (vi, di) in v.iter_mut().zip(d.iter()) {
-                *vi += di * t;
-            }
-        }
+        take_step(t, (x, s, z), (dx, ds, dz));
     }
     Err(no_conv(params.max_iters, residual))
+}
+
+/// The step of length `t`: `(x, s, z) += t (Δx, Δs, Δz)`.
+#[inline(always)]
+fn take_step(
+    t: f64,
+    (x, s, z): (&mut [f64], &mut [f64], &mut [f64]),
+    (dx, ds, dz): (&[f64], &[f64], &[f64]),
+) {
+    for (v, d) in [(x, dx), (s, ds), (z, dz)] {
+        for (vi, di) in v.iter_mut().zip(d.iter()) {
+            *vi += di * t;
+        }
+    }
 }
 
 /// Minus the residuals of the iterate: `bx = −(c + Gᵀz)`,
@@ -382,6 +360,39 @@ struct Newton<'a, C: Cols> {
 }
 
 impl<C: Cols> Newton<'_, C> {
+    /// The direction of one iteration: once centering, a pure centering
+    /// step towards `s ∘ z = μ_c e` (counted in `centering`, its `‖Δx‖∞`
+    /// into `last_dx`), else the predictor and corrector
+    /// ([`predictor_corrector`](Self::predictor_corrector)). Returns σ and
+    /// the affine step length.
+    #[inline(always)]
+    fn step_direction(
+        &mut self,
+        params: &ConicParams,
+        (centering, last_dx): (&mut Option<(f64, usize)>, &mut f64),
+        (s, z): (&[f64], &[f64]),
+        (gap, mu): (f64, f64),
+        (dx, ds, dz): (&mut [f64], &mut [f64], &mut [f64]),
+        d_a: (&mut [f64], &mut [f64], &mut [f64]),
+    ) -> (f64, f64) {
+        if let Some((mu_c, done)) = *centering {
+            // pure centering step towards s ∘ z = μ_c e
+            *centering = Some((mu_c, done + 1));
+            self.direction(
+                Rhs::Centering(mu_c),
+                params.refinement,
+                dx,
+                ds,
+                dz,
+                (&[], &[]),
+            );
+            *last_dx = amax(dx);
+            (1.0, 0.0)
+        } else {
+            self.predictor_corrector(params, (s, z), (gap, mu), (dx, ds, dz), d_a)
+        }
+    }
+
     /// Mehrotra's predictor (into the `_a` buffers; it only sets σ and the
     /// second-order term: no refinement) and corrector (into `dx`, `ds`,
     /// `dz`) at the iterate `(s, z)` of duality gap `gap` and measure `mu`.
