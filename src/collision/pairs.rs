@@ -20,9 +20,6 @@
 //! `<a>_<b>` (declared below with `#[path]`) and one row in
 //! [`Table::ROWS`].
 
-#[path = "capsule_box.rs"]
-pub mod capsule_box;
-
 use super::kernels::{self, PairKernel};
 use super::{
     Contact, box_box, box_plane, capsule_capsule, capsule_plane, capsule_segment, capsule_sphere,
@@ -118,14 +115,6 @@ impl<T: Scalar> Table<T> {
         single!(Capsule, Sphere, capsule_sphere_row, reversible: true, kernel: Some(kernels::capsule_sphere_selectors)),
         single!(Capsule, Capsule, capsule_capsule_row, reversible: false, kernel: Some(kernels::capsule_capsule_selectors)),
         single!(Sphere, Box, sphere_box_row, reversible: true, kernel: Some(kernels::sphere_box_selectors_row)),
-        Pair {
-            a: ShapeKind::Capsule,
-            b: ShapeKind::Box,
-            reversible: true,
-            features: capsule_box_features,
-            contact: capsule_box_contact,
-            kernel: None,
-        },
         Pair {
             a: ShapeKind::Box,
             b: ShapeKind::Box,
@@ -502,47 +491,4 @@ fn hull_hull_contact<T: Scalar>(
         return None;
     };
     hull_hull::hull_hull_feature(pa, ha, pb, hb, feature)
-}
-
-fn capsule_box_features<T: Scalar>(
-    a: &Shape<T>,
-    pa: &Pose<T>,
-    b: &Shape<T>,
-    pb: &Pose<T>,
-    out: &mut Vec<(usize, Contact<T>)>,
-) -> bool {
-    let (
-        Shape::Capsule {
-            radius,
-            half_length,
-        },
-        Shape::Box { half_extents },
-    ) = (a, b)
-    else {
-        return false;
-    };
-    let (e0, e1) = capsule_segment(*half_length, pa);
-    capsule_box::capsule_box_into(&e0, &e1, *radius, pb, half_extents, out);
-    true
-}
-
-fn capsule_box_contact<T: Scalar>(
-    a: &Shape<T>,
-    pa: &Pose<T>,
-    b: &Shape<T>,
-    pb: &Pose<T>,
-    feature: usize,
-) -> Option<Contact<T>> {
-    let (
-        Shape::Capsule {
-            radius,
-            half_length,
-        },
-        Shape::Box { half_extents },
-    ) = (a, b)
-    else {
-        return None;
-    };
-    let (e0, e1) = capsule_segment(*half_length, pa);
-    capsule_box::capsule_box_feature(&e0, &e1, *radius, pb, half_extents, feature)
 }

@@ -47,9 +47,9 @@ fn shapes() -> Vec<Shape<f64>> {
 /// `pair(a, b) == flip(pair(b, a))` for the pairs whose two orders are
 /// computed independently: sphere–sphere, capsule–capsule and box–box,
 /// each with two different sizes so that the exchange is not an identity.
-/// (Sphere–box, sphere–capsule, capsule–box and their reverses are one
-/// row of `collision::pairs` and its `flip`: exchanging them tests only
-/// the table, `collision::capsule_box` does that once.) 300 seeded configurations per pair; both orders give the same
+/// (Sphere–box, sphere–capsule and their reverses are one kernel and its
+/// `flip`, and box–capsule has no closed form: exchanging them tests
+/// nothing.) 300 seeded configurations per pair; both orders give the same
 /// number of contacts, and every contact of one is a contact of the other
 /// (box–box may list them in another order) to 1e-12. Each pair must
 /// produce contacts (touching ones included), or the test tests nothing.
