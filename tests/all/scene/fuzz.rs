@@ -8,12 +8,7 @@
 //! mutations per case. Each case is parsed; a scene that loads is
 //! simulated for at most [`STEPS`] steps (`run`), and one in
 //! [`CHECK_EVERY`] small ones goes through `diff::check` on one step
-//! (`check`). Two cases in three first move the scene to a backend of the
-//! registry, in turn (`solver = ...` in `[sim]`, with the friction cone it
-//! solves, the `[solver_params]` keys it reads, and one case in two one of
-//! its own tuning keys at a moderate or extreme value; see
-//! [`with_backend`]), so every backend is fuzzed, not only those the
-//! example scenes name. Asserted:
+//! (`check`). Asserted:
 //!
 //! * no panic anywhere (the parser, the validation, the step, the
 //!   derivative check), caught with `catch_unwind` and reported with the
@@ -34,7 +29,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use dualsim::contact::SolverKind;
 use dualsim::diff::CheckOptions;
 use dualsim::scene;
 use dualsim::sim::rollout;
@@ -226,76 +220,6 @@ fn string_tokens(s: &str) -> Vec<(usize, usize)> {
         }
     }
     out
-}
-
-/// `src` under the backend `kind`: `[sim]`'s `solver` and
-/// `friction_cone` lines replaced by `solver = "<kind>"` and the cone the
-/// backend solves (pyramid for `lcp`, else exact), the `[solver_params]`
-/// keys the backend does not read dropped (`rho`, `tolerance`,
-/// `max_iterations` and its own [`SolverKind::param_keys`] kept), and,
-/// one time in two, one of its own keys set to a moderate or an extreme
-/// value.
-fn with_backend(src: &str, kind: SolverKind, rng: &mut Rng) -> String {
-    let own = kind.param_keys();
-    let common = ["rho", "tolerance", "max_iterations"];
-    let cone = if kind == SolverKind::Lcp {
-        "pyramid"
-    } else {
-        "exact"
-    };
-    let tuned = if rng.below(2) == 0 && !own.is_empty() {
-        let x = if rng.below(2) == 0 {
-            format!(
-                "{:?}",
-                (rng.below(2001) as f64 / 1000.0) * 10f64.powi(rng.below(9) as i32 - 4)
-            )
-        } else {
-            rng.pick(EXTREMES).to_string()
-        };
-        Some(format!("{} = {x}", rng.pick(own)))
-    } else {
-        None
-    };
-    let key = |l: &str| l.split('=').next().unwrap_or("").trim().to_string();
-    let mut out = Vec::new();
-    let (mut section, mut has_sim, mut has_params) = (String::new(), false, false);
-    for line in src.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            section = t.to_string();
-            out.push(line.to_string());
-            if t == "[sim]" {
-                has_sim = true;
-                out.push(format!("solver = \"{}\"", kind.name()));
-                out.push(format!("friction_cone = \"{cone}\""));
-            } else if t == "[solver_params]" {
-                has_params = true;
-                out.extend(tuned.clone());
-            }
-            continue;
-        }
-        let k = key(t);
-        let drop = match section.as_str() {
-            "[sim]" => k == "solver" || k == "friction_cone",
-            "[solver_params]" => {
-                t.contains('=') && !common.contains(&k.as_str()) && !own.contains(&k.as_str())
-            }
-            _ => false,
-        };
-        if !drop {
-            out.push(line.to_string());
-        }
-    }
-    if !has_sim {
-        out.push("[sim]".into());
-        out.push(format!("solver = \"{}\"", kind.name()));
-        out.push(format!("friction_cone = \"{cone}\""));
-    }
-    if let (false, Some(t)) = (has_params, tuned) {
-        out.push("[solver_params]".into());
-        out.push(t);
-    }
-    out.join("\n")
 }
 
 fn mutate(src: &str, rng: &mut Rng) -> String {
@@ -595,16 +519,9 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
     let (mut loaded, mut simulated, mut checked, mut known) = (0, 0, 0, 0);
     let mut times = [0.0; 3];
     let mut failures: Vec<String> = Vec::new();
-    // per backend of the registry: (cases moved to it, simulated without error)
-    let mut per_backend = vec![(0usize, 0usize); SolverKind::ALL.len()];
     for case in 0..cases {
         let (file, base) = &scenes[rng.below(scenes.len())];
-        // two cases in three on each backend in turn, the third as written
-        let backend = (case % 3 != 2).then(|| (case - case / 3) % SolverKind::ALL.len());
-        let src = match backend {
-            Some(b) => mutate(&with_backend(base, SolverKind::ALL[b], &mut rng), &mut rng),
-            None => mutate(base, &mut rng),
-        };
+        let src = mutate(base, &mut rng);
         if let Some(d) = &dump {
             let abs = src.replace("urdf = \"", &format!("urdf = \"{}/", dir.display()));
             let _ = std::fs::write(d.join(format!("case-{case}.toml")), abs);
@@ -634,10 +551,6 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
                 (0..3).for_each(|k| times[k] += o.times[k]);
                 simulated += o.simulated as usize;
                 checked += o.checked as usize;
-                if let Some(b) = backend {
-                    per_backend[b].0 += 1;
-                    per_backend[b].1 += o.simulated as usize;
-                }
                 if let Some(nan) = o.nan {
                     let p = save_reproducer(&format!("nan-{case}.toml"), &src);
                     failures.push(format!(
@@ -680,14 +593,6 @@ fn mutated_example_scenes_never_panic_hang_or_give_nan() {
         loaded > cases / 20,
         "the mutations leave too few loadable scenes ({loaded})"
     );
-    for (kind, (n, sim)) in SolverKind::ALL.iter().zip(&per_backend) {
-        eprintln!("{kind}: {n} cases moved to it, {sim} simulated without error");
-        // every backend is fuzzed: at least one case in 20 of those moved
-        // to it simulates (with 10 000 cases, ~950 each)
-        if cases >= 20 * 3 * SolverKind::ALL.len() {
-            assert!(sim * 20 >= *n, "{kind}: {sim} of {n} cases simulated");
-        }
-    }
     // (printed as well: the panic hook that silences the cases' expected
     // panics also silences this assertion's message)
     for f in &failures {
