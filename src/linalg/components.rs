@@ -11,6 +11,7 @@
 //! pseudo-inverses. A 125-sphere pile's `1650 × 1650` SVD becomes 25 SVDs
 //! of `66 × 66` and a few `6 × 6`.
 
+use super::Svd;
 use crate::math::DMat;
 
 /// One independent block of a matrix: the rows and columns of a connected
@@ -156,15 +157,12 @@ pub fn inverse_by_blocks(a: &DMat<f64>) -> Option<DMat<f64>> {
     Some(inv)
 }
 
-/// The SVD of each block of `a` (padded with zero rows to square where it
+/// The SVD ([`Svd`]) of each block of `a` (padded with zero rows to square where it
 /// has more columns than rows, so that `V` spans all its columns): the
 /// SVD of `a`, block by block (the whole matrix's SVD where it does not
 /// split into two blocks with rows and columns).
 pub struct BlockSvd {
-    blocks: Vec<(
-        Block,
-        Option<nalgebra::SVD<f64, nalgebra::Dyn, nalgebra::Dyn>>,
-    )>,
+    blocks: Vec<(Block, Option<Svd>)>,
     shape: (usize, usize),
 }
 
@@ -180,8 +178,7 @@ impl BlockSvd {
                 let (r, c) = (b.rows.len(), b.cols.len());
                 let mut sub = DMat::zeros(r.max(c), c);
                 sub.rows_mut(0, r).copy_from(&b.extract(a));
-                let svd = sub.svd(true, true);
-                (b, Some(svd))
+                (b, Some(Svd::new(&sub)))
             })
             .collect();
         BlockSvd {
@@ -195,12 +192,11 @@ impl BlockSvd {
         let mut smax = 0.0f64;
         for (_, svd) in &self.blocks {
             if let Some(svd) = svd {
-                for &s in svd.singular_values.iter() {
-                    if s.is_nan() {
-                        return f64::NAN;
-                    }
-                    smax = smax.max(s);
+                let s = svd.max_singular_value();
+                if s.is_nan() {
+                    return f64::NAN;
                 }
+                smax = smax.max(s);
             }
         }
         smax
@@ -220,7 +216,7 @@ impl BlockSvd {
                     part += b.cols.iter().filter(|&&c| c < nv).count() as f64;
                 }
                 Some(svd) => {
-                    let vt = svd.v_t.as_ref().expect("V is computed");
+                    let vt = &svd.v_t;
                     for (k, &sk) in svd.singular_values.iter().enumerate() {
                         if sk <= cut {
                             dim += 1;
@@ -238,13 +234,13 @@ impl BlockSvd {
     }
 
     /// The pseudo-inverse of `a` with the singular values `≤ cut` dropped
-    /// (`None` where nalgebra refuses: a negative cut).
+    /// (`None` for a negative cut or where a block's SVD failed).
     pub fn pseudo_inverse(&self, cut: f64) -> Option<DMat<f64>> {
         let (m, n) = self.shape;
         let mut p = DMat::zeros(n, m);
         for (b, svd) in &self.blocks {
             let Some(svd) = svd else { continue };
-            let pb = svd.clone().pseudo_inverse(cut).ok()?;
+            let pb = svd.pseudo_inverse(cut)?;
             // `pb`: cols × (rows + padding); the padding's columns are
             // those of zero rows.
             for (i, &c) in b.cols.iter().enumerate() {

@@ -24,14 +24,20 @@
 //!   components of its nonzero pattern), and the SVD ([`BlockSvd`]),
 //!   inverse and solves of a matrix block by block: the step's `∂r/∂y`
 //!   on a scene of many contact islands.
+//! * [`Svd`] (`f64`): faer's thin SVD of a dense matrix, verified by its
+//!   backward error (nalgebra's can miss its matrix, module docs), and
+//!   the pseudo-inverse and minimum-norm solve from it. Every SVD of the
+//!   library goes through it.
 
 mod block_lu;
 mod components;
 mod sparse;
+mod svd;
 
 pub use block_lu::BlockLu;
 pub use components::{Block, BlockSvd, components, inverse_by_blocks, solve_by_blocks};
 pub use sparse::{BlockCsc, BlockRef, SparseLu};
+pub use svd::Svd;
 
 use crate::Scalar;
 use crate::math::{DMat, DVec};

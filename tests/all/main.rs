@@ -14,6 +14,7 @@ mod collision;
 mod contact;
 mod diff;
 mod dynamics;
+mod linalg;
 mod macros;
 mod opt;
 mod scalar;

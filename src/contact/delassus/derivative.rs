@@ -1,23 +1,18 @@
 use super::*;
 
 /// Pseudo-inverse of a square matrix (SVD of the whole matrix, singular
-/// values below `1e-12 σ_max` dropped). Not block by block as
-/// [`pinv_unique`]: on the drone of `tests/all/diff/complementarity.rs` (a box on
-/// four corners under `lcp`, whose complementarity-aware gradient solves
-/// with this pseudo-inverse) the block-wise one differed from the whole
-/// matrix's by 1.2e-2 (entries of 70) on a 6 × 6 matrix of blocks 1, 1,
-/// 1 and 3 (not explained), and the exact gradient's range test failed.
+/// values below `1e-12 σ_max` dropped).
 pub fn pinv(j: &DMat<f64>) -> Result<DMat<f64>, SolveError> {
     if j.nrows() == 0 {
         return Ok(DMat::zeros(0, 0));
     }
-    let svd = j.clone().svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = crate::linalg::Svd::new(j);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return Err(SolveError::Singular("residual Jacobian"));
     }
     svd.pseudo_inverse(1e-12 * smax)
-        .map_err(|_| SolveError::Singular("residual Jacobian"))
+        .ok_or(SolveError::Singular("residual Jacobian"))
 }
 
 /// The pseudo-inverse of `∂r/∂y` (as [`pinv`]) when it determines the

@@ -243,7 +243,7 @@ pub(super) fn damped_newton<F: Formulation>(
             break;
         }
         let jac = island_jacobian(form, fi, &y)?;
-        let step = jac.svd(true, true).solve(&r, 1e-12).ok()?;
+        let step = crate::linalg::Svd::new(&jac).solve(&r, 1e-12)?;
         let norm = r.norm();
         let mut lambda = 1.0;
         let mut next = None;

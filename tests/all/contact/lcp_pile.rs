@@ -97,7 +97,7 @@ fn pile_ift_on_q_is_refused_with_the_reason() {
         let c = (b.residual(&p, &s, &yp).unwrap() - b.residual(&p, &s, &ym).unwrap()) / (2.0 * eps);
         j.set_column(i, &c);
     }
-    let svd = j.clone().svd(true, true);
+    let svd = dualsim::linalg::Svd::new(&j);
     let mut sv: Vec<f64> = svd.singular_values.iter().cloned().collect();
     sv.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let smax = sv[n - 1];

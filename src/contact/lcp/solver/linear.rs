@@ -117,12 +117,12 @@ pub(super) fn pinv(m: DMatrix<f64>) -> Option<DMatrix<f64>> {
     if k == 0 {
         return Some(m);
     }
-    let svd = m.svd(true, true);
-    let smax = svd.singular_values.max();
+    let svd = crate::linalg::Svd::new(&m);
+    let smax = svd.max_singular_value();
     if !(smax > 0.0 && smax.is_finite()) {
         return None;
     }
-    svd.pseudo_inverse(k.max(4) as f64 * f64::EPSILON * smax).ok()
+    svd.pseudo_inverse(k.max(4) as f64 * f64::EPSILON * smax)
 }
 
 /// Solves `M δ = rhs` with `M` the `k × k` system in `ws.m` and the
