@@ -674,39 +674,21 @@ use crate::common::check_report::check_report;
 /// (those are run by tests/all/diff/check_examples.rs, which asks only for
 /// `passed`). Newton's cradle (`examples/scenes/lcp_cradle.toml`, five
 /// balls 1 mm apart, friction 0.1, four head-on frictional impacts in
-/// the first step) passes with no `fd` column skipped. The drone on the
-/// ground (`tests/data/nimble_drone.toml`, a box on its four corners)
-/// fails by design: every method agrees within tolerance on every
-/// compared column, and each failing block fails only because more than
-/// half of its `fd` columns are reported as kinks (a tilt lifts a
-/// corner).
+/// the first step) and the drone on the ground
+/// (`tests/data/nimble_drone.toml`, a box resting on its four corners,
+/// all of them clamping) pass with no `fd` column skipped: the drone's
+/// active set is the same on either side of every perturbation. (With
+/// nalgebra's SVD in the LCP solver's pseudo-inverse, whose factors can
+/// miss their matrix, `linalg::Svd`, the drone's active set flickered
+/// along the rollout and more than half of some blocks' `fd` columns
+/// changed it within ±ε.)
 #[test]
 fn check_on_the_lcp_test_scenes() {
     let cradle = check_report("examples/scenes/lcp_cradle.toml");
     assert_eq!(cradle["status"], "passed", "{cradle:#}");
     assert_eq!(cradle["fd_skipped_columns"], 0, "{cradle:#}");
     let drone = check_report("tests/data/nimble_drone.toml");
-    assert_eq!(drone["status"], "failed");
-    let tol = [
-        ("ift_vs_lift", 1e-9),
-        ("ift_vs_unrolled", 1e-7),
-        ("ift_vs_fd", 1e-5),
-    ];
-    let mut failing = 0;
-    for b in drone["blocks"].as_array().unwrap() {
-        for (name, t) in tol {
-            let d = b["max_rel_diff"][name].as_f64().unwrap();
-            assert!(d <= t, "{b:#}");
-        }
-        if b["passed"] == false {
-            failing += 1;
-            let (cmp, skip) = (
-                b["fd_compared"].as_u64().unwrap(),
-                b["fd_skipped"].as_u64().unwrap(),
-            );
-            assert!(2 * skip > cmp + skip, "{b:#}");
-        }
-    }
-    println!("nimble_drone: {failing} blocks fail by their share of kink columns only");
-    assert!(failing > 0);
+    assert_eq!(drone["status"], "passed", "{drone:#}");
+    assert_eq!(drone["fd_skipped_columns"], 0, "{drone:#}");
+    assert_eq!(drone["rollout"]["passed"], true, "{drone:#}");
 }
