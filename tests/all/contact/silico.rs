@@ -28,10 +28,22 @@ fn run(world: &World<f64>, x0: &State<f64>, steps: usize) -> Trajectory<f64> {
 }
 
 /// Steps `w` from `x` `steps` times: the last state, or the first error.
+/// `steps` steps from `x`. A step the solver returns as converged must
+/// meet its own convergence test (equality residual ≤ the tolerance)
+/// unless it is flagged as accepted at the cap (`stats.capped`), so that
+/// the tests' "fails, or converges to the known answer" cannot take a
+/// stalled iterate for a converged one.
 fn land(w: &World<f64>, mut x: State<f64>, steps: usize) -> Result<State<f64>, SimError> {
     let u = w.zero_control();
-    for _ in 0..steps {
-        x = dualsim::sim::step(w, &x, &u)?.state;
+    for k in 0..steps {
+        let o = dualsim::sim::step(w, &x, &u)?;
+        assert!(
+            o.stats.capped || o.stats.residual <= w.params.tolerance,
+            "step {k} returned as converged with residual {:e} > tolerance {:e}",
+            o.stats.residual,
+            w.params.tolerance
+        );
+        x = o.state;
     }
     Ok(x)
 }

@@ -35,9 +35,9 @@ const EXCEPTIONS: [(&str, &[&str], &str); 8] = [
     (
         "capsule_pile.toml",
         &["--no-rollout"],
-        "300 steps of a settling pile under ipm: ∂(c1 orientation)/∂(c9 v_z) \
-         -2.3886e-3 by ift against -2.3846e-3 by fd (1.7e-3 relative, 2.6 \
-         times the tolerance), not yet explained",
+        "300 steps of a settling pile under ipm: on 96 of 740 columns, \
+         ∂(c10 v[3])/∂(c5 ω_x) -9.437e-4 by ift against -6.247e-4 by fd (11.9 \
+         times the per-entry tolerance), not yet explained",
     ),
     (
         "lcp_box_push.toml",
