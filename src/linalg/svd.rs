@@ -104,7 +104,12 @@ impl Svd {
         for (k, &s) in self.singular_values.iter().enumerate() {
             if s > cut {
                 // p += v_k u_kᵀ / s_k
-                p.ger(1.0 / s, &self.v_t.row(k).transpose(), &self.u.column(k), 1.0);
+                p.ger(
+                    1.0 / s,
+                    &self.v_t.row(k).transpose(),
+                    &self.u.column(k),
+                    1.0,
+                );
             }
         }
         Some(p)

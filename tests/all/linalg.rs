@@ -97,7 +97,9 @@ fn pseudo_inverse_of_a_ball_jacobian_with_tiny_inertia_round_off_is_its_inverse(
             }),
         ] {
             let err = (&pinv - &want).amax() / want.amax();
-            println!("tiny = {tiny:e}: {name} pseudo-inverse off the closed-form inverse by {err:.1e} (relative)");
+            println!(
+                "tiny = {tiny:e}: {name} pseudo-inverse off the closed-form inverse by {err:.1e} (relative)"
+            );
             assert!(err < 1e-10, "{name}, tiny = {tiny:e}: {err:e}");
         }
     }
@@ -138,7 +140,10 @@ fn svd_reconstructs_random_matrices_and_its_pseudo_inverse_is_moore_penrose() {
         let scale = a.amax().max(f64::MIN_POSITIVE);
         let miss = reconstruction_miss(&a, &svd) / scale;
         worst.0 = worst.0.max(miss);
-        assert!(miss <= 1e-14 * m.max(n) as f64, "case {case} ({m} × {n}): {miss:e}");
+        assert!(
+            miss <= 1e-14 * m.max(n) as f64,
+            "case {case} ({m} × {n}): {miss:e}"
+        );
         let s = &svd.singular_values;
         assert!(s.iter().zip(s.iter().skip(1)).all(|(a, b)| a >= b), "{s}");
         if let Some(k) = rank {
@@ -154,7 +159,10 @@ fn svd_reconstructs_random_matrices_and_its_pseudo_inverse_is_moore_penrose() {
         let e1 = (&a * &p * &a - &a).amax() / scale;
         let e2 = (&p * &a * &p - &p).amax() / p.amax();
         worst.1 = worst.1.max(e1.max(e2) / cond);
-        assert!(e1 <= 1e-13 * cond && e2 <= 1e-13 * cond, "case {case}: {e1:e} {e2:e}, condition {cond:e}");
+        assert!(
+            e1 <= 1e-13 * cond && e2 <= 1e-13 * cond,
+            "case {case}: {e1:e} {e2:e}, condition {cond:e}"
+        );
         // the minimum-norm solve is the pseudo-inverse's
         let b = DVec::from_fn(m, |_, _| rng.random_range(-1.0..1.0));
         let x = svd.solve(&b, cut).unwrap();
